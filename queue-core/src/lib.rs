@@ -1,0 +1,44 @@
+//! `queue-core`: the pure heart of a job queue that lives in the database an
+//! application already runs.
+//!
+//! It holds the domain types ([`NewJob`], [`Job`], [`Lease`], …), their
+//! validation, the derived job state ([`derive_state`]), retry [`Backoff`]
+//! with jitter, the one error type [`QueueError`], and the async [`Storage`]
+//! trait that every backend implements. It performs no I/O and starts no
+//! runtime: backends (`queue-postgres`, `queue-mysql`) do the talking and
+//! `queue-worker` does the running.
+
+mod backoff;
+mod clock;
+mod dequeue;
+mod error;
+mod history;
+mod ids;
+mod job;
+pub mod migration;
+mod new_job;
+mod outcome;
+mod state;
+mod stats;
+mod storage;
+pub mod time;
+
+pub use backoff::Backoff;
+pub use clock::{Clock, ManualClock};
+pub use dequeue::{DequeueRequest, MAX_DEQUEUE_LIMIT, MAX_LEASE, validate_lease};
+pub use error::{BoxError, QueueError, Result};
+pub use history::{
+    FinalStatus, HistoryFilter, HistoryPage, HistoryRecord, MAX_BATCH, MAX_PAGE_SIZE, PruneRequest,
+    validate_limit,
+};
+pub use ids::{JobId, MAX_NAME_BYTES, QueueName, UniqueKey, WorkerId, validate_name};
+pub use job::{Job, Lease};
+pub use new_job::{
+    DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob, first_occurrences,
+};
+pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
+pub use state::{JobState, derive_state};
+pub use stats::QueueStats;
+pub use storage::Storage;
+
+pub use async_trait::async_trait;

@@ -1,0 +1,207 @@
+//! `NewJob`: the builder a caller fills in to enqueue a job, and its
+//! validated form that backends write.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::time::{truncate_to_micros, validate_duration, validate_instant};
+use crate::{QueueError, QueueName, Result, UniqueKey};
+
+/// Attempts a job gets when the caller does not say: the first run plus 19 retries.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
+
+/// The largest `max_attempts`: it must fit the databases' 32-bit signed column.
+pub const MAX_MAX_ATTEMPTS: u32 = i32::MAX as u32;
+
+/// When a new job first becomes available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Schedule {
+    /// At once (the database's now).
+    #[default]
+    Now,
+    /// After a delay from the database's now.
+    After(Duration),
+    /// At a fixed instant.
+    At(DateTime<Utc>),
+}
+
+/// A job to enqueue, built fluently and checked when enqueued.
+///
+/// ```
+/// use std::time::Duration;
+/// use queue_core::NewJob;
+///
+/// let job = NewJob::new("emails", serde_json::json!({"to": "ada@example.com"}))
+///     .priority(10)
+///     .unique_key("welcome-ada")
+///     .max_attempts(5)
+///     .delay(Duration::from_secs(30));
+/// assert!(job.validate().is_ok());
+/// ```
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    queue: String,
+    payload: std::result::Result<Value, String>,
+    priority: i32,
+    unique_key: Option<String>,
+    max_attempts: u32,
+    schedule: Schedule,
+}
+
+impl NewJob {
+    /// A job for `queue` carrying `payload` (anything `Serialize`, including a
+    /// `serde_json::Value`). A payload that fails to serialise is reported
+    /// when the job is validated or enqueued, as an invalid `payload`.
+    pub fn new(queue: impl Into<String>, payload: impl Serialize) -> Self {
+        Self {
+            queue: queue.into(),
+            payload: serde_json::to_value(payload).map_err(|e| e.to_string()),
+            priority: 0,
+            unique_key: None,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            schedule: Schedule::Now,
+        }
+    }
+
+    /// Sets the priority: higher runs first; the default is 0.
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Makes the enqueue idempotent: while a job with this key is live in the
+    /// same queue, enqueueing again returns that job.
+    pub fn unique_key(mut self, key: impl Into<String>) -> Self {
+        self.unique_key = Some(key.into());
+        self
+    }
+
+    /// How many attempts the job gets before it becomes a dead letter (>= 1).
+    pub fn max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+
+    /// Makes the job available `delay` after the database's now.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.schedule = Schedule::After(delay);
+        self
+    }
+
+    /// Makes the job available at `at`.
+    pub fn run_at(mut self, at: DateTime<Utc>) -> Self {
+        self.schedule = Schedule::At(at);
+        self
+    }
+
+    /// Checks every field and returns the form backends write.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidInput`] naming the first bad field: `queue`,
+    /// `unique_key`, `payload` (not serialisable, or holding a NUL
+    /// character in a string or key), `max_attempts` (0 or above
+    /// [`MAX_MAX_ATTEMPTS`]), `delay` (above 100 years) or `run_at` (outside
+    /// 1970 ..= 9999).
+    pub fn validate(&self) -> Result<ValidJob> {
+        let queue = QueueName::new(self.queue.clone())?;
+        let unique_key = self.unique_key.clone().map(UniqueKey::new).transpose()?;
+        let payload = self.payload.clone().map_err(|e| {
+            QueueError::invalid("payload", format!("is not JSON-serialisable: {e}"))
+        })?;
+        if contains_nul(&payload) {
+            // PostgreSQL's jsonb cannot store U+0000; refusing it everywhere
+            // keeps every backend accepting the same payloads.
+            return Err(QueueError::invalid(
+                "payload",
+                "contains the NUL character (U+0000), which PostgreSQL cannot store",
+            ));
+        }
+        if !(1..=MAX_MAX_ATTEMPTS).contains(&self.max_attempts) {
+            return Err(QueueError::invalid(
+                "max_attempts",
+                format!(
+                    "is {}, it must be between 1 and {MAX_MAX_ATTEMPTS}",
+                    self.max_attempts
+                ),
+            ));
+        }
+        let schedule = match self.schedule {
+            Schedule::Now => Schedule::Now,
+            Schedule::After(delay) => {
+                validate_duration("delay", delay, true)?;
+                Schedule::After(delay)
+            }
+            Schedule::At(at) => {
+                validate_instant("run_at", at)?;
+                Schedule::At(truncate_to_micros(at))
+            }
+        };
+        Ok(ValidJob {
+            queue,
+            payload,
+            priority: self.priority,
+            unique_key,
+            max_attempts: self.max_attempts,
+            schedule,
+        })
+    }
+}
+
+/// A [`NewJob`] whose every field passed validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidJob {
+    /// The queue to enqueue into.
+    pub queue: QueueName,
+    /// The JSON payload.
+    pub payload: Value,
+    /// Higher runs first.
+    pub priority: i32,
+    /// Idempotency key within the queue.
+    pub unique_key: Option<UniqueKey>,
+    /// Attempts before dead-lettering, in `1..=MAX_MAX_ATTEMPTS`.
+    pub max_attempts: u32,
+    /// When the job first becomes available; instants are microsecond-exact.
+    pub schedule: Schedule,
+}
+
+impl ValidJob {
+    /// The instant the job becomes available, given the storage's now.
+    pub fn available_at(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        match self.schedule {
+            Schedule::Now => now,
+            Schedule::After(delay) => truncate_to_micros(now + crate::time::to_time_delta(delay)),
+            Schedule::At(at) => at,
+        }
+    }
+}
+
+/// True when any string or object key in `value` holds U+0000.
+fn contains_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(contains_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// For each job, the index of the first job in `jobs` with the same queue
+/// and unique key (its own index when it has no key or comes first).
+///
+/// Backends use it to give later repeats of a key inside one batch the
+/// first job's outcome with `existed = true`, as if the batch were
+/// enqueued one job at a time.
+pub fn first_occurrences(jobs: &[ValidJob]) -> Vec<usize> {
+    let mut seen: std::collections::HashMap<(&QueueName, &UniqueKey), usize> =
+        std::collections::HashMap::new();
+    jobs.iter()
+        .enumerate()
+        .map(|(i, job)| match &job.unique_key {
+            Some(key) => *seen.entry((&job.queue, key)).or_insert(i),
+            None => i,
+        })
+        .collect()
+}

@@ -1,0 +1,230 @@
+//! The `Storage` trait: everything a backend must do, with its contract.
+//!
+//! Each `# Contract` bullet is checked by a named case of `queue-testkit`'s
+//! conformance suite. "Now" always means the storage's clock
+//! ([`crate::Clock`]): the database's, or a manual one in tests.
+//!
+//! A lease is *current* while the live row still carries it: same job id,
+//! `locked_by` equal to its worker id, `attempts` equal to its attempt, and
+//! a `lease_until` set. Ack, nack and release need a current lease, even one
+//! past its `lease_until` that no reclaim or other claim has taken yet: the
+//! work is done and nobody else holds the job, so it is not thrown away.
+//! Heartbeat needs a current lease that has not expired.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::{
+    Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
+    Job, JobId, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome,
+    Result, Retry,
+};
+
+/// A place jobs live: the operations the worker, operators and tests use.
+#[async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// The storage's current time.
+    ///
+    /// # Contract
+    /// - Returns the manual clock's time when one is set, else the database's.
+    async fn now(&self) -> Result<DateTime<Utc>>;
+
+    /// Adds one job.
+    ///
+    /// # Contract
+    /// - Returns a new id; the job is pending (or scheduled when delayed) with
+    ///   attempts 0, and its payload reads back equal as JSON.
+    /// - A unique key already live in the same queue returns that job's id
+    ///   with `existed = true` and writes nothing.
+    /// - The same key in another queue, or no key, never collides.
+    /// - A key is free again once its job is archived to history.
+    /// - Invalid input returns [`crate::QueueError::InvalidInput`] naming the
+    ///   field, and writes nothing.
+    ///
+    /// The default runs [`Storage::enqueue_batch`] with one job.
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        self.enqueue_batch(vec![job])
+            .await?
+            .pop()
+            .ok_or_else(|| crate::QueueError::backend("enqueue_batch returned no outcome"))
+    }
+
+    /// Adds many jobs in one round trip.
+    ///
+    /// # Contract
+    /// - Returns one outcome per job, in input order, as if each were enqueued
+    ///   in turn: a key repeated inside the batch yields the first job's id
+    ///   with `existed = true` for the later ones.
+    /// - If any job is invalid, returns the error and writes nothing.
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
+
+    /// Claims up to `request.limit()` pending jobs.
+    ///
+    /// # Contract
+    /// - Claims only pending jobs of the named, unpaused queues, ordered by
+    ///   priority descending, then `available_at`, then id; returns them in
+    ///   that order.
+    /// - Each claimed job gets `lease_until = now + lease`, `locked_by`,
+    ///   `attempts + 1`, and `first_locked_at = now` only on its first claim.
+    /// - Concurrent dequeuers never receive the same job while its lease is live.
+    /// - Scheduled, running, stalled and exhausted jobs are not claimed.
+    async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>>;
+
+    /// Completes a job: archives it as `completed` and deletes the live row.
+    ///
+    /// # Contract
+    /// - Succeeds only for the current lease; otherwise (reclaimed, claimed
+    ///   again, even by the same worker id, finished or discarded) returns
+    ///   [`crate::QueueError::LeaseLost`] and changes nothing.
+    /// - The history row holds `result`, attempts, `processed_by`,
+    ///   `started_at` and `finished_at = now`.
+    ///
+    /// The default runs [`Storage::ack_batch`] with one ack.
+    async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
+        let acks = [Ack {
+            lease: lease.clone(),
+            result,
+        }];
+        match self.ack_batch(&acks).await?.as_slice() {
+            [true] => Ok(()),
+            _ => Err(crate::QueueError::LeaseLost {
+                lease: lease.clone(),
+            }),
+        }
+    }
+
+    /// Completes many jobs in one round trip.
+    ///
+    /// # Contract
+    /// - Returns, per input in order, true when acked and false when its
+    ///   lease was lost (that job is left unchanged).
+    async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>>;
+
+    /// Records a failed attempt.
+    ///
+    /// # Contract
+    /// - Succeeds only for the current lease, else `LeaseLost`, nothing changed.
+    /// - With attempts left and [`Retry::After`]`(d)`: releases the lease,
+    ///   stores `error` as `last_error`, sets `available_at = now + d`.
+    /// - With no attempts left, or [`Retry::Never`]: archives the job as
+    ///   `dead_letter` with `error` as its last error.
+    async fn nack(&self, lease: &Lease, error: Value, retry: Retry) -> Result<NackOutcome>;
+
+    /// Gives a job back without counting the attempt (used at shutdown).
+    ///
+    /// # Contract
+    /// - For the current lease: clears the lease, decrements attempts, makes
+    ///   the job available now, and returns true.
+    /// - For a lost lease: returns false and changes nothing.
+    async fn release(&self, lease: &Lease) -> Result<bool>;
+
+    /// Extends a live lease to `now + extend_by`.
+    ///
+    /// # Contract
+    /// - Returns true and moves `lease_until` for the current, unexpired lease.
+    /// - Returns false and changes nothing for an expired, foreign or
+    ///   finished lease.
+    ///
+    /// The default runs [`Storage::heartbeat_batch`] with one lease.
+    async fn heartbeat(&self, lease: &Lease, extend_by: Duration) -> Result<bool> {
+        let alive = self
+            .heartbeat_batch(std::slice::from_ref(lease), extend_by)
+            .await?;
+        Ok(alive.as_slice() == [true])
+    }
+
+    /// Extends many leases in one round trip.
+    ///
+    /// # Contract
+    /// - Returns, per input in order, what [`Storage::heartbeat`] would.
+    async fn heartbeat_batch(&self, leases: &[Lease], extend_by: Duration) -> Result<Vec<bool>>;
+
+    /// Recovers jobs whose holder died.
+    ///
+    /// # Contract
+    /// - Stalled jobs with attempts left return to pending (lease cleared,
+    ///   available now, the expired attempt still counted).
+    /// - Stalled jobs with no attempts left, and exhausted jobs, become dead letters.
+    /// - A reclaimed stalled job's `last_error` becomes
+    ///   `{"kind": "lease_expired", "worker_id": <holder>, "attempt": <n>}`;
+    ///   an exhausted job keeps its own.
+    /// - Oldest leases first (`lease_until`, then id); exhausted jobs after them.
+    /// - Touches at most `limit` jobs per call (`1..=MAX_BATCH`).
+    async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome>;
+
+    /// Removes a live job, in any state, into history as `discarded`.
+    ///
+    /// # Contract
+    /// - A holder's later ack, nack or heartbeat gets `LeaseLost` / false.
+    /// - An unknown id returns [`crate::QueueError::NotFound`].
+    async fn discard(&self, id: JobId) -> Result<()>;
+
+    /// Puts a dead letter back into its queue with attempts reset to 0.
+    ///
+    /// # Contract
+    /// - The job keeps its id, payload, priority and key, is pending now, and
+    ///   leaves history.
+    /// - An id that is not a dead letter returns `NotFound`; a unique key
+    ///   live again in the queue returns [`crate::QueueError::Conflict`].
+    async fn retry_dead_letter(&self, id: JobId) -> Result<()>;
+
+    /// Deletes history rows finished before `now - older_than`.
+    ///
+    /// # Contract
+    /// - Deletes only older rows, only of the given status if one is set, at
+    ///   most `limit` per call, and returns how many it deleted.
+    async fn prune_history(&self, request: &PruneRequest) -> Result<u64>;
+
+    /// Counts live jobs per queue by derived state.
+    ///
+    /// # Contract
+    /// - One entry per queue that has live jobs or is paused, sorted by queue name.
+    /// - Counts match [`crate::derive_state`] of every live job at now.
+    async fn stats(&self) -> Result<Vec<QueueStats>>;
+
+    /// Reads one live job.
+    ///
+    /// # Contract
+    /// - Returns the live row, or `None` once the job is archived or never existed.
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>>;
+
+    /// Reads one history row.
+    ///
+    /// # Contract
+    /// - Returns the archived row, or `None` while the job is live or unknown.
+    async fn get_history(&self, id: JobId) -> Result<Option<HistoryRecord>>;
+
+    /// Lists history, newest first, filtered and keyset-paged.
+    ///
+    /// # Contract
+    /// - Returns at most `limit` rows matching every filter, ids descending,
+    ///   all below `before`; `next` is set exactly when more rows match.
+    async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage>;
+
+    /// Lists dead letters: [`Storage::list_history`] with that status.
+    async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        let filter = HistoryFilter {
+            status: Some(FinalStatus::DeadLetter),
+            ..filter.clone()
+        };
+        self.list_history(&filter).await
+    }
+
+    /// Stops dequeue from claiming jobs of `queue`.
+    ///
+    /// # Contract
+    /// - Dequeue claims nothing from a paused queue; its jobs stay as they
+    ///   are and can still be enqueued, acked and nacked.
+    /// - Pausing twice is the same as once.
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()>;
+
+    /// Lets dequeue claim from `queue` again.
+    ///
+    /// # Contract
+    /// - After resume the queue's pending jobs are claimed as before.
+    /// - Resuming a queue that is not paused does nothing.
+    async fn resume_queue(&self, queue: &QueueName) -> Result<()>;
+}
