@@ -1,0 +1,104 @@
+//! An isolated MySQL / MariaDB database per test.
+
+use mysql_async::prelude::Queryable;
+
+use super::{Fallback, connect_with_retry, database_url, unique_name};
+
+/// The variable naming the MySQL server tests use.
+pub const URL_VAR: &str = "QUEUE_TEST_MYSQL_URL";
+
+/// A database created for one test.
+#[derive(Debug)]
+pub struct TestDatabase {
+    server_url: String,
+    name: String,
+}
+
+impl TestDatabase {
+    /// Creates an empty database, or returns `None` (skip) when no URL is set.
+    ///
+    /// # Panics
+    /// When the URL is set but the server cannot be reached or the database
+    /// cannot be created, and when no URL is set but databases are required.
+    pub async fn create() -> Option<Self> {
+        let server_url = database_url(URL_VAR, fallback())?;
+        let name = unique_name();
+        let mut conn = connect(&server_url).await;
+        conn.query_drop(format!(
+            "CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+        let _ = conn.disconnect().await;
+        Some(Self { server_url, name })
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A URL whose default database is this one.
+    pub fn url(&self) -> String {
+        with_database(&self.server_url, &self.name)
+    }
+
+    /// Drops the database and everything in it.
+    pub async fn drop_database(self) {
+        let mut conn = connect(&self.server_url).await;
+        conn.query_drop(format!("DROP DATABASE `{}`", self.name))
+            .await
+            .unwrap_or_else(|e| panic!("cannot drop database {}: {e}", self.name));
+        let _ = conn.disconnect().await;
+    }
+}
+
+async fn connect(url: &str) -> mysql_async::Conn {
+    let opts = mysql_async::Opts::from_url(url)
+        .unwrap_or_else(|e| panic!("{URL_VAR} is not a valid URL: {e}"));
+    connect_with_retry(URL_VAR, || mysql_async::Conn::new(opts.clone())).await
+}
+
+/// Replaces the database path of a `mysql://` URL, keeping its query string.
+pub fn with_database(url: &str, database: &str) -> String {
+    let authority_start = url.find("://").map_or(0, |i| i + 3);
+    let (base, query) = match url.find('?') {
+        Some(q) => (&url[..q], &url[q..]),
+        None => (url, ""),
+    };
+    let host_end = base[authority_start..]
+        .find('/')
+        .map_or(base.len(), |i| authority_start + i);
+    format!("{}/{database}{query}", &base[..host_end])
+}
+
+#[cfg(feature = "containers")]
+fn fallback() -> Option<Fallback> {
+    Some(super::containers::mysql_url)
+}
+
+#[cfg(not(feature = "containers"))]
+fn fallback() -> Option<Fallback> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn with_database_replaces_or_adds_the_path() {
+        assert_eq!(
+            with_database("mysql://root@h:3306", "d"),
+            "mysql://root@h:3306/d"
+        );
+        assert_eq!(
+            with_database("mysql://root@h:3306/", "d"),
+            "mysql://root@h:3306/d"
+        );
+        assert_eq!(
+            with_database("mysql://root@h/old?x=1", "d"),
+            "mysql://root@h/d?x=1"
+        );
+    }
+}

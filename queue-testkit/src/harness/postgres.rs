@@ -1,0 +1,127 @@
+//! An isolated PostgreSQL schema per test.
+
+use std::str::FromStr;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection, PgPool};
+
+use super::{Fallback, connect_with_retry, database_url, unique_name};
+
+/// The variable naming the PostgreSQL database tests use.
+pub const URL_VAR: &str = "QUEUE_TEST_POSTGRES_URL";
+
+/// A schema created for one test; every connection made from
+/// [`TestSchema::connect_options`] has it as its `search_path`.
+#[derive(Debug)]
+pub struct TestSchema {
+    url: String,
+    name: String,
+}
+
+impl TestSchema {
+    /// Creates an empty schema, or returns `None` (skip) when no URL is set.
+    ///
+    /// # Panics
+    /// When the URL is set but the database cannot be reached or the schema
+    /// cannot be created, and when no URL is set but databases are required.
+    pub async fn create() -> Option<Self> {
+        let url = database_url(URL_VAR, fallback())?;
+        let name = unique_name();
+        let mut conn = connect_creating_database(&url).await;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
+            .execute(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("cannot create schema {name}: {e}"));
+        Some(Self { url, name })
+    }
+
+    /// The schema's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The database URL (without the schema).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Connection options whose `search_path` is this schema.
+    pub fn connect_options(&self) -> PgConnectOptions {
+        PgConnectOptions::from_str(&self.url)
+            .unwrap_or_else(|e| panic!("{URL_VAR} is not a valid URL: {e}"))
+            .options([("search_path", self.name.as_str())])
+    }
+
+    /// A small pool on this schema, made in the calling test's runtime.
+    pub async fn pool(&self) -> PgPool {
+        PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(self.connect_options())
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to {URL_VAR}: {e}"))
+    }
+
+    /// Drops the schema and everything in it.
+    pub async fn drop_schema(self) {
+        let mut conn = PgConnection::connect(&self.url)
+            .await
+            .unwrap_or_else(|e| panic!("{URL_VAR} is unreachable: {e}"));
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA \"{}\" CASCADE",
+            self.name
+        )))
+        .execute(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("cannot drop schema {}: {e}", self.name));
+    }
+}
+
+/// Connects to `url`, first creating its database (through the `postgres`
+/// maintenance database) when the server says it does not exist.
+async fn connect_creating_database(url: &str) -> PgConnection {
+    let unreachable =
+        |e: sqlx::Error| -> PgConnection { panic!("{URL_VAR}={url} is unreachable: {e}") };
+    // Ok(None): the server answered that the database does not exist.
+    let first = connect_with_retry(URL_VAR, || async {
+        match PgConnection::connect(url).await {
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => Ok(None),
+            other => other.map(Some),
+        }
+    })
+    .await;
+    if let Some(conn) = first {
+        return conn;
+    }
+    let options = PgConnectOptions::from_str(url)
+        .unwrap_or_else(|e| panic!("{URL_VAR} is not a valid URL: {e}"));
+    let database = options
+        .get_database()
+        .unwrap_or("postgres")
+        .replace('"', "");
+    let mut admin = PgConnection::connect_with(&options.clone().database("postgres"))
+        .await
+        .unwrap_or_else(|e| panic!("{URL_VAR}: cannot reach the postgres database: {e}"));
+    let created = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE \"{database}\""
+    )))
+    .execute(&mut admin)
+    .await;
+    match created {
+        // 42P04: another test created it first; 23505: the same race, seen in pg_database.
+        Err(sqlx::Error::Database(e)) if matches!(e.code().as_deref(), Some("42P04" | "23505")) => {
+        }
+        Err(e) => panic!("{URL_VAR}: cannot create database {database}: {e}"),
+        Ok(_) => {}
+    }
+    PgConnection::connect(url).await.unwrap_or_else(unreachable)
+}
+
+#[cfg(feature = "containers")]
+fn fallback() -> Option<Fallback> {
+    Some(super::containers::postgres_url)
+}
+
+#[cfg(not(feature = "containers"))]
+fn fallback() -> Option<Fallback> {
+    None
+}

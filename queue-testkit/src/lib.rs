@@ -1,0 +1,20 @@
+//! `queue-testkit`: what a storage backend needs to prove itself.
+//!
+//! - [`MemoryStorage`]: the reference implementation of the contract, also
+//!   handy as a fast storage in users' own unit tests.
+//! - [`suite`]: the conformance suite, one named case per contract bullet,
+//!   run by [`conformance_tests!`] (one test per case) or
+//!   [`suite::run_all`] (one report).
+//! - [`model`]: a property test applying the same random operations to a
+//!   backend and to [`MemoryStorage`] and comparing every result and state.
+//! - [`harness`]: databases from environment URLs, one isolated schema or
+//!   database per test.
+
+pub mod harness;
+pub mod latency;
+mod macros;
+mod memory;
+pub mod model;
+pub mod suite;
+
+pub use memory::{MemoryFactory, MemoryStorage};

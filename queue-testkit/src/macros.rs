@@ -1,0 +1,113 @@
+//! The list of cases, and the macro that stamps them out as tests.
+
+/// Calls the macro named in brackets with `args ;` and then every case as
+/// `area::name`: the one list from which both [`conformance_tests!`] and
+/// `suite::cases` are made.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_case {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! { $($args)* ;
+            enqueue::enqueue_returns_id_and_pending_job,
+            enqueue::enqueue_round_trips_payload_values,
+            enqueue::enqueue_round_trips_a_one_mib_payload,
+            enqueue::enqueue_with_live_unique_key_returns_existing_job,
+            enqueue::enqueue_same_key_in_another_queue_is_a_new_job,
+            enqueue::enqueue_without_key_never_collides,
+            enqueue::enqueue_key_is_free_again_once_job_is_archived,
+            enqueue::enqueue_delayed_job_is_scheduled,
+            enqueue::enqueue_run_at_sets_available_at,
+            enqueue::enqueue_invalid_input_is_typed_and_writes_nothing,
+            enqueue::enqueue_batch_returns_outcomes_in_input_order,
+            enqueue::enqueue_batch_with_an_invalid_job_writes_nothing,
+            enqueue::enqueue_batch_of_nothing_returns_nothing,
+            enqueue::now_follows_the_manual_clock,
+            dequeue::dequeue_orders_by_priority_then_available_at_then_id,
+            dequeue::dequeue_claims_only_from_named_queues,
+            dequeue::dequeue_across_queues_takes_the_best_jobs_first,
+            dequeue::dequeue_returns_at_most_limit_distinct_jobs,
+            dequeue::dequeue_sets_lease_worker_attempts_and_first_locked_at,
+            dequeue::dequeue_keeps_first_locked_at_on_later_claims,
+            dequeue::dequeue_skips_delayed_jobs_until_due,
+            dequeue::dequeue_skips_running_and_stalled_jobs,
+            dequeue::dequeue_skips_paused_queues,
+            ack::ack_archives_completed_with_result,
+            ack::ack_with_stale_lease_is_lease_lost_and_changes_nothing,
+            ack::ack_twice_is_lease_lost,
+            ack::ack_by_another_worker_is_lease_lost,
+            ack::ack_after_expiry_without_reclaim_succeeds,
+            ack::ack_batch_reports_each_lease,
+            nack::nack_with_attempts_left_schedules_a_retry,
+            nack::nack_uses_a_backoff_delay_within_jitter_bounds,
+            nack::nack_at_max_attempts_dead_letters,
+            nack::nack_with_retry_never_dead_letters_at_once,
+            nack::nack_with_stale_lease_is_lease_lost_and_changes_nothing,
+            nack::nack_with_invalid_delay_is_rejected_and_changes_nothing,
+            heartbeat::heartbeat_extends_a_live_lease,
+            heartbeat::heartbeat_on_expired_lease_returns_false,
+            heartbeat::heartbeat_on_foreign_lease_returns_false,
+            heartbeat::heartbeat_with_stale_lease_returns_false_and_changes_nothing,
+            heartbeat::heartbeat_after_ack_returns_false,
+            heartbeat::heartbeat_batch_reports_each_lease,
+            heartbeat::heartbeat_with_invalid_duration_is_rejected,
+            release::release_returns_job_without_burning_an_attempt,
+            release::release_with_stale_lease_returns_false,
+            reclaim::reclaim_returns_stalled_jobs_to_pending,
+            reclaim::reclaim_dead_letters_stalled_jobs_without_attempts_left,
+            reclaim::reclaim_respects_its_batch_limit_oldest_lease_first,
+            reclaim::reclaim_leaves_running_and_pending_jobs_alone,
+            reclaim::reclaim_with_invalid_limit_is_rejected,
+            inspect::stats_count_each_state_per_queue,
+            inspect::stats_report_oldest_pending_age,
+            inspect::stats_list_paused_queues_without_jobs,
+            inspect::get_job_and_get_history_see_one_place_each,
+            inspect::list_history_filters_by_queue_and_status,
+            inspect::list_history_pages_by_keyset,
+            inspect::list_dead_letters_lists_only_dead_letters,
+            inspect::list_history_with_invalid_limit_is_rejected,
+            admin::discard_archives_a_live_job_as_discarded,
+            admin::discard_of_a_running_job_revokes_its_lease,
+            admin::discard_of_an_unknown_job_is_not_found,
+            admin::retry_dead_letter_requeues_it_under_its_id,
+            admin::retry_of_what_is_not_a_dead_letter_is_not_found,
+            admin::retry_dead_letter_whose_key_is_live_is_a_conflict,
+            admin::prune_deletes_only_history_older_than_retention,
+            admin::prune_respects_status_and_limit,
+            admin::pause_stops_claims_and_keeps_jobs_intact,
+            admin::pause_and_resume_are_idempotent,
+            concurrency::concurrent_dequeuers_complete_every_job_exactly_once,
+            concurrency::concurrent_enqueues_of_one_key_make_one_job,
+        }
+    };
+}
+
+/// Expands one `#[tokio::test]` per conformance case, each on a fresh
+/// storage from `$factory` (an expression building a
+/// [`StorageFactory`](crate::suite::StorageFactory), evaluated per test).
+///
+/// ```ignore
+/// queue_testkit::conformance_tests!(my_backend::TestFactory::from_env());
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($factory:expr) => {
+        $crate::for_each_case!([$crate::__queue_testkit_conformance_test] $factory);
+    };
+}
+
+/// Stamps one test per case; used by [`conformance_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queue_testkit_conformance_test {
+    ($factory:expr; $($area:ident :: $name:ident),* $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                $crate::suite::run_case(&$factory, |ctx| {
+                    ::std::boxed::Box::pin($crate::suite::$area::$name(ctx))
+                })
+                .await;
+            }
+        )*
+    };
+}

@@ -1,0 +1,160 @@
+//! `MemoryStorage`: the reference implementation of the `Storage` contract.
+//!
+//! It keeps jobs in a mutex-guarded map and follows the contract literally,
+//! so it serves three purposes: the model the property test compares real
+//! backends against, a check that the conformance suite itself is right,
+//! and a fast storage for users' unit tests of their handlers.
+
+mod storage;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use chrono::{DateTime, Utc};
+use queue_core::time::truncate_to_micros;
+use queue_core::{
+    Clock, EnqueueOutcome, FinalStatus, HistoryRecord, Job, JobId, JobState, Lease, QueueName,
+    ValidJob, WorkerId, derive_state,
+};
+use serde_json::Value;
+
+/// An in-memory `Storage`. Cheap to create; nothing outlives it.
+#[derive(Debug, Default)]
+pub struct MemoryStorage {
+    clock: Clock,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    last_id: i64,
+    jobs: BTreeMap<JobId, Job>,
+    history: BTreeMap<JobId, HistoryRecord>,
+    paused: BTreeSet<QueueName>,
+}
+
+impl MemoryStorage {
+    /// An empty storage reading the system clock.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty storage reading `clock` (a [`queue_core::ManualClock`] in tests).
+    pub fn with_clock(clock: impl Into<Clock>) -> Self {
+        Self {
+            clock: clock.into(),
+            state: Mutex::default(),
+        }
+    }
+
+    fn current_time(&self) -> DateTime<Utc> {
+        self.clock
+            .fixed_now()
+            .unwrap_or_else(|| truncate_to_micros(Utc::now()))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl State {
+    fn insert(&mut self, job: ValidJob, now: DateTime<Utc>) -> EnqueueOutcome {
+        if let Some(key) = &job.unique_key {
+            let live = self
+                .jobs
+                .values()
+                .find(|j| j.queue == job.queue && j.unique_key.as_ref() == Some(key));
+            if let Some(live) = live {
+                return EnqueueOutcome {
+                    id: live.id,
+                    existed: true,
+                };
+            }
+        }
+        self.last_id += 1;
+        let id = JobId(self.last_id);
+        let available_at = job.available_at(now);
+        self.jobs.insert(
+            id,
+            Job {
+                id,
+                queue: job.queue,
+                priority: job.priority,
+                unique_key: job.unique_key,
+                payload: job.payload,
+                attempts: 0,
+                max_attempts: job.max_attempts,
+                available_at,
+                lease_until: None,
+                locked_by: None,
+                first_locked_at: None,
+                last_error: None,
+                created_at: now,
+                updated_at: now,
+            },
+        );
+        EnqueueOutcome { id, existed: false }
+    }
+
+    /// The live job the lease is current for (see the `Storage` docs).
+    fn held(&mut self, lease: &Lease) -> Option<&mut Job> {
+        self.jobs.get_mut(&lease.job_id).filter(|job| {
+            job.lease_until.is_some()
+                && job.locked_by.as_ref() == Some(&lease.worker_id)
+                && job.attempts == lease.attempt
+        })
+    }
+
+    /// Moves a live job into history.
+    fn archive(&mut self, id: JobId, archive: Archive, now: DateTime<Utc>) {
+        let Some(job) = self.jobs.remove(&id) else {
+            return;
+        };
+        self.history.insert(
+            id,
+            HistoryRecord {
+                id,
+                queue: job.queue,
+                priority: job.priority,
+                unique_key: job.unique_key,
+                payload: job.payload,
+                status: archive.status,
+                result: archive.result,
+                last_error: archive.last_error.or(job.last_error),
+                attempts: job.attempts,
+                max_attempts: job.max_attempts,
+                processed_by: archive.processed_by,
+                created_at: job.created_at,
+                started_at: job.first_locked_at,
+                finished_at: now,
+            },
+        );
+    }
+
+    fn state_of(&self, id: JobId, now: DateTime<Utc>) -> Option<JobState> {
+        self.jobs.get(&id).map(|job| derive_state(job, now))
+    }
+}
+
+/// How a job leaves the live table.
+struct Archive {
+    status: FinalStatus,
+    result: Option<Value>,
+    /// Replaces the job's last error when set.
+    last_error: Option<Value>,
+    processed_by: Option<WorkerId>,
+}
+
+/// Makes a fresh [`MemoryStorage`] per conformance case.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryFactory;
+
+#[async_trait::async_trait]
+impl crate::suite::StorageFactory for MemoryFactory {
+    type Storage = MemoryStorage;
+
+    async fn create(&self, clock: Clock) -> Option<crate::suite::Fixture<MemoryStorage>> {
+        Some(crate::suite::Fixture::new(MemoryStorage::with_clock(clock)))
+    }
+}

@@ -1,0 +1,142 @@
+//! The random operations of the model test, and how proptest draws them.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use queue_core::{FinalStatus, NewJob, Retry};
+use serde_json::json;
+
+/// Queue names the operations use: few, so that they collide.
+pub const QUEUES: [&str; 2] = ["a", "b"];
+
+/// One step applied to both storages.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Enqueue one job.
+    Enqueue(JobSpec),
+    /// Enqueue several jobs in one call.
+    EnqueueBatch(Vec<JobSpec>),
+    /// Claim jobs.
+    Dequeue {
+        /// 1 = a, 2 = b, 3 = both.
+        queues: u8,
+        /// How many.
+        limit: u32,
+        /// Worker `w0` or `w1`.
+        worker: u8,
+        /// Lease in seconds.
+        lease_secs: u64,
+    },
+    /// Ack the lease picked by index (stale leases included).
+    Ack(usize),
+    /// Ack several leases in one call.
+    AckBatch(Vec<usize>),
+    /// Nack a lease; `None` = `Retry::Never`.
+    Nack(usize, Option<u64>),
+    /// Heartbeat a lease for so many seconds.
+    Heartbeat(usize, u64),
+    /// Heartbeat several leases in one call.
+    HeartbeatBatch(Vec<usize>, u64),
+    /// Release a lease.
+    Release(usize),
+    /// Reclaim stalled jobs, at most this many.
+    Reclaim(u32),
+    /// Let time pass, in seconds.
+    Advance(u64),
+    /// Discard the job picked by index.
+    Discard(usize),
+    /// Retry the job picked by index as a dead letter.
+    RetryDeadLetter(usize),
+    /// Pause queue 0 or 1.
+    Pause(usize),
+    /// Resume queue 0 or 1.
+    Resume(usize),
+    /// Prune history older than so many seconds, maybe by status, at most a limit.
+    Prune(u64, Option<FinalStatus>, u32),
+}
+
+/// A job to enqueue, small enough to print when a case fails.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    queue: usize,
+    key: Option<u8>,
+    priority: i32,
+    delay_secs: Option<u64>,
+    max_attempts: u32,
+    invalid: bool,
+}
+
+impl JobSpec {
+    /// The `NewJob` this spec stands for.
+    pub fn to_new_job(&self, serial: usize) -> NewJob {
+        let mut job = NewJob::new(QUEUES[self.queue], json!({"serial": serial}))
+            .priority(self.priority)
+            .max_attempts(if self.invalid { 0 } else { self.max_attempts });
+        if let Some(key) = self.key {
+            job = job.unique_key(format!("k{key}"));
+        }
+        if let Some(delay) = self.delay_secs {
+            job = job.delay(Duration::from_secs(delay));
+        }
+        job
+    }
+}
+
+fn job_spec() -> impl Strategy<Value = JobSpec> {
+    (
+        0..QUEUES.len(),
+        proptest::option::of(0u8..3),
+        -2i32..=2,
+        proptest::option::weighted(0.3, 1u64..=60),
+        1u32..=3,
+        proptest::bool::weighted(0.05),
+    )
+        .prop_map(
+            |(queue, key, priority, delay_secs, max_attempts, invalid)| JobSpec {
+                queue,
+                key,
+                priority,
+                delay_secs,
+                max_attempts,
+                invalid,
+            },
+        )
+}
+
+fn status() -> impl Strategy<Value = Option<FinalStatus>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(FinalStatus::Completed)),
+        Just(Some(FinalStatus::DeadLetter)),
+        Just(Some(FinalStatus::Discarded)),
+    ]
+}
+
+/// Draws one operation, weighted towards the common ones.
+pub(super) fn op() -> impl Strategy<Value = Op> {
+    let pick = 0usize..16;
+    prop_oneof![
+        6 => job_spec().prop_map(Op::Enqueue),
+        2 => proptest::collection::vec(job_spec(), 0..5).prop_map(Op::EnqueueBatch),
+        6 => (1u8..=3, 1u32..=4, 0u8..2, prop_oneof![Just(5u64), Just(30)])
+            .prop_map(|(queues, limit, worker, lease_secs)| Op::Dequeue { queues, limit, worker, lease_secs }),
+        4 => pick.clone().prop_map(Op::Ack),
+        1 => proptest::collection::vec(pick.clone(), 0..4).prop_map(Op::AckBatch),
+        3 => (pick.clone(), proptest::option::weighted(0.8, 0u64..=20)).prop_map(|(i, d)| Op::Nack(i, d)),
+        2 => (pick.clone(), 1u64..=40).prop_map(|(i, s)| Op::Heartbeat(i, s)),
+        1 => (proptest::collection::vec(pick.clone(), 0..4), 1u64..=40).prop_map(|(v, s)| Op::HeartbeatBatch(v, s)),
+        1 => pick.clone().prop_map(Op::Release),
+        2 => (1u32..=4).prop_map(Op::Reclaim),
+        4 => prop_oneof![0u64..=3, 4u64..=40].prop_map(Op::Advance),
+        1 => pick.clone().prop_map(Op::Discard),
+        1 => pick.clone().prop_map(Op::RetryDeadLetter),
+        1 => (0..QUEUES.len()).prop_map(Op::Pause),
+        1 => (0..QUEUES.len()).prop_map(Op::Resume),
+        1 => (0u64..=60, status(), 1u32..=4).prop_map(|(s, st, l)| Op::Prune(s, st, l)),
+    ]
+}
+
+/// The `Retry` a nack op asks for.
+pub(super) fn retry(delay: Option<u64>) -> Retry {
+    delay.map_or(Retry::Never, |s| Retry::After(Duration::from_secs(s)))
+}

@@ -1,0 +1,378 @@
+//! A backend and the model side by side, stepped and compared together.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use proptest::test_runner::TestCaseError;
+use queue_core::{
+    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryRecord, Job, JobId, Lease, ManualClock,
+    NewJob, PruneRequest, QueueError, QueueName, Result, Storage, WorkerId,
+};
+use serde_json::json;
+
+use super::ops::{Op, QUEUES, retry};
+use super::{FULL_COMPARE_EVERY, fail};
+use crate::MemoryStorage;
+use crate::suite::{StorageFactory, start};
+
+/// Runs one sequence on a fresh backend and a fresh model.
+pub(super) async fn run_sequence<F: StorageFactory>(
+    factory: &F,
+    sequence: &[Op],
+) -> Result<(), TestCaseError> {
+    let backend_clock = ManualClock::new(start());
+    let Some(fixture) = factory.create(Clock::Manual(backend_clock.clone())).await else {
+        return Err(TestCaseError::fail("the factory made no storage"));
+    };
+    let (backend, teardown) = fixture.into_parts();
+    let model_clock = ManualClock::new(start());
+    let mut pair = Pair {
+        model: MemoryStorage::with_clock(model_clock.clone()),
+        backend,
+        clocks: [model_clock, backend_clock],
+        ids: Vec::new(),
+        leases: Vec::new(),
+        serial: 0,
+    };
+    let mut outcome = Ok(());
+    for (step, op) in sequence.iter().enumerate() {
+        outcome = pair.apply(op).await;
+        if outcome.is_ok() {
+            outcome = pair.compare_stats().await;
+        }
+        if outcome.is_ok() && (step + 1) % FULL_COMPARE_EVERY == 0 {
+            outcome = pair.compare_everything().await;
+        }
+        if let Err(error) = outcome {
+            outcome = Err(fail(format!("step {step} ({op:?}): {error}")));
+            break;
+        }
+    }
+    if outcome.is_ok() {
+        outcome = pair.compare_everything().await;
+    }
+    drop(pair);
+    if let Some(teardown) = teardown {
+        teardown.await;
+    }
+    outcome
+}
+
+struct Pair<S> {
+    model: MemoryStorage,
+    backend: S,
+    clocks: [ManualClock; 2],
+    /// (model id, backend id) of every job either side reported.
+    ids: Vec<(JobId, JobId)>,
+    /// Every lease handed out, in model ids; stale ones stay to be reused.
+    leases: Vec<Lease>,
+    serial: usize,
+}
+
+/// What a call returned, with errors reduced to their kind.
+fn kind<T>(result: Result<T>) -> Result<T, String> {
+    result.map_err(|error| match error {
+        QueueError::InvalidInput { field, .. } => format!("InvalidInput({field})"),
+        QueueError::LeaseLost { .. } => "LeaseLost".into(),
+        QueueError::NotFound { .. } => "NotFound".into(),
+        QueueError::Conflict { .. } => "Conflict".into(),
+        other => format!("unexpected error: {other}"),
+    })
+}
+
+fn same<T: PartialEq + Debug>(what: &str, model: T, backend: T) -> Result<(), TestCaseError> {
+    if model == backend {
+        Ok(())
+    } else {
+        Err(fail(format!(
+            "{what}: model {model:?}, backend {backend:?}"
+        )))
+    }
+}
+
+impl<S: Storage> Pair<S> {
+    fn to_backend(&self, model_id: JobId) -> Result<JobId, TestCaseError> {
+        self.ids
+            .iter()
+            .find(|(m, _)| *m == model_id)
+            .map(|(_, b)| *b)
+            .ok_or_else(|| fail(format!("model job {model_id} has no backend twin")))
+    }
+
+    fn to_model(&self, backend_id: JobId) -> Result<JobId, TestCaseError> {
+        self.ids
+            .iter()
+            .find(|(_, b)| *b == backend_id)
+            .map(|(m, _)| *m)
+            .ok_or_else(|| fail(format!("backend job {backend_id} has no model twin")))
+    }
+
+    fn backend_lease(&self, lease: &Lease) -> Result<Lease, TestCaseError> {
+        Ok(Lease {
+            job_id: self.to_backend(lease.job_id)?,
+            ..lease.clone()
+        })
+    }
+
+    fn lease(&self, pick: usize) -> Option<Lease> {
+        (!self.leases.is_empty()).then(|| self.leases[pick % self.leases.len()].clone())
+    }
+
+    fn job(&self, pick: usize) -> Option<(JobId, JobId)> {
+        (!self.ids.is_empty()).then(|| self.ids[pick % self.ids.len()])
+    }
+
+    /// A backend job with the model's id, after checking the twins match.
+    fn normalise_job(&self, job: Job) -> Result<Job, TestCaseError> {
+        Ok(Job {
+            id: self.to_model(job.id)?,
+            ..job
+        })
+    }
+
+    fn normalise_record(&self, record: HistoryRecord) -> Result<HistoryRecord, TestCaseError> {
+        Ok(HistoryRecord {
+            id: self.to_model(record.id)?,
+            ..record
+        })
+    }
+
+    fn record_enqueue(
+        &mut self,
+        model: EnqueueOutcome,
+        backend: EnqueueOutcome,
+    ) -> Result<(), TestCaseError> {
+        same("existed", model.existed, backend.existed)?;
+        if model.existed {
+            same("existing id", self.to_backend(model.id)?, backend.id)
+        } else if self.ids.iter().any(|(_, b)| *b == backend.id) {
+            Err(fail(format!(
+                "backend reused id {} for a new job",
+                backend.id
+            )))
+        } else {
+            self.ids.push((model.id, backend.id));
+            Ok(())
+        }
+    }
+
+    fn next_job(&mut self, spec: &super::JobSpec) -> NewJob {
+        self.serial += 1;
+        spec.to_new_job(self.serial)
+    }
+
+    async fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        match op {
+            Op::Enqueue(spec) => {
+                let job = self.next_job(spec);
+                let model = kind(self.model.enqueue(job.clone()).await);
+                let backend = kind(self.backend.enqueue(job).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => self.record_enqueue(m, b),
+                    (m, b) => same("enqueue", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Op::EnqueueBatch(specs) => {
+                let jobs: Vec<NewJob> = specs.iter().map(|s| self.next_job(s)).collect();
+                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
+                let backend = kind(self.backend.enqueue_batch(jobs).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => {
+                        same("batch length", m.len(), b.len())?;
+                        m.into_iter()
+                            .zip(b)
+                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
+                    }
+                    (m, b) => same("enqueue_batch", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Op::Dequeue {
+                queues,
+                limit,
+                worker,
+                lease_secs,
+            } => {
+                let names: Vec<QueueName> = QUEUES
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| queues & (1 << i) != 0)
+                    .map(|(_, q)| QueueName::new(*q).expect("model queue names are valid"))
+                    .collect();
+                let request = DequeueRequest::new(
+                    names,
+                    *limit,
+                    Duration::from_secs(*lease_secs),
+                    WorkerId::new(format!("w{worker}")).expect("valid worker id"),
+                )
+                .expect("model requests are valid");
+                let model = kind(self.model.dequeue(&request).await);
+                let backend = kind(self.backend.dequeue(&request).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => {
+                        let b = b
+                            .into_iter()
+                            .map(|job| self.normalise_job(job))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        same("claimed jobs", &m, &b)?;
+                        self.leases.extend(m.iter().filter_map(Job::lease));
+                        Ok(())
+                    }
+                    (m, b) => same("dequeue", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Op::Ack(pick) => {
+                let Some(lease) = self.lease(*pick) else {
+                    return Ok(());
+                };
+                let result = Some(json!({"acked": pick}));
+                let model = kind(self.model.ack(&lease, result.clone()).await);
+                let backend_lease = self.backend_lease(&lease)?;
+                let backend = kind(self.backend.ack(&backend_lease, result).await);
+                same("ack", model, backend)
+            }
+            Op::AckBatch(picks) => {
+                let mut model_acks = Vec::new();
+                let mut backend_acks = Vec::new();
+                for pick in picks {
+                    if let Some(lease) = self.lease(*pick) {
+                        let result = Some(json!(pick));
+                        backend_acks.push(Ack {
+                            lease: self.backend_lease(&lease)?,
+                            result: result.clone(),
+                        });
+                        model_acks.push(Ack { lease, result });
+                    }
+                }
+                let model = kind(self.model.ack_batch(&model_acks).await);
+                let backend = kind(self.backend.ack_batch(&backend_acks).await);
+                same("ack_batch", model, backend)
+            }
+            Op::Nack(pick, delay) => {
+                let Some(lease) = self.lease(*pick) else {
+                    return Ok(());
+                };
+                let error = json!({"failed": pick});
+                let model = kind(self.model.nack(&lease, error.clone(), retry(*delay)).await);
+                let backend_lease = self.backend_lease(&lease)?;
+                let backend = kind(
+                    self.backend
+                        .nack(&backend_lease, error, retry(*delay))
+                        .await,
+                );
+                same("nack", model, backend)
+            }
+            Op::Heartbeat(pick, secs) => {
+                let Some(lease) = self.lease(*pick) else {
+                    return Ok(());
+                };
+                let extend = Duration::from_secs(*secs);
+                let model = kind(self.model.heartbeat(&lease, extend).await);
+                let backend_lease = self.backend_lease(&lease)?;
+                let backend = kind(self.backend.heartbeat(&backend_lease, extend).await);
+                same("heartbeat", model, backend)
+            }
+            Op::HeartbeatBatch(picks, secs) => {
+                let model_leases: Vec<Lease> =
+                    picks.iter().filter_map(|p| self.lease(*p)).collect();
+                let backend_leases = model_leases
+                    .iter()
+                    .map(|l| self.backend_lease(l))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let extend = Duration::from_secs(*secs);
+                let model = kind(self.model.heartbeat_batch(&model_leases, extend).await);
+                let backend = kind(self.backend.heartbeat_batch(&backend_leases, extend).await);
+                same("heartbeat_batch", model, backend)
+            }
+            Op::Release(pick) => {
+                let Some(lease) = self.lease(*pick) else {
+                    return Ok(());
+                };
+                let model = kind(self.model.release(&lease).await);
+                let backend_lease = self.backend_lease(&lease)?;
+                let backend = kind(self.backend.release(&backend_lease).await);
+                same("release", model, backend)
+            }
+            Op::Reclaim(limit) => {
+                let model = kind(self.model.reclaim_stalled(*limit).await);
+                let backend = kind(self.backend.reclaim_stalled(*limit).await);
+                same("reclaim_stalled", model, backend)
+            }
+            Op::Advance(secs) => {
+                for clock in &self.clocks {
+                    clock.advance(Duration::from_secs(*secs));
+                }
+                Ok(())
+            }
+            Op::Discard(pick) => {
+                let Some((m, b)) = self.job(*pick) else {
+                    return Ok(());
+                };
+                let model = kind(self.model.discard(m).await);
+                let backend = kind(self.backend.discard(b).await);
+                same("discard", model, backend)
+            }
+            Op::RetryDeadLetter(pick) => {
+                let Some((m, b)) = self.job(*pick) else {
+                    return Ok(());
+                };
+                let model = kind(self.model.retry_dead_letter(m).await);
+                let backend = kind(self.backend.retry_dead_letter(b).await);
+                same("retry_dead_letter", model, backend)
+            }
+            Op::Pause(q) | Op::Resume(q) => {
+                let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
+                let pause = matches!(op, Op::Pause(_));
+                let (model, backend) = if pause {
+                    (
+                        kind(self.model.pause_queue(&queue).await),
+                        kind(self.backend.pause_queue(&queue).await),
+                    )
+                } else {
+                    (
+                        kind(self.model.resume_queue(&queue).await),
+                        kind(self.backend.resume_queue(&queue).await),
+                    )
+                };
+                same("pause/resume", model, backend)
+            }
+            Op::Prune(secs, status, limit) => {
+                let request = PruneRequest {
+                    older_than: Duration::from_secs(*secs),
+                    status: *status,
+                    limit: *limit,
+                };
+                let model = kind(self.model.prune_history(&request).await);
+                let backend = kind(self.backend.prune_history(&request).await);
+                same("prune_history", model, backend)
+            }
+        }
+    }
+
+    async fn compare_stats(&self) -> Result<(), TestCaseError> {
+        let model = kind(self.model.stats().await);
+        let backend = kind(self.backend.stats().await);
+        same("stats", model, backend)
+    }
+
+    /// Every known job, live and archived, must read back the same.
+    async fn compare_everything(&self) -> Result<(), TestCaseError> {
+        for (m, b) in &self.ids {
+            let model = self.model.get_job(*m).await;
+            let backend = self.backend.get_job(*b).await;
+            let backend = match backend {
+                Ok(job) => Ok(job.map(|j| self.normalise_job(j)).transpose()?),
+                Err(e) => Err(e),
+            };
+            same(&format!("live job {m}"), kind(model), kind(backend))?;
+
+            let model = self.model.get_history(*m).await;
+            let backend = self.backend.get_history(*b).await;
+            let backend = match backend {
+                Ok(record) => Ok(record.map(|r| self.normalise_record(r)).transpose()?),
+                Err(e) => Err(e),
+            };
+            same(&format!("history of {m}"), kind(model), kind(backend))?;
+        }
+        Ok(())
+    }
+}

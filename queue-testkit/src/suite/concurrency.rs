@@ -1,0 +1,124 @@
+//! Concurrency: many dequeuers, one key raced by many enqueuers.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use queue_core::{FinalStatus, NewJob, Storage};
+use serde_json::json;
+
+use super::{Ctx, lease_of, request};
+
+const JOBS: usize = 2_000;
+const DEQUEUERS: usize = 8;
+
+/// 8 dequeuers drain 2,000 jobs, acking each: every job completes exactly
+/// once, none stays live, and no claim ever returns a job another holder
+/// still leases.
+pub async fn concurrent_dequeuers_complete_every_job_exactly_once<S: Storage>(ctx: Ctx<S>) {
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(500) {
+        let batch = chunk
+            .iter()
+            .map(|i| NewJob::new("q", json!({"i": i})))
+            .collect();
+        ctx.storage
+            .enqueue_batch(batch)
+            .await
+            .expect("enqueue_batch");
+    }
+    let held = Arc::new(Mutex::new(HashSet::new()));
+    let workers: Vec<_> = (0..DEQUEUERS)
+        .map(|n| {
+            let ctx = ctx.clone();
+            let held = Arc::clone(&held);
+            tokio::spawn(async move {
+                let worker_name = format!("w{n}");
+                let mut completed = 0usize;
+                loop {
+                    let jobs = ctx
+                        .storage
+                        .dequeue(&request(&["q"], 10, &worker_name))
+                        .await
+                        .expect("dequeue");
+                    if jobs.is_empty() {
+                        return completed;
+                    }
+                    for job in &jobs {
+                        let fresh = held
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(job.id);
+                        assert!(
+                            fresh,
+                            "job {} handed out while another holder leases it",
+                            job.id
+                        );
+                    }
+                    for job in jobs {
+                        ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+                        completed += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for worker in workers {
+        total += worker.await.expect("dequeuer task");
+    }
+    assert_eq!(total, JOBS);
+    assert_eq!(ctx.live_count().await, 0);
+    let mut filter = queue_core::HistoryFilter {
+        limit: queue_core::MAX_PAGE_SIZE,
+        ..Default::default()
+    };
+    let mut archived = HashSet::new();
+    loop {
+        let page = ctx
+            .storage
+            .list_history(&filter)
+            .await
+            .expect("list_history");
+        for record in &page.records {
+            assert_eq!(record.status, FinalStatus::Completed);
+            assert_eq!(record.attempts, 1);
+            assert!(archived.insert(record.id), "{} archived twice", record.id);
+        }
+        match page.next {
+            Some(next) => filter.before = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(archived.len(), JOBS);
+}
+
+/// Racing enqueues of one unique key create exactly one job; every caller
+/// gets its id.
+pub async fn concurrent_enqueues_of_one_key_make_one_job<S: Storage>(ctx: Ctx<S>) {
+    for round in 0..10 {
+        let key = format!("race-{round}");
+        let racers: Vec<_> = (0..DEQUEUERS)
+            .map(|n| {
+                let ctx = ctx.clone();
+                let key = key.clone();
+                tokio::spawn(async move {
+                    ctx.storage
+                        .enqueue(NewJob::new("q", json!({"n": n})).unique_key(key))
+                        .await
+                        .expect("enqueue")
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for racer in racers {
+            outcomes.push(racer.await.expect("enqueue task"));
+        }
+        let ids: HashSet<_> = outcomes.iter().map(|o| o.id).collect();
+        assert_eq!(ids.len(), 1, "round {round}: {outcomes:?}");
+        assert_eq!(
+            outcomes.iter().filter(|o| !o.existed).count(),
+            1,
+            "round {round}: {outcomes:?}"
+        );
+    }
+    assert_eq!(ctx.live_count().await, 10);
+}

@@ -1,0 +1,182 @@
+//! Dequeue: order, queues, limits, what a claim sets, what it skips.
+
+use chrono::TimeDelta;
+use queue_core::{JobState, NewJob, Storage};
+use serde_json::json;
+
+use super::{Ctx, LEASE, queue, request, secs, start, worker};
+
+/// Claims come out priority descending, then `available_at`, then id.
+pub async fn dequeue_orders_by_priority_then_available_at_then_id<S: Storage>(ctx: Ctx<S>) {
+    let t = |s: i64| start() - TimeDelta::seconds(s);
+    let low_old = ctx
+        .enqueue(NewJob::new("q", json!(1)).priority(-5).run_at(t(100)))
+        .await;
+    let mid_new = ctx
+        .enqueue(NewJob::new("q", json!(2)).priority(0).run_at(t(10)))
+        .await;
+    let mid_old = ctx
+        .enqueue(NewJob::new("q", json!(3)).priority(0).run_at(t(50)))
+        .await;
+    let high = ctx
+        .enqueue(NewJob::new("q", json!(4)).priority(10).run_at(t(1)))
+        .await;
+    let mid_same_a = ctx
+        .enqueue(NewJob::new("q", json!(5)).priority(0).run_at(t(30)))
+        .await;
+    let mid_same_b = ctx
+        .enqueue(NewJob::new("q", json!(6)).priority(0).run_at(t(30)))
+        .await;
+    let future = ctx
+        .enqueue(NewJob::new("q", json!(7)).priority(99).delay(secs(5)))
+        .await;
+
+    let claimed: Vec<_> = ctx.claim("q", 10).await.into_iter().map(|j| j.id).collect();
+    assert_eq!(
+        claimed,
+        [high, mid_old, mid_same_a, mid_same_b, mid_new, low_old]
+    );
+    assert_eq!(ctx.live(future).await.state(ctx.now()), JobState::Scheduled);
+}
+
+/// Only the named queues are claimed from, several at once.
+pub async fn dequeue_claims_only_from_named_queues<S: Storage>(ctx: Ctx<S>) {
+    let a = ctx.enqueue(NewJob::new("a", json!(1))).await;
+    let b = ctx.enqueue(NewJob::new("b", json!(1)).priority(1)).await;
+    let c = ctx.enqueue(NewJob::new("c", json!(1))).await;
+    let jobs = ctx
+        .storage
+        .dequeue(&request(&["a", "b", "nothing-here"], 10, "w1"))
+        .await
+        .expect("dequeue");
+    let ids: Vec<_> = jobs.iter().map(|j| j.id).collect();
+    assert_eq!(ids, [b, a]);
+    assert_eq!(ctx.live(c).await.state(ctx.now()), JobState::Pending);
+}
+
+/// A batch claim returns at most `limit` distinct jobs.
+pub async fn dequeue_returns_at_most_limit_distinct_jobs<S: Storage>(ctx: Ctx<S>) {
+    for i in 0..7 {
+        ctx.enqueue(NewJob::new("q", json!(i))).await;
+    }
+    let first = ctx.claim("q", 3).await;
+    let second = ctx.claim("q", 3).await;
+    let third = ctx.claim("q", 3).await;
+    let fourth = ctx.claim("q", 3).await;
+    assert_eq!(
+        (first.len(), second.len(), third.len(), fourth.len()),
+        (3, 3, 1, 0)
+    );
+    let mut ids: Vec<_> = first
+        .iter()
+        .chain(&second)
+        .chain(&third)
+        .map(|j| j.id)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 7);
+}
+
+/// A claim sets the lease, the holder, attempts + 1 and `first_locked_at`.
+pub async fn dequeue_sets_lease_worker_attempts_and_first_locked_at<S: Storage>(ctx: Ctx<S>) {
+    let id = ctx.enqueue(NewJob::new("q", json!(1))).await;
+    ctx.clock.advance(secs(5));
+    let claimed = ctx.claim_as("q", 1, "worker-7").await.remove(0);
+    let stored = ctx.live(id).await;
+    for job in [&claimed, &stored] {
+        assert_eq!(job.id, id);
+        assert_eq!(job.attempts, 1);
+        assert_eq!(job.locked_by, Some(worker("worker-7")));
+        assert_eq!(job.lease_until, Some(ctx.now() + TimeDelta::seconds(30)));
+        assert_eq!(job.first_locked_at, Some(ctx.now()));
+        assert_eq!(job.state(ctx.now()), JobState::Running);
+    }
+    let lease = claimed.lease().expect("lease");
+    assert_eq!((lease.job_id, lease.attempt), (id, 1));
+}
+
+/// `first_locked_at` is set on the first claim only.
+pub async fn dequeue_keeps_first_locked_at_on_later_claims<S: Storage>(ctx: Ctx<S>) {
+    let id = ctx.enqueue(NewJob::new("q", json!(1))).await;
+    let first_claim_at = ctx.now();
+    ctx.claim_one("q").await;
+    ctx.clock.advance(LEASE + secs(1));
+    ctx.storage.reclaim_stalled(10).await.expect("reclaim");
+    ctx.clock.advance(secs(1));
+    let again = ctx.claim_one("q").await;
+    assert_eq!(again.id, id);
+    assert_eq!(again.attempts, 2);
+    assert_eq!(again.first_locked_at, Some(first_claim_at));
+    assert_eq!(ctx.live(id).await.first_locked_at, Some(first_claim_at));
+}
+
+/// A delayed job is not claimed before its time, and is at its time.
+pub async fn dequeue_skips_delayed_jobs_until_due<S: Storage>(ctx: Ctx<S>) {
+    let id = ctx
+        .enqueue(NewJob::new("q", json!(1)).delay(secs(60)))
+        .await;
+    assert!(ctx.claim("q", 10).await.is_empty());
+    ctx.clock.advance(secs(59));
+    assert!(ctx.claim("q", 10).await.is_empty());
+    ctx.clock.advance(secs(1));
+    assert_eq!(ctx.claim_one("q").await.id, id);
+}
+
+/// Running and stalled jobs are not claimed again by dequeue.
+pub async fn dequeue_skips_running_and_stalled_jobs<S: Storage>(ctx: Ctx<S>) {
+    let id = ctx.enqueue(NewJob::new("q", json!(1))).await;
+    ctx.claim_one("q").await;
+    assert!(ctx.claim_as("q", 10, "w2").await.is_empty(), "running");
+    ctx.clock.advance(LEASE);
+    assert_eq!(ctx.live(id).await.state(ctx.now()), JobState::Stalled);
+    assert!(
+        ctx.claim_as("q", 10, "w2").await.is_empty(),
+        "stalled waits for reclaim"
+    );
+}
+
+/// A paused queue yields nothing while other queues still do.
+pub async fn dequeue_skips_paused_queues<S: Storage>(ctx: Ctx<S>) {
+    ctx.enqueue(NewJob::new("paused", json!(1)).priority(100))
+        .await;
+    let open = ctx.enqueue(NewJob::new("open", json!(1))).await;
+    ctx.storage
+        .pause_queue(&queue("paused"))
+        .await
+        .expect("pause");
+    let jobs = ctx
+        .storage
+        .dequeue(&request(&["paused", "open"], 10, "w1"))
+        .await
+        .expect("dequeue");
+    assert_eq!(jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [open]);
+}
+
+/// Across several queues, a limited claim takes the best jobs of all of
+/// them, not the oldest ids or the first queue's.
+pub async fn dequeue_across_queues_takes_the_best_jobs_first<S: Storage>(ctx: Ctx<S>) {
+    let a_low = ctx.enqueue(NewJob::new("a", json!(1)).priority(0)).await;
+    let b_high = ctx.enqueue(NewJob::new("b", json!(2)).priority(5)).await;
+    let a_top = ctx.enqueue(NewJob::new("a", json!(3)).priority(9)).await;
+    let b_lowest = ctx.enqueue(NewJob::new("b", json!(4)).priority(-1)).await;
+    let both = request(&["a", "b"], 2, "w1");
+    let first: Vec<_> = ctx
+        .storage
+        .dequeue(&both)
+        .await
+        .expect("dequeue")
+        .iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(first, [a_top, b_high]);
+    let rest: Vec<_> = ctx
+        .storage
+        .dequeue(&both)
+        .await
+        .expect("dequeue")
+        .iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(rest, [a_low, b_lowest]);
+}

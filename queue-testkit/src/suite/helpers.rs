@@ -1,0 +1,142 @@
+//! Small helpers the cases share: names, claims, lookups, assertions.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use queue_core::{
+    DequeueRequest, HistoryRecord, Job, JobId, Lease, NewJob, QueueError, QueueName, Result,
+    Storage, WorkerId,
+};
+
+use super::Ctx;
+
+/// The lease every case claims with unless it says otherwise.
+pub const LEASE: Duration = Duration::from_secs(30);
+
+/// `n` seconds.
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// A queue name the cases know to be valid.
+pub fn queue(name: &str) -> QueueName {
+    QueueName::new(name).expect("case uses a valid queue name")
+}
+
+/// A worker id the cases know to be valid.
+pub fn worker(name: &str) -> WorkerId {
+    WorkerId::new(name).expect("case uses a valid worker id")
+}
+
+/// A request for `limit` jobs of `queues` by `worker_name`, leased for [`LEASE`].
+pub fn request(queues: &[&str], limit: u32, worker_name: &str) -> DequeueRequest {
+    DequeueRequest::new(
+        queues.iter().map(|q| queue(q)).collect(),
+        limit,
+        LEASE,
+        worker(worker_name),
+    )
+    .expect("case builds a valid request")
+}
+
+/// The lease of a claimed job.
+pub fn lease_of(job: &Job) -> Lease {
+    job.lease().expect("a claimed job carries a lease")
+}
+
+impl<S: Storage> Ctx<S> {
+    /// The storage's now (the manual clock).
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Enqueues a job that must be new, and returns its id.
+    pub async fn enqueue(&self, job: NewJob) -> JobId {
+        let outcome = self.storage.enqueue(job).await.expect("enqueue");
+        assert!(!outcome.existed, "expected a new job, got {outcome:?}");
+        outcome.id
+    }
+
+    /// Claims up to `limit` jobs of `queue_name` as worker `w1`.
+    pub async fn claim(&self, queue_name: &str, limit: u32) -> Vec<Job> {
+        self.claim_as(queue_name, limit, "w1").await
+    }
+
+    /// Claims up to `limit` jobs of `queue_name` as `worker_name`.
+    pub async fn claim_as(&self, queue_name: &str, limit: u32, worker_name: &str) -> Vec<Job> {
+        self.storage
+            .dequeue(&request(&[queue_name], limit, worker_name))
+            .await
+            .expect("dequeue")
+    }
+
+    /// Claims exactly one job of `queue_name` as `w1`.
+    pub async fn claim_one(&self, queue_name: &str) -> Job {
+        let mut jobs = self.claim(queue_name, 1).await;
+        assert_eq!(jobs.len(), 1, "expected one job in {queue_name}: {jobs:?}");
+        jobs.remove(0)
+    }
+
+    /// Enqueues a plain job into `queue_name` and claims it as `w1`.
+    pub async fn enqueue_and_claim(&self, queue_name: &str, max_attempts: u32) -> Job {
+        let id = self
+            .enqueue(NewJob::new(queue_name, serde_json::json!({})).max_attempts(max_attempts))
+            .await;
+        let job = self.claim_one(queue_name).await;
+        assert_eq!(job.id, id);
+        job
+    }
+
+    /// The live job `id`, which must exist.
+    pub async fn live(&self, id: JobId) -> Job {
+        self.storage
+            .get_job(id)
+            .await
+            .expect("get_job")
+            .unwrap_or_else(|| panic!("job {id} should be live"))
+    }
+
+    /// The history row of `id`, which must exist.
+    pub async fn archived(&self, id: JobId) -> HistoryRecord {
+        self.storage
+            .get_history(id)
+            .await
+            .expect("get_history")
+            .unwrap_or_else(|| panic!("job {id} should be in history"))
+    }
+
+    /// Every live job, over all queues, counted through stats.
+    pub async fn live_count(&self) -> u64 {
+        let stats = self.storage.stats().await.expect("stats");
+        stats.iter().map(|s| s.live()).sum()
+    }
+
+    /// Every history row, newest first (up to 1,000).
+    pub async fn all_history(&self) -> Vec<HistoryRecord> {
+        let filter = queue_core::HistoryFilter {
+            limit: queue_core::MAX_PAGE_SIZE,
+            ..Default::default()
+        };
+        self.storage
+            .list_history(&filter)
+            .await
+            .expect("list_history")
+            .records
+    }
+}
+
+/// Asserts `result` is `LeaseLost`.
+pub fn assert_lease_lost<T: std::fmt::Debug>(result: Result<T>) {
+    match result {
+        Err(QueueError::LeaseLost { .. }) => {}
+        other => panic!("expected LeaseLost, got {other:?}"),
+    }
+}
+
+/// Asserts `result` is `InvalidInput` naming `field`.
+pub fn assert_invalid<T: std::fmt::Debug>(result: Result<T>, field: &str) {
+    match result {
+        Err(QueueError::InvalidInput { field: got, .. }) if got == field => {}
+        other => panic!("expected InvalidInput for {field}, got {other:?}"),
+    }
+}

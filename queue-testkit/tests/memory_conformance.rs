@@ -1,0 +1,15 @@
+//! `MemoryStorage` passes the whole conformance suite, both ways of running it.
+
+use queue_testkit::MemoryFactory;
+
+queue_testkit::conformance_tests!(MemoryFactory);
+
+#[tokio::test]
+async fn run_all_reports_every_case_passed() {
+    let report = queue_testkit::suite::run_all(&MemoryFactory).await;
+    assert!(report.is_success(), "{:#?}", report.failed);
+    assert_eq!(
+        report.passed.len(),
+        queue_testkit::suite::cases::<queue_testkit::MemoryStorage>().len()
+    );
+}
