@@ -1,0 +1,101 @@
+//! Reclaim, discard, retry, prune, pause and resume.
+
+use queue_core::time::duration_micros;
+use queue_core::{
+    JobId, MAX_BATCH, PruneRequest, QueueError, QueueName, ReclaimOutcome, Result, validate_limit,
+};
+use sqlx::Row;
+
+use crate::PgStorage;
+use crate::error::retrying;
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+impl PgStorage {
+    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        validate_limit("limit", limit, MAX_BATCH)?;
+        let row = retrying(true, || {
+            sqlx::query(self.sql.reclaim.clone())
+                .bind(self.now_override())
+                .bind(i64::from(limit))
+                .fetch_one(&self.pool)
+        })
+        .await?;
+        let requeued: i64 = row.try_get("requeued").map_err(crate::interpret_error)?;
+        let dead: i64 = row
+            .try_get("dead_lettered")
+            .map_err(crate::interpret_error)?;
+        Ok(ReclaimOutcome {
+            requeued: count(requeued),
+            dead_lettered: count(dead),
+        })
+    }
+
+    pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
+        let done = retrying(false, || {
+            sqlx::query(self.sql.discard.clone())
+                .bind(self.now_override())
+                .bind(id.get())
+                .execute(&self.pool)
+        })
+        .await?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(QueueError::not_found(format!("live job {id}")))
+        }
+    }
+
+    pub(crate) async fn retry_dead_letter_pooled(&self, id: JobId) -> Result<()> {
+        let rows = retrying(false, || {
+            sqlx::query(self.sql.retry_dead_letter.clone())
+                .bind(self.now_override())
+                .bind(id.get())
+                .fetch_all(&self.pool)
+        })
+        .await
+        .map_err(|error| match error {
+            QueueError::Conflict { reason } => QueueError::Conflict {
+                reason: format!("dead letter {id}: its unique key is live again ({reason})"),
+            },
+            other => other,
+        })?;
+        if rows.is_empty() {
+            Err(QueueError::not_found(format!("dead letter {id}")))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) async fn prune_pooled(&self, request: &PruneRequest) -> Result<u64> {
+        request.validate()?;
+        let done = retrying(true, || {
+            sqlx::query(self.sql.prune.clone())
+                .bind(self.now_override())
+                .bind(duration_micros(request.older_than))
+                .bind(request.status.map(|s| s.as_str()))
+                .bind(i64::from(request.limit))
+                .execute(&self.pool)
+        })
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    pub(crate) async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<()> {
+        let sql = if paused {
+            self.sql.pause.clone()
+        } else {
+            self.sql.resume.clone()
+        };
+        retrying(true, || {
+            sqlx::query(sql.clone())
+                .bind(self.now_override())
+                .bind(queue.as_str())
+                .execute(&self.pool)
+        })
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,157 @@
+//! Ack and nack: finishing an attempt, in the pool or in the caller's
+//! transaction together with the handler's own writes.
+
+use std::collections::HashSet;
+
+use queue_core::time::duration_micros;
+use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
+use serde_json::Value;
+use sqlx::{PgConnection, Row};
+
+use crate::claim::{lease_columns, lease_key, returned_leases};
+use crate::error::retrying;
+use crate::{PgStorage, interpret_error};
+
+impl PgStorage {
+    /// Acks `lease` on the caller's connection or transaction: the history
+    /// row and the caller's writes commit or roll back together.
+    ///
+    /// # Errors
+    /// [`QueueError::LeaseLost`] when the lease is not current (nothing changed).
+    pub async fn ack_in(
+        &self,
+        conn: &mut PgConnection,
+        lease: &Lease,
+        result: Option<Value>,
+    ) -> Result<()> {
+        let ack = [Ack {
+            lease: lease.clone(),
+            result,
+        }];
+        let acked = self.ack_on(conn, &ack).await.map_err(interpret_error)?;
+        if acked.first() == Some(&true) {
+            Ok(())
+        } else {
+            Err(QueueError::LeaseLost {
+                lease: lease.clone(),
+            })
+        }
+    }
+
+    /// Nacks `lease` on the caller's connection or transaction.
+    ///
+    /// # Errors
+    /// As [`queue_core::Storage::nack`].
+    pub async fn nack_in(
+        &self,
+        conn: &mut PgConnection,
+        lease: &Lease,
+        error: Value,
+        retry: Retry,
+    ) -> Result<NackOutcome> {
+        retry.validate()?;
+        self.nack_on(conn, lease, &error, retry)
+            .await
+            .map_err(interpret_error)?
+            .ok_or_else(|| QueueError::LeaseLost {
+                lease: lease.clone(),
+            })
+    }
+
+    pub(crate) async fn ack_pooled(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+        if acks.is_empty() {
+            return Ok(Vec::new());
+        }
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            self.ack_on(&mut conn, acks).await
+        })
+        .await
+    }
+
+    pub(crate) async fn nack_pooled(
+        &self,
+        lease: &Lease,
+        error: &Value,
+        retry: Retry,
+    ) -> Result<NackOutcome> {
+        retry.validate()?;
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            self.nack_on(&mut conn, lease, error, retry).await
+        })
+        .await?
+        .ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
+        })
+    }
+
+    /// One statement for all `acks`; a lease repeated in the batch counts
+    /// once, as if the acks ran in turn.
+    async fn ack_on(
+        &self,
+        conn: &mut PgConnection,
+        acks: &[Ack],
+    ) -> Result<Vec<bool>, sqlx::Error> {
+        let mut seen = HashSet::new();
+        let first: Vec<bool> = acks
+            .iter()
+            .map(|a| seen.insert(lease_key(&a.lease)))
+            .collect();
+        let unique: Vec<&Ack> = acks
+            .iter()
+            .zip(&first)
+            .filter(|(_, f)| **f)
+            .map(|(a, _)| a)
+            .collect();
+        let (ids, workers, attempts) =
+            lease_columns(&unique.iter().map(|a| &a.lease).collect::<Vec<_>>());
+        let results: Vec<Option<Value>> = unique.iter().map(|a| a.result.clone()).collect();
+        let rows = sqlx::query(self.sql.ack.clone())
+            .bind(self.now_override())
+            .bind(ids)
+            .bind(workers)
+            .bind(attempts)
+            .bind(results)
+            .fetch_all(conn)
+            .await?;
+        let acked = returned_leases(&rows).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        Ok(acks
+            .iter()
+            .zip(first)
+            .map(|(ack, first)| first && acked.contains(&lease_key(&ack.lease)))
+            .collect())
+    }
+
+    /// `None` when the lease is not current.
+    async fn nack_on(
+        &self,
+        conn: &mut PgConnection,
+        lease: &Lease,
+        error: &Value,
+        retry: Retry,
+    ) -> Result<Option<NackOutcome>, sqlx::Error> {
+        let (id, worker, attempt) = lease_key(lease);
+        let (wants_retry, delay) = match retry {
+            Retry::After(delay) => (true, duration_micros(delay)),
+            Retry::Never => (false, 0),
+        };
+        let row = sqlx::query(self.sql.nack.clone())
+            .bind(self.now_override())
+            .bind(id)
+            .bind(worker)
+            .bind(attempt)
+            .bind(error)
+            .bind(wants_retry)
+            .bind(delay)
+            .fetch_one(conn)
+            .await?;
+        let retry_at: Option<chrono::DateTime<chrono::Utc>> = row.try_get("retry_at")?;
+        let dead_lettered: i64 = row.try_get("dead_lettered")?;
+        Ok(match (retry_at, dead_lettered) {
+            (Some(at), _) => Some(NackOutcome::Retrying { at }),
+            (None, 1) => Some(NackOutcome::DeadLettered),
+            _ => None,
+        })
+    }
+}

@@ -1,0 +1,183 @@
+//! Enqueue: one statement for any number of jobs, in the pool or in the
+//! caller's transaction.
+
+use chrono::{DateTime, Utc};
+use queue_core::time::duration_micros;
+use queue_core::{
+    EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob, first_occurrences,
+};
+use serde_json::Value;
+use sqlx::{PgConnection, Row};
+
+use crate::error::retrying;
+use crate::{PgStorage, interpret_error};
+
+/// How often rows whose unique key was taken by a transaction that
+/// committed during the statement are tried again.
+const RACE_ROUNDS: usize = 3;
+
+impl PgStorage {
+    /// Enqueues `job` on the caller's connection or transaction: the job
+    /// exists only if the caller commits, and its wake-up signal is sent
+    /// only then.
+    ///
+    /// # Errors
+    /// As [`queue_core::Storage::enqueue`].
+    pub async fn enqueue_in(&self, conn: &mut PgConnection, job: NewJob) -> Result<EnqueueOutcome> {
+        let mut outcomes = self.enqueue_batch_in(conn, vec![job]).await?;
+        outcomes
+            .pop()
+            .ok_or_else(|| QueueError::backend("enqueue returned no outcome"))
+    }
+
+    /// Enqueues `jobs` in one statement on the caller's connection or
+    /// transaction.
+    ///
+    /// # Errors
+    /// As [`queue_core::Storage::enqueue_batch`].
+    pub async fn enqueue_batch_in(
+        &self,
+        conn: &mut PgConnection,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        let jobs = validate_all(&jobs)?;
+        self.insert_all(conn, &jobs).await.map_err(interpret_error)
+    }
+
+    pub(crate) async fn enqueue_batch_pooled(
+        &self,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        let jobs = validate_all(&jobs)?;
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            self.insert_all(&mut conn, &jobs).await
+        })
+        .await
+    }
+
+    /// Inserts `jobs`, resolving keys repeated inside the batch to their
+    /// first job and re-running rows that lost a race with a concurrent commit.
+    async fn insert_all(
+        &self,
+        conn: &mut PgConnection,
+        jobs: &[ValidJob],
+    ) -> Result<Vec<EnqueueOutcome>, sqlx::Error> {
+        let first_of = first_occurrences(jobs);
+        let mut outcomes: Vec<Option<EnqueueOutcome>> = vec![None; jobs.len()];
+        let mut pending: Vec<usize> = (0..jobs.len()).filter(|i| first_of[*i] == *i).collect();
+        for _ in 0..RACE_ROUNDS {
+            if pending.is_empty() {
+                break;
+            }
+            let batch: Vec<&ValidJob> = pending.iter().map(|i| &jobs[*i]).collect();
+            let results = self.insert_rows(conn, &batch).await?;
+            let mut unresolved = Vec::new();
+            for (index, result) in pending.iter().zip(results) {
+                match result {
+                    Some(outcome) => outcomes[*index] = Some(outcome),
+                    None => unresolved.push(*index),
+                }
+            }
+            pending = unresolved;
+        }
+        if !pending.is_empty() {
+            return Err(sqlx::Error::Protocol(
+                "a unique key kept changing hands during enqueue; try again".into(),
+            ));
+        }
+        Ok((0..jobs.len())
+            .map(|i| match outcomes[first_of[i]] {
+                Some(first) if first_of[i] != i => EnqueueOutcome {
+                    id: first.id,
+                    existed: true,
+                },
+                Some(outcome) => outcome,
+                None => unreachable!("every first occurrence was resolved above"),
+            })
+            .collect())
+    }
+
+    /// One round trip; `None` for a row whose conflicting job is not yet
+    /// visible to this statement.
+    async fn insert_rows(
+        &self,
+        conn: &mut PgConnection,
+        jobs: &[&ValidJob],
+    ) -> Result<Vec<Option<EnqueueOutcome>>, sqlx::Error> {
+        let columns = Columns::of(jobs);
+        let rows = sqlx::query(self.sql.enqueue.clone())
+            .bind(self.now_override())
+            .bind(columns.queue)
+            .bind(columns.priority)
+            .bind(columns.unique_key)
+            .bind(columns.payload)
+            .bind(columns.max_attempts)
+            .bind(columns.delay_us)
+            .bind(columns.run_at)
+            .fetch_all(conn)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let id: Option<i64> = row.try_get("id")?;
+                let existed: bool = row.try_get("existed")?;
+                Ok(id.map(|id| EnqueueOutcome {
+                    id: JobId(id),
+                    existed,
+                }))
+            })
+            .collect()
+    }
+}
+
+fn validate_all(jobs: &[NewJob]) -> Result<Vec<ValidJob>> {
+    jobs.iter().map(NewJob::validate).collect()
+}
+
+/// The batch as one array per column, for UNNEST.
+struct Columns {
+    queue: Vec<String>,
+    priority: Vec<i32>,
+    unique_key: Vec<Option<String>>,
+    payload: Vec<Value>,
+    max_attempts: Vec<i32>,
+    delay_us: Vec<Option<i64>>,
+    run_at: Vec<Option<DateTime<Utc>>>,
+}
+
+impl Columns {
+    fn of(jobs: &[&ValidJob]) -> Self {
+        let mut columns = Self {
+            queue: Vec::with_capacity(jobs.len()),
+            priority: Vec::with_capacity(jobs.len()),
+            unique_key: Vec::with_capacity(jobs.len()),
+            payload: Vec::with_capacity(jobs.len()),
+            max_attempts: Vec::with_capacity(jobs.len()),
+            delay_us: Vec::with_capacity(jobs.len()),
+            run_at: Vec::with_capacity(jobs.len()),
+        };
+        for job in jobs {
+            columns.queue.push(job.queue.as_str().to_owned());
+            columns.priority.push(job.priority);
+            columns
+                .unique_key
+                .push(job.unique_key.as_ref().map(|k| k.as_str().to_owned()));
+            columns.payload.push(job.payload.clone());
+            // Validation keeps max_attempts within i32.
+            columns
+                .max_attempts
+                .push(i32::try_from(job.max_attempts).unwrap_or(i32::MAX));
+            let (delay, at) = match job.schedule {
+                Schedule::Now => (None, None),
+                Schedule::After(delay) => (Some(duration_micros(delay)), None),
+                Schedule::At(at) => (None, Some(at)),
+            };
+            columns.delay_us.push(delay);
+            columns.run_at.push(at);
+        }
+        columns
+    }
+}

@@ -1,0 +1,94 @@
+//! Stats, single lookups and history listings.
+
+use chrono::{DateTime, Utc};
+use queue_core::{
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
+};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::error::retrying;
+use crate::{PgStorage, interpret_error, rows};
+
+fn stats_row(row: &PgRow) -> Result<QueueStats, sqlx::Error> {
+    let count = |column: &str| -> Result<u64, sqlx::Error> {
+        Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or_default())
+    };
+    let name: String = row.try_get("queue_name")?;
+    let queue = QueueName::new(name).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+    let now: DateTime<Utc> = row.try_get("now")?;
+    let oldest: Option<DateTime<Utc>> = row.try_get("oldest_pending")?;
+    Ok(QueueStats {
+        queue,
+        paused: row.try_get("paused")?,
+        pending: count("pending")?,
+        scheduled: count("scheduled")?,
+        running: count("running")?,
+        stalled: count("stalled")?,
+        exhausted: count("exhausted")?,
+        oldest_pending_age: oldest.map(|at| (now - at).to_std().unwrap_or_default()),
+    })
+}
+
+impl PgStorage {
+    pub(crate) async fn now_pooled(&self) -> Result<DateTime<Utc>> {
+        retrying(true, || {
+            sqlx::query_scalar(self.sql.now.clone())
+                .bind(self.now_override())
+                .fetch_one(&self.pool)
+        })
+        .await
+    }
+
+    pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
+        let rows = retrying(true, || {
+            sqlx::query(self.sql.stats.clone())
+                .bind(self.now_override())
+                .fetch_all(&self.pool)
+        })
+        .await?;
+        let mut stats = rows
+            .iter()
+            .map(stats_row)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(interpret_error)?;
+        // Byte order of the names, whatever the database's collation.
+        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
+        Ok(stats)
+    }
+
+    pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
+        let row = retrying(true, || {
+            sqlx::query(self.sql.get_job.clone())
+                .bind(id.get())
+                .fetch_optional(&self.pool)
+        })
+        .await?;
+        row.as_ref().map(rows::job).transpose()
+    }
+
+    pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        let row = retrying(true, || {
+            sqlx::query(self.sql.get_history.clone())
+                .bind(id.get())
+                .fetch_optional(&self.pool)
+        })
+        .await?;
+        row.as_ref().map(rows::record).transpose()
+    }
+
+    pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        filter.validate()?;
+        let rows = retrying(true, || {
+            sqlx::query(self.sql.list_history.clone())
+                .bind(filter.queue.as_ref().map(|q| q.as_str()))
+                .bind(filter.status.map(|s| s.as_str()))
+                .bind(filter.before.map(JobId::get))
+                .bind(i64::from(filter.limit) + 1)
+                .fetch_all(&self.pool)
+        })
+        .await?;
+        let records = rows.iter().map(rows::record).collect::<Result<Vec<_>>>()?;
+        Ok(HistoryPage::from_overfetch(records, filter.limit))
+    }
+}

@@ -1,0 +1,37 @@
+//! `queue-postgres`: the PostgreSQL storage of the job queue, on sqlx.
+//!
+//! ```no_run
+//! # async fn demo() -> queue_core::Result<()> {
+//! use queue_core::{NewJob, Storage};
+//! use queue_postgres::PgStorage;
+//!
+//! let storage = PgStorage::connect("postgres://localhost/app").await?;
+//! storage.migrate().await?;
+//! storage.enqueue(NewJob::new("emails", serde_json::json!({"to": "ada"}))).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Every operation of [`queue_core::Storage`] is one SQL statement, hence
+//! one round trip; batches (enqueue, ack, heartbeat) too. Claims use
+//! `FOR UPDATE SKIP LOCKED` on the partial dequeue index. Enqueues signal
+//! their queue on a LISTEN/NOTIFY channel once per statement
+//! ([`PgStorage::listen`]). [`PgStorage::enqueue_in`], [`PgStorage::ack_in`]
+//! and [`PgStorage::nack_in`] run on the caller's transaction.
+
+mod admin;
+mod claim;
+mod complete;
+mod enqueue;
+mod error;
+mod inspect;
+mod migrate;
+mod notify;
+mod rows;
+mod sql;
+mod storage;
+mod storage_impl;
+
+pub use error::interpret_error;
+pub use migrate::{MIGRATIONS, migrate};
+pub use notify::{PgWakeups, Wakeup};
+pub use storage::{DEFAULT_SCHEMA, PgStorage};

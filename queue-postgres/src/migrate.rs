@@ -1,0 +1,92 @@
+//! The embedded PostgreSQL migrations and the runner that applies them.
+
+use queue_core::Result;
+use queue_core::migration::{Migration, check_sequence};
+use sqlx::{AssertSqlSafe, PgPool, Row};
+
+use crate::interpret_error;
+use crate::storage::validate_schema;
+
+/// Every migration of `migrations/postgres`, in order, embedded at compile time.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "job_queue",
+        sql: include_str!("../../migrations/postgres/0001_job_queue.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "reclaim_indexes",
+        sql: include_str!("../../migrations/postgres/0002_reclaim_indexes.sql"),
+    },
+];
+
+const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (
+    version    INTEGER     PRIMARY KEY,
+    name       TEXT        NOT NULL,
+    checksum   BIGINT      NOT NULL,
+    applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+)";
+
+/// Creates `schema` if needed, applies the migrations not yet applied
+/// there, and returns their versions.
+///
+/// All of it runs in one transaction, with `search_path` set to the schema
+/// and under an advisory lock keyed by it, so concurrent callers are safe
+/// and a failure leaves nothing behind. Applying again is a no-op returning an empty list. A migration
+/// whose recorded checksum differs from the embedded file is an error
+/// ([`queue_core::QueueError::Conflict`]); versions newer than this library knows are
+/// left alone, so older workers keep running during a rolling upgrade.
+pub async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<u32>> {
+    check_sequence(MIGRATIONS)?;
+    validate_schema(schema)?;
+    let mut tx = pool.begin().await.map_err(interpret_error)?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('queue_migrate:' || $1))")
+        .bind(schema)
+        .execute(&mut *tx)
+        .await
+        .map_err(interpret_error)?;
+    let prepare =
+        format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"");
+    sqlx::raw_sql(AssertSqlSafe(prepare))
+        .execute(&mut *tx)
+        .await
+        .map_err(interpret_error)?;
+    sqlx::query(CREATE_LEDGER)
+        .execute(&mut *tx)
+        .await
+        .map_err(interpret_error)?;
+    let applied = sqlx::query("SELECT version, checksum FROM queue_schema_migrations")
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(interpret_error)?;
+    let mut newly_applied = Vec::new();
+    for migration in MIGRATIONS {
+        let version = i32::try_from(migration.version).unwrap_or(i32::MAX);
+        let recorded = applied
+            .iter()
+            .find(|row| row.get::<i32, _>("version") == version)
+            .map(|row| row.get::<i64, _>("checksum"));
+        match recorded {
+            Some(checksum) if checksum == migration.checksum() => continue,
+            Some(_) => return Err(migration.edited_error()),
+            None => {}
+        }
+        sqlx::raw_sql(migration.sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(interpret_error)?;
+        sqlx::query(
+            "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+        )
+        .bind(version)
+        .bind(migration.name)
+        .bind(migration.checksum())
+        .execute(&mut *tx)
+        .await
+        .map_err(interpret_error)?;
+        newly_applied.push(migration.version);
+    }
+    tx.commit().await.map_err(interpret_error)?;
+    Ok(newly_applied)
+}

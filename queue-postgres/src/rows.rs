@@ -1,0 +1,86 @@
+//! Turning PostgreSQL rows into queue-core types.
+
+use chrono::{DateTime, Utc};
+use queue_core::{HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::interpret_error;
+
+fn get<'r, T>(row: &'r PgRow, column: &str) -> Result<T>
+where
+    T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+{
+    row.try_get(column).map_err(interpret_error)
+}
+
+/// A count column that the schema keeps non-negative.
+pub(crate) fn count(row: &PgRow, column: &str) -> Result<u32> {
+    let value: i32 = get(row, column)?;
+    u32::try_from(value).map_err(|_| corrupt(column, value))
+}
+
+fn corrupt(column: &str, value: impl std::fmt::Display) -> QueueError {
+    QueueError::backend(format!(
+        "column {column} holds {value}, which the queue never writes"
+    ))
+}
+
+fn name<T>(row: &PgRow, column: &str, parse: fn(String) -> Result<T>) -> Result<T> {
+    let raw: String = get(row, column)?;
+    parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}")))
+}
+
+fn optional_name<T>(
+    row: &PgRow,
+    column: &str,
+    parse: fn(String) -> Result<T>,
+) -> Result<Option<T>> {
+    let raw: Option<String> = get(row, column)?;
+    raw.map(|raw| parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}"))))
+        .transpose()
+}
+
+/// A `job_queue` row.
+pub(crate) fn job(row: &PgRow) -> Result<Job> {
+    Ok(Job {
+        id: JobId(get(row, "id")?),
+        queue: name(row, "queue_name", QueueName::new)?,
+        priority: get(row, "priority")?,
+        unique_key: optional_name(row, "unique_key", UniqueKey::new)?,
+        payload: get::<Value>(row, "payload")?,
+        attempts: count(row, "attempts")?,
+        max_attempts: count(row, "max_attempts")?,
+        available_at: get::<DateTime<Utc>>(row, "available_at")?,
+        lease_until: get(row, "lease_until")?,
+        locked_by: optional_name(row, "locked_by", WorkerId::new)?,
+        first_locked_at: get(row, "first_locked_at")?,
+        last_error: get(row, "last_error")?,
+        created_at: get(row, "created_at")?,
+        updated_at: get(row, "updated_at")?,
+    })
+}
+
+/// A `job_history` row.
+pub(crate) fn record(row: &PgRow) -> Result<HistoryRecord> {
+    let status: String = get(row, "status_final")?;
+    Ok(HistoryRecord {
+        id: JobId(get(row, "id")?),
+        queue: name(row, "queue_name", QueueName::new)?,
+        priority: get(row, "priority")?,
+        unique_key: optional_name(row, "unique_key", UniqueKey::new)?,
+        payload: get(row, "payload")?,
+        status: status
+            .parse()
+            .map_err(|_| corrupt("status_final", &status))?,
+        result: get(row, "result")?,
+        last_error: get(row, "last_error")?,
+        attempts: count(row, "attempts")?,
+        max_attempts: count(row, "max_attempts")?,
+        processed_by: optional_name(row, "processed_by", WorkerId::new)?,
+        created_at: get(row, "created_at")?,
+        started_at: get(row, "started_at")?,
+        finished_at: get(row, "finished_at")?,
+    })
+}

@@ -1,0 +1,375 @@
+//! Every statement `PgStorage` runs, one per operation.
+//!
+//! Templates name tables as `{s}.table` and the wake-up channel as `{chan}`;
+//! [`Statements::for_schema`] fills both in once per storage, so each
+//! statement is one stable string that sqlx prepares once per connection.
+//! `$1` is always the clock override: `COALESCE($1::timestamptz, now())`
+//! is the database's now unless a manual clock is bound.
+
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+
+/// The columns of a live job, in the order `rows::job` reads them.
+const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
+     available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at";
+
+/// The columns of a history row, in the order `rows::record` reads them.
+const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, status_final, \
+     result, last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at";
+
+/// Inserts one batch; per input row: its ordinal, the id, whether it existed.
+/// A NULL id means the conflicting row committed after this statement's
+/// snapshot; the caller runs those rows again.
+const ENQUEUE: &str = "
+WITH input AS (
+    SELECT u.*, nextval('{s}.job_queue_id_seq') AS new_id
+    FROM UNNEST($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::int[], $7::bigint[], $8::timestamptz[])
+        WITH ORDINALITY AS u(queue_name, priority, unique_key, payload, max_attempts, delay_us, run_at, ord)
+),
+ins AS (
+    INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
+                               available_at, created_at, updated_at)
+    SELECT new_id, queue_name, priority, unique_key, payload, max_attempts,
+           COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
+           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now())
+    FROM input ORDER BY ord
+    ON CONFLICT (queue_name, unique_key) DO NOTHING
+    RETURNING id, queue_name
+)
+SELECT i.ord, COALESCE(ins.id, live.id) AS id, ins.id IS NULL AS existed,
+       (SELECT count(pg_notify('{chan}', q.queue_name))
+          FROM (SELECT DISTINCT queue_name FROM ins) q) AS notified
+FROM input i
+LEFT JOIN ins ON ins.id = i.new_id
+LEFT JOIN {s}.job_queue live
+       ON ins.id IS NULL AND live.queue_name = i.queue_name AND live.unique_key = i.unique_key
+ORDER BY i.ord";
+
+/// Picks up to $3 claimable jobs of the one queue in $2: a plain range scan
+/// of the dequeue index, no sort.
+const PICK_ONE_QUEUE: &str = "
+WITH picked AS (
+    SELECT j.id
+    FROM {s}.job_queue j
+    WHERE j.queue_name = ($2::text[])[1]
+      AND j.lease_until IS NULL
+      AND j.available_at <= COALESCE($1::timestamptz, now())
+      AND j.attempts < j.max_attempts
+      AND NOT EXISTS (SELECT 1 FROM {s}.queue_config p
+                       WHERE p.queue_name = ($2::text[])[1] AND p.paused)
+    ORDER BY j.priority DESC, j.available_at, j.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)";
+
+/// Picks up to $3 claimable jobs of the queues in $2: per queue the best $3
+/// by the dequeue index, then the best $3 of those (a sort of at most
+/// $3 times the number of queues rows).
+const PICK_MANY_QUEUES: &str = "
+WITH picked AS (
+    SELECT c.id
+    FROM UNNEST($2::text[]) AS q(name)
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.available_at
+        FROM {s}.job_queue j
+        WHERE j.queue_name = q.name
+          AND j.lease_until IS NULL
+          AND j.available_at <= COALESCE($1::timestamptz, now())
+          AND j.attempts < j.max_attempts
+        ORDER BY j.priority DESC, j.available_at, j.id
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+    ) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
+    ORDER BY c.priority DESC, c.available_at, c.id
+    LIMIT $3
+)";
+
+/// Leases the picked jobs for $4 microseconds to worker $5.
+const CLAIM_PICKED: &str = "
+UPDATE {s}.job_queue j
+SET attempts = j.attempts + 1,
+    lease_until = COALESCE($1::timestamptz, now()) + $4::bigint * interval '1 microsecond',
+    locked_by = $5,
+    first_locked_at = COALESCE(j.first_locked_at, COALESCE($1::timestamptz, now())),
+    updated_at = COALESCE($1::timestamptz, now())
+FROM picked
+WHERE j.id = picked.id
+RETURNING j.id, j.queue_name, j.priority, j.unique_key, j.payload, j.attempts, j.max_attempts,
+          j.available_at, j.lease_until, j.locked_by, j.first_locked_at, j.last_error,
+          j.created_at, j.updated_at";
+
+/// Archives every input lease that is current as `completed`; returns the
+/// leases that matched.
+const ACK: &str = "
+WITH input AS (
+    SELECT * FROM UNNEST($2::bigint[], $3::text[], $4::int[], $5::jsonb[]) AS u(id, worker, attempt, result)
+),
+done AS (
+    DELETE FROM {s}.job_queue j USING input i
+    WHERE j.id = i.id AND j.locked_by = i.worker AND j.attempts = i.attempt
+      AND j.lease_until IS NOT NULL
+    RETURNING j.*, i.result AS ack_result
+),
+archived AS (
+    INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
+                                 last_error, attempts, max_attempts, processed_by, created_at,
+                                 started_at, finished_at)
+    SELECT id, queue_name, priority, unique_key, payload, 'completed', ack_result, last_error,
+           attempts, max_attempts, locked_by, created_at, first_locked_at,
+           COALESCE($1::timestamptz, now())
+    FROM done
+    RETURNING id, processed_by, attempts
+)
+SELECT id, processed_by, attempts FROM archived";
+
+/// Retries ($6 and attempts left) or dead-letters a current lease.
+const NACK: &str = "
+WITH target AS (
+    SELECT id, attempts, max_attempts FROM {s}.job_queue
+    WHERE id = $2 AND locked_by = $3 AND attempts = $4 AND lease_until IS NOT NULL
+    FOR UPDATE
+),
+retried AS (
+    UPDATE {s}.job_queue j
+    SET lease_until = NULL, locked_by = NULL, last_error = $5,
+        available_at = COALESCE($1::timestamptz, now()) + $7::bigint * interval '1 microsecond',
+        updated_at = COALESCE($1::timestamptz, now())
+    FROM target t
+    WHERE j.id = t.id AND $6 AND t.attempts < t.max_attempts
+    RETURNING j.available_at
+),
+dead AS (
+    DELETE FROM {s}.job_queue j USING target t
+    WHERE j.id = t.id AND NOT ($6 AND t.attempts < t.max_attempts)
+    RETURNING j.*
+),
+archived AS (
+    INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
+                                 last_error, attempts, max_attempts, processed_by, created_at,
+                                 started_at, finished_at)
+    SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, $5, attempts,
+           max_attempts, locked_by, created_at, first_locked_at, COALESCE($1::timestamptz, now())
+    FROM dead
+    RETURNING id
+)
+SELECT (SELECT available_at FROM retried) AS retry_at,
+       (SELECT count(*) FROM archived) AS dead_lettered";
+
+/// Gives a current lease back without counting its attempt.
+const RELEASE: &str = "
+UPDATE {s}.job_queue
+SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1,
+    available_at = COALESCE($1::timestamptz, now()), updated_at = COALESCE($1::timestamptz, now())
+WHERE id = $2 AND locked_by = $3 AND attempts = $4 AND lease_until IS NOT NULL";
+
+/// Extends every input lease that is current and unexpired; returns those.
+const HEARTBEAT: &str = "
+WITH input AS (
+    SELECT * FROM UNNEST($2::bigint[], $3::text[], $4::int[]) AS u(id, worker, attempt)
+)
+UPDATE {s}.job_queue j
+SET lease_until = COALESCE($1::timestamptz, now()) + $5::bigint * interval '1 microsecond',
+    updated_at = COALESCE($1::timestamptz, now())
+FROM input i
+WHERE j.id = i.id AND j.locked_by = i.worker AND j.attempts = i.attempt
+  AND j.lease_until > COALESCE($1::timestamptz, now())
+RETURNING j.id, j.locked_by, j.attempts";
+
+/// Recovers up to $2 jobs: stalled (oldest lease first), then exhausted.
+const RECLAIM: &str = "
+WITH chosen AS (
+    SELECT j.id, j.locked_by, j.attempts, j.max_attempts
+    FROM {s}.job_queue j
+    WHERE j.id IN (
+        SELECT id FROM (
+            (SELECT id, 0 AS grp, lease_until AS k FROM {s}.job_queue
+              WHERE lease_until <= COALESCE($1::timestamptz, now())
+              ORDER BY lease_until, id LIMIT $2)
+            UNION ALL
+            (SELECT id, 1, NULL FROM {s}.job_queue
+              WHERE lease_until IS NULL AND attempts >= max_attempts
+              ORDER BY id LIMIT $2)
+        ) c
+        ORDER BY grp, k, id LIMIT $2
+    )
+      AND (j.lease_until <= COALESCE($1::timestamptz, now())
+           OR (j.lease_until IS NULL AND j.attempts >= j.max_attempts))
+    FOR UPDATE SKIP LOCKED
+),
+requeued AS (
+    UPDATE {s}.job_queue j
+    SET lease_until = NULL, locked_by = NULL,
+        available_at = COALESCE($1::timestamptz, now()), updated_at = COALESCE($1::timestamptz, now()),
+        last_error = jsonb_build_object('kind', 'lease_expired', 'worker_id', c.locked_by,
+                                       'attempt', c.attempts)
+    FROM chosen c
+    WHERE j.id = c.id AND c.attempts < c.max_attempts
+    RETURNING j.id
+),
+dead AS (
+    DELETE FROM {s}.job_queue j USING chosen c
+    WHERE j.id = c.id AND c.attempts >= c.max_attempts
+    RETURNING j.*
+),
+archived AS (
+    INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
+                                 last_error, attempts, max_attempts, processed_by, created_at,
+                                 started_at, finished_at)
+    SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL,
+           CASE WHEN locked_by IS NULL THEN last_error
+                ELSE jsonb_build_object('kind', 'lease_expired', 'worker_id', locked_by,
+                                        'attempt', attempts) END,
+           attempts, max_attempts, NULL, created_at, first_locked_at,
+           COALESCE($1::timestamptz, now())
+    FROM dead
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM requeued) AS requeued, (SELECT count(*) FROM archived) AS dead_lettered";
+
+/// Archives a live job, in any state, as `discarded`.
+const DISCARD: &str = "
+WITH gone AS (DELETE FROM {s}.job_queue WHERE id = $2 RETURNING *)
+INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
+                             last_error, attempts, max_attempts, processed_by, created_at,
+                             started_at, finished_at)
+SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
+       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now())
+FROM gone";
+
+/// Moves a dead letter back to the live table under its id, and wakes workers.
+const RETRY_DEAD_LETTER: &str = "
+WITH dl AS (
+    DELETE FROM {s}.job_history WHERE id = $2 AND status_final = 'dead_letter' RETURNING *
+),
+back AS (
+    INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
+                               available_at, last_error, created_at, updated_at)
+    SELECT id, queue_name, priority, unique_key, payload, 0, max_attempts,
+           COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now())
+    FROM dl
+    RETURNING queue_name
+)
+SELECT queue_name, pg_notify('{chan}', queue_name)::text AS notified FROM back";
+
+/// Deletes up to $4 history rows older than the retention, oldest first.
+const PRUNE: &str = "
+DELETE FROM {s}.job_history WHERE id IN (
+    SELECT id FROM {s}.job_history
+    WHERE finished_at < COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'
+      AND ($3::text IS NULL OR status_final = $3)
+    ORDER BY finished_at, id
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+)";
+
+/// Counts per queue and derived state, with paused queues, in one pass.
+const STATS: &str = "
+WITH live AS (
+    SELECT queue_name,
+        count(*) FILTER (WHERE lease_until IS NULL AND attempts < max_attempts
+                           AND available_at <= COALESCE($1::timestamptz, now())) AS pending,
+        count(*) FILTER (WHERE lease_until IS NULL AND attempts < max_attempts
+                           AND available_at > COALESCE($1::timestamptz, now())) AS scheduled,
+        count(*) FILTER (WHERE lease_until > COALESCE($1::timestamptz, now())) AS running,
+        count(*) FILTER (WHERE lease_until <= COALESCE($1::timestamptz, now())) AS stalled,
+        count(*) FILTER (WHERE lease_until IS NULL AND attempts >= max_attempts) AS exhausted,
+        min(available_at) FILTER (WHERE lease_until IS NULL AND attempts < max_attempts
+                           AND available_at <= COALESCE($1::timestamptz, now())) AS oldest_pending
+    FROM {s}.job_queue
+    GROUP BY queue_name
+),
+paused AS (SELECT queue_name FROM {s}.queue_config WHERE paused)
+SELECT COALESCE(l.queue_name, p.queue_name) AS queue_name, p.queue_name IS NOT NULL AS paused,
+       COALESCE(l.pending, 0) AS pending, COALESCE(l.scheduled, 0) AS scheduled,
+       COALESCE(l.running, 0) AS running, COALESCE(l.stalled, 0) AS stalled,
+       COALESCE(l.exhausted, 0) AS exhausted, l.oldest_pending,
+       COALESCE($1::timestamptz, now()) AS now
+FROM live l FULL JOIN paused p ON p.queue_name = l.queue_name";
+
+const GET_JOB: &str = "SELECT {job} FROM {s}.job_queue WHERE id = $1";
+
+const GET_HISTORY: &str = "SELECT {history} FROM {s}.job_history WHERE id = $1";
+
+/// One page plus one row, to know whether another page follows.
+const LIST_HISTORY: &str = "
+SELECT {history} FROM {s}.job_history
+WHERE ($1::text IS NULL OR queue_name = $1)
+  AND ($2::text IS NULL OR status_final = $2)
+  AND ($3::bigint IS NULL OR id < $3)
+ORDER BY id DESC
+LIMIT $4";
+
+const PAUSE: &str = "
+INSERT INTO {s}.queue_config (queue_name, paused, updated_at)
+VALUES ($2, TRUE, COALESCE($1::timestamptz, now()))
+ON CONFLICT (queue_name) DO UPDATE SET paused = TRUE, updated_at = EXCLUDED.updated_at";
+
+const RESUME: &str = "
+WITH resumed AS (
+    UPDATE {s}.queue_config SET paused = FALSE, updated_at = COALESCE($1::timestamptz, now())
+    WHERE queue_name = $2 AND paused
+    RETURNING queue_name
+)
+SELECT pg_notify('{chan}', queue_name)::text FROM resumed";
+
+const NOW: &str = "SELECT COALESCE($1::timestamptz, now())";
+
+/// The statements of one storage, with its schema filled in.
+#[derive(Debug, Clone)]
+pub(crate) struct Statements {
+    pub(crate) enqueue: SqlStr,
+    pub(crate) dequeue_one: SqlStr,
+    pub(crate) dequeue_many: SqlStr,
+    pub(crate) ack: SqlStr,
+    pub(crate) nack: SqlStr,
+    pub(crate) release: SqlStr,
+    pub(crate) heartbeat: SqlStr,
+    pub(crate) reclaim: SqlStr,
+    pub(crate) discard: SqlStr,
+    pub(crate) retry_dead_letter: SqlStr,
+    pub(crate) prune: SqlStr,
+    pub(crate) stats: SqlStr,
+    pub(crate) get_job: SqlStr,
+    pub(crate) get_history: SqlStr,
+    pub(crate) list_history: SqlStr,
+    pub(crate) pause: SqlStr,
+    pub(crate) resume: SqlStr,
+    pub(crate) now: SqlStr,
+}
+
+impl Statements {
+    /// Fills the templates for `schema` (already validated as a plain
+    /// identifier) and wake-up `channel`.
+    pub(crate) fn for_schema(schema: &str, channel: &str) -> Self {
+        let fill = |template: &str| -> SqlStr {
+            AssertSqlSafe(
+                template
+                    .replace("{job}", JOB_COLUMNS)
+                    .replace("{history}", HISTORY_COLUMNS)
+                    .replace("{s}", &format!("\"{schema}\""))
+                    .replace("{chan}", channel),
+            )
+            .into_sql_str()
+        };
+        Self {
+            enqueue: fill(ENQUEUE),
+            dequeue_one: fill(&format!("{PICK_ONE_QUEUE}{CLAIM_PICKED}")),
+            dequeue_many: fill(&format!("{PICK_MANY_QUEUES}{CLAIM_PICKED}")),
+            ack: fill(ACK),
+            nack: fill(NACK),
+            release: fill(RELEASE),
+            heartbeat: fill(HEARTBEAT),
+            reclaim: fill(RECLAIM),
+            discard: fill(DISCARD),
+            retry_dead_letter: fill(RETRY_DEAD_LETTER),
+            prune: fill(PRUNE),
+            stats: fill(STATS),
+            get_job: fill(GET_JOB),
+            get_history: fill(GET_HISTORY),
+            list_history: fill(LIST_HISTORY),
+            pause: fill(PAUSE),
+            resume: fill(RESUME),
+            now: fill(NOW),
+        }
+    }
+}

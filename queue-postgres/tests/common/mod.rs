@@ -1,0 +1,42 @@
+//! What the PostgreSQL test binaries share: a fresh, migrated schema per
+//! case or test. Each binary uses part of it.
+#![allow(dead_code)]
+
+use async_trait::async_trait;
+use queue_core::Clock;
+use queue_postgres::PgStorage;
+use queue_testkit::harness::postgres::TestSchema;
+use queue_testkit::suite::{Fixture, StorageFactory};
+
+/// Makes a `PgStorage` in a new schema, dropped after the case.
+pub(crate) struct PgFactory;
+
+#[async_trait]
+impl StorageFactory for PgFactory {
+    type Storage = PgStorage;
+
+    async fn create(&self, clock: Clock) -> Option<Fixture<PgStorage>> {
+        let schema = TestSchema::create().await?;
+        let pool = schema.pool().await;
+        let storage = PgStorage::from_pool(pool.clone())
+            .with_schema(schema.name())
+            .expect("test schema names are valid")
+            .with_clock(clock);
+        storage.migrate().await.expect("migrate the test schema");
+        Some(Fixture::new(storage).with_teardown(async move {
+            pool.close().await;
+            schema.drop_schema().await;
+        }))
+    }
+}
+
+/// A migrated storage in a new schema, and the pool it uses.
+pub(crate) async fn storage_in_new_schema() -> Option<(TestSchema, sqlx::PgPool, PgStorage)> {
+    let schema = TestSchema::create().await?;
+    let pool = schema.pool().await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("test schema names are valid");
+    storage.migrate().await.expect("migrate the test schema");
+    Some((schema, pool, storage))
+}

@@ -1,0 +1,153 @@
+//! The claim is served by the partial dequeue index on a large backlog:
+//! no sequential scan of `job_queue`, and no sort of the backlog.
+
+use std::time::Duration;
+
+use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
+use queue_postgres::PgStorage;
+use queue_testkit::harness::postgres::TestSchema;
+use serde_json::{Value, json};
+
+const BACKLOG: usize = 100_000;
+
+/// Every plan node as (node type, relation, plan rows), depth first.
+fn nodes(plan: &Value, out: &mut Vec<(String, Option<String>, f64)>) {
+    let text = |key: &str| plan.get(key).and_then(Value::as_str).map(str::to_owned);
+    if let Some(kind) = text("Node Type") {
+        let rows = plan.get("Plan Rows").and_then(Value::as_f64).unwrap_or(0.0);
+        out.push((kind, text("Relation Name"), rows));
+    }
+    for child in plan
+        .get("Plans")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        nodes(child, out);
+    }
+}
+
+fn plan_nodes(explained: &Value) -> Vec<(String, Option<String>, f64)> {
+    let mut out = Vec::new();
+    nodes(&explained[0]["Plan"], &mut out);
+    out
+}
+
+fn request(queues: &[&str], limit: u32) -> DequeueRequest {
+    DequeueRequest::new(
+        queues
+            .iter()
+            .map(|q| QueueName::new(*q).expect("valid"))
+            .collect(),
+        limit,
+        Duration::from_secs(30),
+        WorkerId::new("explain").expect("valid"),
+    )
+    .expect("valid request")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
+    let Some(schema) = TestSchema::create().await else {
+        return;
+    };
+    let pool = schema.pool().await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid schema");
+    storage.migrate().await.expect("migrate");
+
+    // Four queues, mixed priorities and delays, plus running jobs.
+    for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
+        let batch = chunk
+            .iter()
+            .map(|i| {
+                let job = NewJob::new(
+                    ["emails", "reports", "sync", "misc"][i % 4],
+                    json!({"i": i}),
+                )
+                .priority((i % 7) as i32 - 3);
+                if i % 10 == 0 {
+                    job.delay(Duration::from_secs(3600))
+                } else {
+                    job
+                }
+            })
+            .collect();
+        storage.enqueue_batch(batch).await.expect("enqueue_batch");
+    }
+    let running = storage
+        .dequeue(&request(&["emails"], 200))
+        .await
+        .expect("dequeue");
+    assert_eq!(running.len(), 200);
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ANALYZE \"{}\".job_queue",
+        schema.name()
+    )))
+    .execute(&pool)
+    .await
+    .expect("analyze");
+
+    let one = plan_nodes(
+        &storage
+            .explain_dequeue(&request(&["emails"], 10))
+            .await
+            .expect("explain"),
+    );
+    let many = plan_nodes(
+        &storage
+            .explain_dequeue(&request(&["emails", "reports", "sync", "misc"], 10))
+            .await
+            .expect("explain"),
+    );
+    for (label, plan) in [("one queue", &one), ("four queues", &many)] {
+        let on_jobs: Vec<_> = plan
+            .iter()
+            .filter(|n| n.1.as_deref() == Some("job_queue"))
+            .collect();
+        assert!(
+            on_jobs.iter().any(|n| n.0 == "Index Scan"),
+            "{label}: no index scan of job_queue in {plan:?}"
+        );
+        assert!(
+            !on_jobs
+                .iter()
+                .any(|n| n.0 == "Seq Scan" || n.0 == "Bitmap Heap Scan"),
+            "{label}: job_queue is scanned without the dequeue order in {plan:?}"
+        );
+    }
+    assert!(
+        !one.iter().any(|n| n.0 == "Sort"),
+        "one queue: the index order needs no sort: {one:?}"
+    );
+    // Several queues: only the per-queue winners (limit x queues) are sorted.
+    for sort in many.iter().filter(|n| n.0 == "Sort") {
+        assert!(
+            sort.2 <= 40.0,
+            "four queues: a sort of {} rows: {many:?}",
+            sort.2
+        );
+    }
+
+    // Reclaim reads stalled and exhausted jobs through their own indexes,
+    // never the backlog.
+    let reclaim = plan_nodes(&storage.explain_reclaim(100).await.expect("explain"));
+    let on_jobs: Vec<_> = reclaim
+        .iter()
+        .filter(|n| n.1.as_deref() == Some("job_queue"))
+        .collect();
+    assert!(
+        !on_jobs
+            .iter()
+            .any(|n| n.0 == "Seq Scan" || n.0 == "Bitmap Heap Scan"),
+        "reclaim scans the backlog: {reclaim:?}"
+    );
+    assert!(
+        !reclaim.iter().any(|n| n.0 == "Sort" && n.2 > 200.0),
+        "reclaim sorts more than its two batches: {reclaim:?}"
+    );
+
+    pool.close().await;
+    schema.drop_schema().await;
+}

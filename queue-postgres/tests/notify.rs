@@ -1,0 +1,140 @@
+//! LISTEN/NOTIFY wake-ups: after commit only, once per statement, and
+//! surviving a dropped connection.
+
+mod common;
+
+use std::time::Duration;
+
+use queue_core::{NewJob, QueueName, Storage};
+use queue_postgres::{PgWakeups, Wakeup};
+use queue_testkit::harness::postgres::TestSchema;
+use serde_json::json;
+use sqlx::PgPool;
+
+/// Closes the pool (after the listener, which holds one of its
+/// connections, is dropped) and drops the schema.
+async fn finish(wakeups: PgWakeups, schema: TestSchema, pool: PgPool) {
+    drop(wakeups);
+    pool.close().await;
+    schema.drop_schema().await;
+}
+
+/// The next wake-up within `wait`, if any.
+async fn next_within(wakeups: &mut PgWakeups, wait: Duration) -> Option<Wakeup> {
+    tokio::time::timeout(wait, wakeups.next())
+        .await
+        .ok()
+        .map(|w| w.expect("listener"))
+}
+
+fn queue(name: &str) -> Wakeup {
+    Wakeup::Queue(QueueName::new(name).expect("valid"))
+}
+
+#[tokio::test]
+async fn a_committed_enqueue_wakes_the_listener_and_a_rolled_back_one_does_not() {
+    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
+        return;
+    };
+    let mut wakeups = storage.listen().await.expect("listen");
+
+    let mut tx = pool.begin().await.expect("begin");
+    storage
+        .enqueue_in(&mut tx, NewJob::new("rolled-back", json!(1)))
+        .await
+        .expect("enqueue_in");
+    tx.rollback().await.expect("rollback");
+    assert_eq!(
+        next_within(&mut wakeups, Duration::from_millis(300)).await,
+        None
+    );
+
+    let mut tx = pool.begin().await.expect("begin");
+    storage
+        .enqueue_in(&mut tx, NewJob::new("committed", json!(1)))
+        .await
+        .expect("enqueue_in");
+    assert_eq!(
+        next_within(&mut wakeups, Duration::from_millis(200)).await,
+        None,
+        "nothing before commit"
+    );
+    tx.commit().await.expect("commit");
+    assert_eq!(
+        next_within(&mut wakeups, Duration::from_secs(5)).await,
+        Some(queue("committed"))
+    );
+    finish(wakeups, schema, pool).await;
+}
+
+#[tokio::test]
+async fn a_batch_signals_each_queue_once_not_each_row() {
+    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
+        return;
+    };
+    let mut wakeups = storage.listen().await.expect("listen");
+    let mut batch: Vec<NewJob> = (0..50).map(|i| NewJob::new("a", json!(i))).collect();
+    batch.extend((0..50).map(|i| NewJob::new("b", json!(i))));
+    storage.enqueue_batch(batch).await.expect("enqueue_batch");
+
+    let mut seen = Vec::new();
+    while let Some(wakeup) = next_within(&mut wakeups, Duration::from_millis(500)).await {
+        seen.push(wakeup);
+    }
+    seen.sort_by_key(|w| format!("{w:?}"));
+    assert_eq!(seen, [queue("a"), queue("b")]);
+    finish(wakeups, schema, pool).await;
+}
+
+#[tokio::test]
+async fn a_duplicate_enqueue_signals_nothing() {
+    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
+        return;
+    };
+    storage
+        .enqueue(NewJob::new("q", json!(1)).unique_key("k"))
+        .await
+        .expect("enqueue");
+    let mut wakeups = storage.listen().await.expect("listen");
+    let again = storage
+        .enqueue(NewJob::new("q", json!(2)).unique_key("k"))
+        .await
+        .expect("enqueue");
+    assert!(again.existed);
+    assert_eq!(
+        next_within(&mut wakeups, Duration::from_millis(300)).await,
+        None
+    );
+    finish(wakeups, schema, pool).await;
+}
+
+#[tokio::test]
+async fn a_dropped_listener_connection_reports_reconnected_and_keeps_listening() {
+    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
+        return;
+    };
+    let mut wakeups = storage.listen().await.expect("listen");
+    let listen_sql = format!("LISTEN \"{}\"", storage.channel());
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
+    )
+    .bind(&listen_sql)
+    .fetch_one(&pool)
+    .await
+    .expect("terminate the listener's backend");
+    assert_eq!(killed, 1, "exactly the listener's connection");
+
+    assert_eq!(
+        next_within(&mut wakeups, Duration::from_secs(5)).await,
+        Some(Wakeup::Reconnected)
+    );
+    storage
+        .enqueue(NewJob::new("after", json!(1)))
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        next_within(&mut wakeups, Duration::from_secs(5)).await,
+        Some(queue("after"))
+    );
+    finish(wakeups, schema, pool).await;
+}
