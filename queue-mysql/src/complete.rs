@@ -1,0 +1,230 @@
+//! Ack and nack: finishing an attempt, in a transaction of ours or nested
+//! (as a savepoint) in the caller's, together with the handler's writes.
+
+use std::collections::HashSet;
+
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
+use serde_json::Value;
+
+use crate::MySqlStorage;
+use crate::bind::{Param, placeholders, query};
+use crate::claim::{HeldRow, later, lease_key, lock_leased};
+use crate::error::{Failure, interpret_failure, retrying};
+use crate::rows::utc;
+use crate::sql::HISTORY_COLUMNS;
+
+/// Copies live rows into history as `dead_letter` with `error`, then
+/// deletes them. Binds: error, finished_at, ids.
+pub(crate) async fn dead_letter(
+    conn: &mut AsyncMysqlConnection,
+    ids: &[i64],
+    error: Option<String>,
+    now: chrono::NaiveDateTime,
+) -> Result<(), Failure> {
+    let sql = format!(
+        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+         SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
+                max_attempts, locked_by, created_at, first_locked_at, ? \
+         FROM job_queue WHERE id IN {}",
+        placeholders(ids.len())
+    );
+    let mut params = vec![Param::OptText(error), Param::Time(now)];
+    params.extend(ids.iter().map(|id| Param::Int(*id)));
+    query(&sql, params).execute(conn).await?;
+    delete_live(conn, ids).await
+}
+
+/// Deletes live rows already copied to history.
+pub(crate) async fn delete_live(
+    conn: &mut AsyncMysqlConnection,
+    ids: &[i64],
+) -> Result<(), Failure> {
+    let sql = format!(
+        "DELETE FROM job_queue WHERE id IN {}",
+        placeholders(ids.len())
+    );
+    query(&sql, ids.iter().map(|id| Param::Int(*id)).collect())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+impl MySqlStorage {
+    /// Acks `lease` on the caller's connection: inside the caller's
+    /// diesel-async transaction the history row and the caller's writes
+    /// commit or roll back together.
+    ///
+    /// # Errors
+    /// [`QueueError::LeaseLost`] when the lease is not current (nothing changed).
+    pub async fn ack_in(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        lease: &Lease,
+        result: Option<Value>,
+    ) -> Result<()> {
+        let acks = [Ack {
+            lease: lease.clone(),
+            result,
+        }];
+        let acked = conn
+            .transaction(async |conn| self.ack_on(conn, &acks).await)
+            .await
+            .map_err(interpret_failure)?;
+        if matches!(acked[..], [true, ..]) {
+            Ok(())
+        } else {
+            Err(QueueError::LeaseLost {
+                lease: lease.clone(),
+            })
+        }
+    }
+
+    /// Nacks `lease` on the caller's connection (see [`MySqlStorage::ack_in`]).
+    ///
+    /// # Errors
+    /// As [`queue_core::Storage::nack`].
+    pub async fn nack_in(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        lease: &Lease,
+        error: Value,
+        retry: Retry,
+    ) -> Result<NackOutcome> {
+        retry.validate()?;
+        conn.transaction(async |conn| self.nack_on(conn, lease, &error, retry).await)
+            .await
+            .map_err(interpret_failure)?
+            .ok_or_else(|| QueueError::LeaseLost {
+                lease: lease.clone(),
+            })
+    }
+
+    pub(crate) async fn ack_pooled(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+        if acks.is_empty() {
+            return Ok(Vec::new());
+        }
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            conn.transaction(async |conn| self.ack_on(conn, acks).await)
+                .await
+        })
+        .await
+    }
+
+    pub(crate) async fn nack_pooled(
+        &self,
+        lease: &Lease,
+        error: &Value,
+        retry: Retry,
+    ) -> Result<NackOutcome> {
+        retry.validate()?;
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            conn.transaction(async |conn| self.nack_on(conn, lease, error, retry).await)
+                .await
+        })
+        .await?
+        .ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
+        })
+    }
+
+    /// Locks the acked rows, copies the current ones to history with their
+    /// results, deletes them. A lease repeated in the batch counts once.
+    async fn ack_on(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        acks: &[Ack],
+    ) -> Result<Vec<bool>, Failure> {
+        let now = self.resolve_now(conn).await?;
+        let ids: Vec<i64> = acks.iter().map(|a| a.lease.job_id.get()).collect();
+        let current: HashSet<_> = lock_leased(conn, &ids, None)
+            .await?
+            .iter()
+            .filter_map(HeldRow::key)
+            .collect();
+        let mut seen = HashSet::new();
+        let acked: Vec<bool> = acks
+            .iter()
+            .map(|a| {
+                let key = lease_key(&a.lease);
+                current.contains(&key) && seen.insert(key)
+            })
+            .collect();
+        let winners: Vec<&Ack> = acks
+            .iter()
+            .zip(&acked)
+            .filter(|(_, ok)| **ok)
+            .map(|(a, _)| a)
+            .collect();
+        if winners.is_empty() {
+            return Ok(acked);
+        }
+        // The results as a derived table: portable to MySQL 8 and MariaDB.
+        let results = vec!["SELECT ? AS rid, ? AS result"; winners.len()].join(" UNION ALL ");
+        let sql = format!(
+            "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+             SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
+                    j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
+                    j.first_locked_at, ? \
+             FROM job_queue j JOIN ({results}) r ON r.rid = j.id"
+        );
+        // In the order of the `?`s: finished_at, then the derived table.
+        let mut params = Vec::with_capacity(winners.len() * 2 + 1);
+        params.push(Param::Time(now));
+        for ack in &winners {
+            params.push(Param::Int(ack.lease.job_id.get()));
+            params.push(Param::OptText(ack.result.as_ref().map(Value::to_string)));
+        }
+        query(&sql, params).execute(conn).await?;
+        delete_live(
+            conn,
+            &winners
+                .iter()
+                .map(|a| a.lease.job_id.get())
+                .collect::<Vec<_>>(),
+        )
+        .await?;
+        Ok(acked)
+    }
+
+    /// `None` when the lease is not current.
+    async fn nack_on(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        lease: &Lease,
+        error: &Value,
+        retry: Retry,
+    ) -> Result<Option<NackOutcome>, Failure> {
+        let now = self.resolve_now(conn).await?;
+        let key = lease_key(lease);
+        let held = lock_leased(conn, &[key.0], None).await?;
+        let Some(row) = held.iter().find(|row| row.key().as_ref() == Some(&key)) else {
+            return Ok(None);
+        };
+        match retry {
+            Retry::After(delay) if row.attempts < row.max_attempts => {
+                let at = later(now, delay);
+                let params = vec![
+                    Param::Text(error.to_string()),
+                    Param::Time(at),
+                    Param::Time(now),
+                    Param::Int(key.0),
+                ];
+                query(
+                    "UPDATE job_queue SET lease_until = NULL, locked_by = NULL, last_error = ?, \
+                     available_at = ?, updated_at = ? WHERE id = ?",
+                    params,
+                )
+                .execute(conn)
+                .await?;
+                Ok(Some(NackOutcome::Retrying { at: utc(at) }))
+            }
+            _ => {
+                dead_letter(conn, &[key.0], Some(error.to_string()), now).await?;
+                Ok(Some(NackOutcome::DeadLettered))
+            }
+        }
+    }
+}

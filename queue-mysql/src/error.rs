@@ -1,0 +1,114 @@
+//! `interpret_error`: the one place diesel errors become `QueueError`s, and
+//! the bounded retry of failures that are safe to repeat.
+
+use std::future::Future;
+use std::time::Duration;
+
+use diesel::result::{ConnectionError, DatabaseErrorKind, Error};
+use queue_core::{QueueError, Result};
+
+/// What went wrong, as far as retrying is concerned.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// A diesel query error.
+    Query(Error),
+    /// No connection could be had from the pool.
+    Pool(String),
+    /// The database answered something the queue never writes.
+    Invariant(&'static str),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Self::Query(error)
+    }
+}
+
+/// diesel-async keeps the server's message but not its error code; these
+/// messages are the same on MySQL 8 and MariaDB.
+fn message(error: &Error) -> Option<&str> {
+    match error {
+        Error::DatabaseError(_, info) => Some(info.message()),
+        _ => None,
+    }
+}
+
+/// 1213 and 1205: InnoDB rolled the statement (or transaction) back.
+fn is_lock_conflict(error: &Error) -> bool {
+    message(error).is_some_and(|m| {
+        m.starts_with("Deadlock found") || m.starts_with("Lock wait timeout exceeded")
+    })
+}
+
+/// The driver lost or could not use its connection.
+fn is_connection_loss(error: &Error) -> bool {
+    matches!(error, Error::BrokenTransactionManager)
+        || matches!(
+            error,
+            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _)
+        )
+        || message(error).is_some_and(|m| {
+            m.starts_with("Input/output error") || m.contains("Connection") && m.contains("closed")
+        })
+}
+
+/// Maps a diesel query error to the queue's error type: a lost connection
+/// is [`QueueError::Unavailable`], a duplicate key [`QueueError::Conflict`],
+/// everything else [`QueueError::Backend`] with the diesel error as source.
+pub fn interpret_error(error: Error) -> QueueError {
+    if is_connection_loss(&error) {
+        return QueueError::unavailable(error);
+    }
+    match error {
+        Error::DatabaseError(DatabaseErrorKind::UniqueViolation, ref info) => {
+            QueueError::Conflict {
+                reason: info.message().to_owned(),
+            }
+        }
+        other => QueueError::backend(other),
+    }
+}
+
+/// Maps a failure to connect: always [`QueueError::Unavailable`].
+pub fn interpret_connection_error(error: ConnectionError) -> QueueError {
+    QueueError::unavailable(error)
+}
+
+pub(crate) fn interpret_failure(failure: Failure) -> QueueError {
+    match failure {
+        Failure::Query(error) => interpret_error(error),
+        Failure::Pool(message) => QueueError::unavailable(message),
+        Failure::Invariant(what) => QueueError::backend(what),
+    }
+}
+
+/// How often a retryable failure is retried.
+const RETRIES: u32 = 3;
+
+/// Runs `operation`, retrying lock conflicts (any operation: InnoDB rolled
+/// it back) and, for `idempotent` ones, lost connections, up to three times
+/// with a short growing pause (10, 40, 160 ms); then maps the error.
+pub(crate) async fn retrying<T, F, Fut>(idempotent: bool, mut operation: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    let mut retries = 0;
+    loop {
+        match operation().await {
+            Ok(value) => return Ok(value),
+            Err(failure) if retries < RETRIES && is_retryable(&failure, idempotent) => {
+                retries += 1;
+                tokio::time::sleep(Duration::from_millis(10 * 4u64.pow(retries - 1))).await;
+            }
+            Err(failure) => return Err(interpret_failure(failure)),
+        }
+    }
+}
+
+fn is_retryable(failure: &Failure, idempotent: bool) -> bool {
+    match failure {
+        Failure::Query(error) => is_lock_conflict(error) || idempotent && is_connection_loss(error),
+        Failure::Pool(_) | Failure::Invariant(_) => false,
+    }
+}

@@ -1,0 +1,148 @@
+//! Stats, single lookups and history listings.
+
+use chrono::NaiveDateTime;
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Datetime, Nullable, Text};
+use diesel_async::RunQueryDsl;
+use queue_core::{
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
+};
+
+use crate::MySqlStorage;
+use crate::bind::{Param, query};
+use crate::error::retrying;
+use crate::rows::{HISTORY_SELECT, HistoryRow, JOB_SELECT, JobRow, NowRow, utc};
+use crate::sql::{SELECT_NOW, STATS};
+
+#[derive(QueryableByName)]
+struct StatsRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = BigInt)]
+    paused: i64,
+    #[diesel(sql_type = BigInt)]
+    pending: i64,
+    #[diesel(sql_type = BigInt)]
+    scheduled: i64,
+    #[diesel(sql_type = BigInt)]
+    running: i64,
+    #[diesel(sql_type = BigInt)]
+    stalled: i64,
+    #[diesel(sql_type = BigInt)]
+    exhausted: i64,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    oldest_pending: Option<NaiveDateTime>,
+    #[diesel(sql_type = Datetime)]
+    now_ts: NaiveDateTime,
+}
+
+fn count(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or_default()
+}
+
+impl StatsRow {
+    fn into_stats(self) -> Result<QueueStats> {
+        Ok(QueueStats {
+            queue: QueueName::new(self.queue_name)?,
+            paused: self.paused != 0,
+            pending: count(self.pending),
+            scheduled: count(self.scheduled),
+            running: count(self.running),
+            stalled: count(self.stalled),
+            exhausted: count(self.exhausted),
+            oldest_pending_age: self
+                .oldest_pending
+                .map(|at| (utc(self.now_ts) - utc(at)).to_std().unwrap_or_default()),
+        })
+    }
+}
+
+impl MySqlStorage {
+    pub(crate) async fn now_pooled(&self) -> Result<chrono::DateTime<chrono::Utc>> {
+        let row = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            Ok(query(SELECT_NOW, vec![Param::OptTime(self.now_override())])
+                .get_result::<NowRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        Ok(utc(row.now_ts))
+    }
+
+    pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
+        let now = self.now_override();
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            Ok(query(STATS, vec![Param::OptTime(now), Param::OptTime(now)])
+                .load::<StatsRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        let mut stats = rows
+            .into_iter()
+            .map(StatsRow::into_stats)
+            .collect::<Result<Vec<_>>>()?;
+        // Byte order of the names, as on every backend.
+        stats.sort_by(|a, b| a.queue.cmp(&b.queue));
+        Ok(stats)
+    }
+
+    pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
+        let sql = format!("SELECT {JOB_SELECT} FROM job_queue WHERE id = ?");
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            Ok(query(&sql, vec![Param::Int(id.get())])
+                .load::<JobRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        rows.into_iter().next().map(JobRow::into_job).transpose()
+    }
+
+    pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        let sql = format!("SELECT {HISTORY_SELECT} FROM job_history WHERE id = ?");
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            Ok(query(&sql, vec![Param::Int(id.get())])
+                .load::<HistoryRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        rows.into_iter()
+            .next()
+            .map(HistoryRow::into_record)
+            .transpose()
+    }
+
+    pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        filter.validate()?;
+        let sql = format!(
+            "SELECT {HISTORY_SELECT} FROM job_history \
+             WHERE (? IS NULL OR queue_name = ?) AND (? IS NULL OR status_final = ?) \
+               AND (? IS NULL OR id < ?) \
+             ORDER BY id DESC LIMIT ?"
+        );
+        let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
+        let status = filter.status.map(|s| s.as_str().to_owned());
+        let before = filter.before.map(JobId::get);
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let params = vec![
+                Param::OptText(queue.clone()),
+                Param::OptText(queue.clone()),
+                Param::OptText(status.clone()),
+                Param::OptText(status.clone()),
+                Param::OptText(before.map(|b| b.to_string())),
+                Param::Int(before.unwrap_or(i64::MAX)),
+                Param::Int(i64::from(filter.limit) + 1),
+            ];
+            Ok(query(&sql, params).load::<HistoryRow>(&mut conn).await?)
+        })
+        .await?;
+        let records = rows
+            .into_iter()
+            .map(HistoryRow::into_record)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(HistoryPage::from_overfetch(records, filter.limit))
+    }
+}

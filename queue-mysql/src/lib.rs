@@ -1,0 +1,49 @@
+//! `queue-mysql`: the MySQL 8+ / MariaDB 10.6+ storage of the job queue, on
+//! diesel-async (pure Rust, no C client library).
+//!
+//! ```no_run
+//! # async fn demo() -> queue_core::Result<()> {
+//! use queue_core::{NewJob, Storage};
+//! use queue_mysql::MySqlStorage;
+//!
+//! let storage = MySqlStorage::connect("mysql://app@localhost/app")?;
+//! storage.migrate().await?;
+//! storage.enqueue(NewJob::new("emails", serde_json::json!({"to": "ada"}))).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Operations are short transactions at READ COMMITTED (claims use
+//! `FOR UPDATE SKIP LOCKED` on the `job_queue_dequeue` index); lock
+//! conflicts (deadlock, lock wait timeout) are retried a few times.
+//! [`MySqlStorage::enqueue_in`], [`MySqlStorage::ack_in`] and
+//! [`MySqlStorage::nack_in`] run inside the caller's diesel-async
+//! transaction (as savepoints).
+//!
+//! MySQL has no LISTEN/NOTIFY: workers find new jobs by polling, so a job
+//! enqueued by another process starts within one poll interval of the
+//! worker (an in-process enqueue can wake it at once).
+//!
+//! Prefer `127.0.0.1` to `localhost` in URLs, or add
+//! `?prefer_socket=false`: for a local host the driver otherwise switches
+//! to the server's unix socket, which on a machine running several servers
+//! may be another one.
+
+mod admin;
+mod bind;
+mod claim;
+mod complete;
+mod diagnose;
+mod enqueue;
+mod error;
+mod inspect;
+mod migrate;
+mod rows;
+mod sql;
+mod storage;
+mod storage_impl;
+
+pub use diagnose::PlanStep;
+pub use diesel_async::AsyncMysqlConnection;
+pub use error::{interpret_connection_error, interpret_error};
+pub use migrate::{MIGRATIONS, migrate};
+pub use storage::{MySqlPool, MySqlStorage, SESSION_SETUP};

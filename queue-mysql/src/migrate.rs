@@ -1,0 +1,119 @@
+//! The embedded MySQL migrations and the runner that applies them.
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Integer, Nullable};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use queue_core::migration::{Migration, check_sequence};
+use queue_core::{QueueError, Result};
+
+use crate::interpret_error;
+
+/// Every migration of `migrations/mysql`, in order, embedded at compile time.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "job_queue",
+        sql: include_str!("../../migrations/mysql/0001_job_queue.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "reclaim_indexes",
+        sql: include_str!("../../migrations/mysql/0002_reclaim_indexes.sql"),
+    },
+];
+
+const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (
+    version    INT          NOT NULL PRIMARY KEY,
+    name       VARCHAR(191) NOT NULL,
+    checksum   BIGINT       NOT NULL,
+    applied_at DATETIME(6)  NOT NULL
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin";
+
+/// How long to wait for another process applying migrations, in seconds.
+const LOCK_TIMEOUT_SECS: i64 = 60;
+
+#[derive(QueryableByName)]
+struct Applied {
+    #[diesel(sql_type = Integer)]
+    version: i32,
+    #[diesel(sql_type = BigInt)]
+    checksum: i64,
+}
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = Nullable<BigInt>)]
+    locked: Option<i64>,
+}
+
+/// Applies the migrations not yet applied to the connection's current
+/// database, and returns their versions.
+///
+/// A named lock (`GET_LOCK`, per database) serialises concurrent callers.
+/// MySQL commits DDL implicitly, so a migration is not atomic; its
+/// statements are written to be rerun, and a version is recorded only after
+/// all its statements succeeded. Applying again is a no-op returning an
+/// empty list. A migration whose recorded checksum differs from the embedded
+/// file is an error ([`QueueError::Conflict`]); newer versions are left alone.
+pub async fn migrate(conn: &mut AsyncMysqlConnection) -> Result<Vec<u32>> {
+    check_sequence(MIGRATIONS)?;
+    let lock = diesel::sql_query(
+        "SELECT CAST(GET_LOCK(CONCAT('queue_migrate:', DATABASE()), ?) AS SIGNED) AS locked",
+    )
+    .bind::<BigInt, _>(LOCK_TIMEOUT_SECS)
+    .get_result::<Locked>(conn)
+    .await
+    .map_err(interpret_error)?;
+    if lock.locked != Some(1) {
+        return Err(QueueError::unavailable(format!(
+            "another process held the migration lock for {LOCK_TIMEOUT_SECS}s"
+        )));
+    }
+    let outcome = apply_pending(conn).await;
+    let released = diesel::sql_query("DO RELEASE_LOCK(CONCAT('queue_migrate:', DATABASE()))")
+        .execute(conn)
+        .await
+        .map_err(interpret_error);
+    let applied = outcome?;
+    released?;
+    Ok(applied)
+}
+
+async fn apply_pending(conn: &mut AsyncMysqlConnection) -> Result<Vec<u32>> {
+    diesel::sql_query(CREATE_LEDGER)
+        .execute(conn)
+        .await
+        .map_err(interpret_error)?;
+    let applied = diesel::sql_query("SELECT version, checksum FROM queue_schema_migrations")
+        .load::<Applied>(conn)
+        .await
+        .map_err(interpret_error)?;
+    let mut newly_applied = Vec::new();
+    for migration in MIGRATIONS {
+        let version = i32::try_from(migration.version).unwrap_or(i32::MAX);
+        match applied.iter().find(|row| row.version == version) {
+            Some(row) if row.checksum == migration.checksum() => continue,
+            Some(_) => return Err(migration.edited_error()),
+            None => {}
+        }
+        // The text protocol: migrations may use statements (PREPARE,
+        // EXECUTE) that the prepared-statement protocol refuses.
+        for statement in migration.statements() {
+            conn.batch_execute(statement)
+                .await
+                .map_err(interpret_error)?;
+        }
+        diesel::sql_query(
+            "INSERT INTO queue_schema_migrations (version, name, checksum, applied_at) \
+             VALUES (?, ?, ?, UTC_TIMESTAMP(6))",
+        )
+        .bind::<Integer, _>(version)
+        .bind::<diesel::sql_types::Text, _>(migration.name)
+        .bind::<BigInt, _>(migration.checksum())
+        .execute(conn)
+        .await
+        .map_err(interpret_error)?;
+        newly_applied.push(migration.version);
+    }
+    Ok(newly_applied)
+}

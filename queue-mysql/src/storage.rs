@@ -1,0 +1,137 @@
+//! `MySqlStorage`: a pool of READ COMMITTED connections and a clock.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::ConnectionError;
+use diesel_async::pooled_connection::deadpool::{Object, Pool};
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use queue_core::{Clock, QueueError, Result};
+
+use crate::error::Failure;
+
+/// The pool type `MySqlStorage` runs on.
+pub type MySqlPool = Pool<AsyncMysqlConnection>;
+
+/// The statement every pooled connection runs first. Claims must run at
+/// READ COMMITTED: under REPEATABLE READ, InnoDB's gap locks in the claim
+/// make concurrent enqueues wait for the lock timeout.
+pub const SESSION_SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED";
+
+/// A job-queue storage in one MySQL 8+ / MariaDB 10.6+ database (the one
+/// the URL names).
+///
+/// Cheap to clone: clones share the pool. The caller's own transactions
+/// ([`MySqlStorage::enqueue_in`], [`MySqlStorage::ack_in`],
+/// [`MySqlStorage::nack_in`]) must be on a connection to the same database.
+#[derive(Clone)]
+pub struct MySqlStorage {
+    pub(crate) pool: MySqlPool,
+    pub(crate) clock: Clock,
+}
+
+impl std::fmt::Debug for MySqlStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MySqlStorage")
+            .field("pool", &self.pool.status())
+            .field("clock", &self.clock)
+            .finish()
+    }
+}
+
+impl MySqlStorage {
+    /// Builds a pool of up to 10 connections to `url`, each set to READ
+    /// COMMITTED ([`SESSION_SETUP`]). Connections are made on first use.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidInput`] (`url`) when the pool cannot be built.
+    pub fn connect(url: &str) -> Result<Self> {
+        Self::connect_with_size(url, 10)
+    }
+
+    /// As [`MySqlStorage::connect`], with up to `size` connections.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidInput`] (`url`) when the pool cannot be built.
+    pub fn connect_with_size(url: &str, size: usize) -> Result<Self> {
+        let mut config = ManagerConfig::default();
+        config.custom_setup = Box::new(|url| Box::pin(establish(url.to_owned())));
+        let manager =
+            AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(url, config);
+        let pool = Pool::builder(manager)
+            .max_size(size)
+            .build()
+            .map_err(|e| QueueError::invalid("url", e.to_string()))?;
+        Ok(Self::from_pool(pool))
+    }
+
+    /// A storage on an existing pool, on the database's clock. Its
+    /// connections should run at READ COMMITTED ([`SESSION_SETUP`]).
+    pub fn from_pool(pool: MySqlPool) -> Self {
+        Self {
+            pool,
+            clock: Clock::Database,
+        }
+    }
+
+    /// The same storage reading `clock`: a [`queue_core::ManualClock`] in
+    /// tests, bound into every statement in place of `UTC_TIMESTAMP(6)`.
+    pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {
+        self.clock = clock.into();
+        self
+    }
+
+    /// The pool, for the caller's own transactions.
+    pub fn pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    /// Applies the embedded migrations not yet applied (see [`crate::migrate`]).
+    pub async fn migrate(&self) -> Result<Vec<u32>> {
+        let mut conn = self
+            .connection()
+            .await
+            .map_err(crate::error::interpret_failure)?;
+        crate::migrate(&mut conn).await
+    }
+
+    /// The manual clock's time as a stored DATETIME(6) value, or `None` to
+    /// let the server's `UTC_TIMESTAMP(6)` decide.
+    pub(crate) fn now_override(&self) -> Option<NaiveDateTime> {
+        self.clock
+            .fixed_now()
+            .map(|at: DateTime<Utc>| at.naive_utc())
+    }
+
+    /// The manual clock's time, or the server's UTC time (one round trip):
+    /// the single "now" of a multi-statement operation.
+    pub(crate) async fn resolve_now(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+    ) -> Result<NaiveDateTime, Failure> {
+        if let Some(now) = self.now_override() {
+            return Ok(now);
+        }
+        let row = crate::bind::query(
+            crate::sql::SELECT_NOW,
+            vec![crate::bind::Param::OptTime(None)],
+        )
+        .get_result::<crate::rows::NowRow>(conn)
+        .await?;
+        Ok(row.now_ts)
+    }
+
+    pub(crate) async fn connection(&self) -> Result<Object<AsyncMysqlConnection>, Failure> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| Failure::Pool(e.to_string()))
+    }
+}
+
+async fn establish(url: String) -> Result<AsyncMysqlConnection, ConnectionError> {
+    let mut conn = AsyncMysqlConnection::establish(&url).await?;
+    conn.batch_execute(SESSION_SETUP)
+        .await
+        .map_err(ConnectionError::CouldntSetupConfiguration)?;
+    Ok(conn)
+}

@@ -1,0 +1,30 @@
+//! What the MySQL test binaries share: a fresh, migrated database per case
+//! or test. Each binary uses part of it.
+#![allow(dead_code)]
+
+use async_trait::async_trait;
+use queue_core::Clock;
+use queue_mysql::MySqlStorage;
+use queue_testkit::harness::mysql::TestDatabase;
+use queue_testkit::suite::{Fixture, StorageFactory};
+
+/// Makes a `MySqlStorage` in a new database, dropped after the case.
+pub(crate) struct MySqlFactory;
+
+#[async_trait]
+impl StorageFactory for MySqlFactory {
+    type Storage = MySqlStorage;
+
+    async fn create(&self, clock: Clock) -> Option<Fixture<MySqlStorage>> {
+        let (db, storage) = storage_in_new_database().await?;
+        Some(Fixture::new(storage.with_clock(clock)).with_teardown(db.drop_database()))
+    }
+}
+
+/// A migrated storage in a new database (4 connections at most).
+pub(crate) async fn storage_in_new_database() -> Option<(TestDatabase, MySqlStorage)> {
+    let db = TestDatabase::create().await?;
+    let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool");
+    storage.migrate().await.expect("migrate the test database");
+    Some((db, storage))
+}

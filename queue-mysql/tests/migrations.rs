@@ -1,0 +1,234 @@
+//! The MySQL migrations against a real server (MariaDB here; MySQL 8 by URL).
+
+use std::path::Path;
+
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Text};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use queue_core::QueueError;
+use queue_mysql::{MIGRATIONS, migrate};
+use queue_testkit::harness::assert_migrations_match_dir;
+use queue_testkit::harness::mysql::TestDatabase;
+
+#[derive(QueryableByName, Debug, PartialEq)]
+struct Name {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+async fn connect(db: &TestDatabase) -> AsyncMysqlConnection {
+    AsyncMysqlConnection::establish(&db.url())
+        .await
+        .expect("connect to the test database")
+}
+
+async fn names(conn: &mut AsyncMysqlConnection, sql: &str) -> Vec<String> {
+    diesel::sql_query(sql)
+        .load::<Name>(conn)
+        .await
+        .expect("query names")
+        .into_iter()
+        .map(|n| n.name)
+        .collect()
+}
+
+async fn tables(conn: &mut AsyncMysqlConnection) -> Vec<String> {
+    names(
+        conn,
+        "SELECT CAST(table_name AS CHAR) AS name FROM information_schema.tables \
+         WHERE table_schema = DATABASE() ORDER BY 1",
+    )
+    .await
+}
+
+/// A migrated database and a connection to it.
+async fn migrated() -> Option<(TestDatabase, AsyncMysqlConnection)> {
+    let db = TestDatabase::create().await?;
+    let mut conn = connect(&db).await;
+    migrate(&mut conn).await.expect("migrate");
+    Some((db, conn))
+}
+
+#[test]
+fn every_migration_file_is_embedded_unchanged() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/mysql");
+    assert_migrations_match_dir(&dir, MIGRATIONS);
+}
+
+#[tokio::test]
+async fn migrations_apply_to_an_empty_database() {
+    let Some(db) = TestDatabase::create().await else {
+        return;
+    };
+    let mut conn = connect(&db).await;
+    assert_eq!(tables(&mut conn).await, Vec::<String>::new());
+
+    assert_eq!(
+        migrate(&mut conn).await.expect("migrate"),
+        MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        tables(&mut conn).await,
+        [
+            "job_history",
+            "job_queue",
+            "queue_config",
+            "queue_schema_migrations"
+        ]
+    );
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn applying_migrations_twice_is_a_no_op() {
+    let Some((db, mut conn)) = migrated().await else {
+        return;
+    };
+    assert_eq!(
+        migrate(&mut conn).await.expect("second migrate"),
+        Vec::<u32>::new()
+    );
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn concurrent_migrations_apply_each_version_once() {
+    let Some(db) = TestDatabase::create().await else {
+        return;
+    };
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            let url = db.url();
+            tokio::spawn(async move {
+                let mut conn = AsyncMysqlConnection::establish(&url)
+                    .await
+                    .expect("connect");
+                migrate(&mut conn).await
+            })
+        })
+        .collect();
+    let mut applied = Vec::new();
+    for run in runs {
+        applied.extend(run.await.expect("task").expect("migrate"));
+    }
+    assert_eq!(
+        applied,
+        MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>()
+    );
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn an_edited_migration_is_a_conflict() {
+    let Some((db, mut conn)) = migrated().await else {
+        return;
+    };
+    diesel::sql_query(
+        "UPDATE queue_schema_migrations SET checksum = checksum + 1 WHERE version = 1",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("tamper");
+    let err = migrate(&mut conn).await.expect_err("edited migration");
+    assert!(matches!(err, QueueError::Conflict { .. }), "{err:?}");
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn dequeue_index_is_queue_then_lease_then_priority_desc_then_available_at_then_id() {
+    let Some((db, mut conn)) = migrated().await else {
+        return;
+    };
+    let columns = names(
+        &mut conn,
+        "SELECT CAST(CONCAT(column_name, ' ', COALESCE(collation, '-')) AS CHAR) AS name \
+         FROM information_schema.statistics \
+         WHERE table_schema = DATABASE() AND table_name = 'job_queue' \
+           AND index_name = 'job_queue_dequeue' ORDER BY seq_in_index",
+    )
+    .await;
+    assert_eq!(
+        columns,
+        [
+            "queue_name A",
+            "lease_until A",
+            "priority D",
+            "available_at A",
+            "id A"
+        ]
+    );
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn times_are_microsecond_datetimes_and_text_is_binary_utf8mb4() {
+    let Some((db, mut conn)) = migrated().await else {
+        return;
+    };
+    let columns = names(
+        &mut conn,
+        "SELECT CAST(CONCAT(table_name, '.', column_name, ' ', column_type) AS CHAR) AS name \
+         FROM information_schema.columns WHERE table_schema = DATABASE() \
+           AND (column_name LIKE '%\\_at' OR column_name = 'lease_until') \
+           AND table_name <> 'queue_schema_migrations' ORDER BY 1",
+    )
+    .await;
+    assert!(!columns.is_empty());
+    for column in &columns {
+        assert!(column.ends_with(" datetime(6)"), "{column}");
+    }
+    let collations = names(
+        &mut conn,
+        "SELECT DISTINCT CAST(table_collation AS CHAR) AS name FROM information_schema.tables \
+         WHERE table_schema = DATABASE()",
+    )
+    .await;
+    assert_eq!(collations, ["utf8mb4_bin"]);
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn unique_key_allows_many_nulls_but_one_key_per_queue() {
+    let Some((db, mut conn)) = migrated().await else {
+        return;
+    };
+    let insert = |key: &str| {
+        format!(
+            "INSERT INTO job_queue (queue_name, unique_key, payload, max_attempts, available_at, \
+             created_at, updated_at) VALUES ('q', {key}, '{{}}', 1, UTC_TIMESTAMP(6), \
+             UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+        )
+    };
+    for _ in 0..2 {
+        diesel::sql_query(insert("NULL"))
+            .execute(&mut conn)
+            .await
+            .expect("NULL keys never conflict");
+    }
+    diesel::sql_query(insert("'k'"))
+        .execute(&mut conn)
+        .await
+        .expect("first key");
+    diesel::sql_query(insert("'k'"))
+        .execute(&mut conn)
+        .await
+        .expect_err("second identical key");
+    let count = diesel::sql_query("SELECT COUNT(*) AS n FROM job_queue")
+        .get_result::<Count>(&mut conn)
+        .await
+        .expect("count");
+    assert_eq!(count.n, 3);
+    drop(conn);
+    db.drop_database().await;
+}
