@@ -1,0 +1,140 @@
+//! The completer: applies acks (batched) and nacks, retrying through
+//! outages so that no finished run is forgotten.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use queue_core::{Ack, Lease, QueueError, Retry, Storage};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+use crate::shared::Shared;
+
+/// What a finished run asks for.
+#[derive(Debug)]
+pub(crate) enum Completion {
+    Ack {
+        lease: Lease,
+        result: Option<Value>,
+    },
+    Nack {
+        lease: Lease,
+        error: Value,
+        retry: Retry,
+    },
+}
+
+/// Failed calls tolerated once the worker is stopping, before giving up
+/// (the lease then expires and the job is reclaimed and run again).
+const GIVE_UP_WHEN_STOPPING: u32 = 10;
+
+/// Pause after a failed completion call, doubling up to a second.
+fn pause(failures: u32) -> Duration {
+    Duration::from_millis(10u64 << failures.min(7)).min(Duration::from_secs(1))
+}
+
+/// Runs until `stop_all` fires and the channel holds nothing more.
+pub(crate) async fn run<S: Storage>(
+    shared: Arc<Shared<S>>,
+    mut inbox: mpsc::UnboundedReceiver<Completion>,
+) {
+    let batch_size = shared.options.completion_batch;
+    loop {
+        let first = tokio::select! {
+            biased;
+            item = inbox.recv() => item,
+            () = shared.stop_all.cancelled() => inbox.try_recv().ok(),
+        };
+        let Some(first) = first else { return };
+        let mut batch = vec![first];
+        let deadline = tokio::time::sleep(shared.options.completion_delay);
+        tokio::pin!(deadline);
+        while batch.len() < batch_size {
+            tokio::select! {
+                biased;
+                item = inbox.recv() => match item {
+                    Some(item) => batch.push(item),
+                    None => break,
+                },
+                () = &mut deadline => break,
+            }
+        }
+        apply(&shared, batch).await;
+    }
+}
+
+async fn apply<S: Storage>(shared: &Shared<S>, batch: Vec<Completion>) {
+    let mut acks = Vec::new();
+    for item in batch {
+        match item {
+            Completion::Ack { lease, result } => acks.push(Ack { lease, result }),
+            Completion::Nack {
+                lease,
+                error,
+                retry,
+            } => nack(shared, &lease, error, retry).await,
+        }
+    }
+    if acks.is_empty() {
+        return;
+    }
+    let mut failures = 0;
+    loop {
+        match shared.storage.ack_batch(&acks).await {
+            Ok(acked) => {
+                for (ack, ok) in acks.iter().zip(acked) {
+                    if ok {
+                        metrics::counter!("queue_jobs_completed_total").increment(1);
+                    } else {
+                        lease_lost(&ack.lease, "ack");
+                    }
+                }
+                return;
+            }
+            Err(error) => {
+                failures += 1;
+                if shared.stop_all.is_cancelled() && failures >= GIVE_UP_WHEN_STOPPING {
+                    warn!(%error, jobs = acks.len(), "ack failed while stopping; the leases will expire");
+                    return;
+                }
+                warn!(%error, jobs = acks.len(), "ack failed; retrying");
+                tokio::time::sleep(pause(failures)).await;
+            }
+        }
+    }
+}
+
+async fn nack<S: Storage>(shared: &Shared<S>, lease: &Lease, error: Value, retry: Retry) {
+    let mut failures = 0;
+    loop {
+        match shared.storage.nack(lease, error.clone(), retry).await {
+            Ok(queue_core::NackOutcome::DeadLettered) => {
+                metrics::counter!("queue_jobs_dead_lettered_total").increment(1);
+                return;
+            }
+            Ok(queue_core::NackOutcome::Retrying { at }) => {
+                debug!(job_id = %lease.job_id, %at, "retry scheduled");
+                return;
+            }
+            Err(QueueError::LeaseLost { .. }) => {
+                lease_lost(lease, "nack");
+                return;
+            }
+            Err(error) => {
+                failures += 1;
+                if shared.stop_all.is_cancelled() && failures >= GIVE_UP_WHEN_STOPPING {
+                    warn!(%error, job_id = %lease.job_id, "nack failed while stopping; the lease will expire");
+                    return;
+                }
+                warn!(%error, job_id = %lease.job_id, "nack failed; retrying");
+                tokio::time::sleep(pause(failures)).await;
+            }
+        }
+    }
+}
+
+pub(crate) fn lease_lost(lease: &Lease, during: &'static str) {
+    metrics::counter!("queue_lease_lost_total").increment(1);
+    warn!(job_id = %lease.job_id, attempt = lease.attempt, during, "lease lost; result dropped");
+}

@@ -1,0 +1,95 @@
+//! The dispatch loop: claim as many jobs as there are free slots.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use queue_core::{DequeueRequest, MAX_DEQUEUE_LIMIT, Storage};
+use tracing::warn;
+
+use crate::execute;
+use crate::shared::Shared;
+
+/// The first wait when nothing was found; it doubles up to the poll interval.
+const IDLE_START: Duration = Duration::from_millis(10);
+
+/// Runs until `stop_fetching` fires.
+///
+/// Each round asks every queue with free slots for that many jobs (one
+/// dequeue per such queue: the storage's claim takes one limit for all its
+/// queues, and per-queue concurrency needs one per queue). It then waits for
+/// a wake-up (an in-process enqueue, a freed slot, a backend notification
+/// forwarded by the application) or for its idle back-off, which doubles
+/// from 10 ms up to the poll interval and resets whenever jobs are found.
+pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
+    let poll = shared.options.poll_interval;
+    let mut idle = IDLE_START;
+    let mut failures: u32 = 0;
+    while !shared.stop_fetching.is_cancelled() {
+        let mut found = false;
+        let mut failed = false;
+        for (index, slot) in shared.queues.iter().enumerate() {
+            let free = slot
+                .slots
+                .available_permits()
+                .min(MAX_DEQUEUE_LIMIT as usize);
+            if free == 0 || shared.stop_fetching.is_cancelled() {
+                continue;
+            }
+            let request = match DequeueRequest::new(
+                vec![slot.name.clone()],
+                u32::try_from(free).unwrap_or(MAX_DEQUEUE_LIMIT),
+                slot.options.lease,
+                shared.worker_id.clone(),
+            ) {
+                Ok(request) => request,
+                Err(error) => {
+                    warn!(%error, queue = %slot.name, "invalid dequeue request");
+                    continue;
+                }
+            };
+            let started = Instant::now();
+            let claimed = shared.storage.dequeue(&request).await;
+            metrics::histogram!("queue_fetch_seconds").record(started.elapsed().as_secs_f64());
+            match claimed {
+                Ok(jobs) => {
+                    found |= !jobs.is_empty();
+                    for job in jobs {
+                        match Arc::clone(&slot.slots).try_acquire_owned() {
+                            Ok(permit) => execute::spawn(&shared, index, job, permit),
+                            // Only this loop takes permits, so one exists
+                            // for every job claimed; give back any surplus.
+                            Err(_) => {
+                                if let Some(lease) = job.lease() {
+                                    let _ = shared.storage.release(&lease).await;
+                                }
+                            }
+                        }
+                    }
+                }
+                Err(error) => {
+                    failed = true;
+                    warn!(%error, queue = %slot.name, "dequeue failed; backing off");
+                }
+            }
+        }
+        let wait = if failed {
+            failures += 1;
+            (IDLE_START * 2u32.saturating_pow(failures.min(10)))
+                .min(poll.max(Duration::from_secs(5)))
+        } else if found {
+            failures = 0;
+            idle = IDLE_START;
+            continue;
+        } else {
+            failures = 0;
+            let wait = idle;
+            idle = (idle * 2).min(poll);
+            wait
+        };
+        tokio::select! {
+            () = shared.wake.notified() => idle = IDLE_START,
+            () = tokio::time::sleep(wait) => {}
+            () = shared.stop_fetching.cancelled() => {}
+        }
+    }
+}

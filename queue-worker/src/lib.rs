@@ -1,0 +1,59 @@
+//! `queue-worker`: the tokio runtime that runs jobs from any
+//! [`queue_core::Storage`].
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> queue_core::Result<()> {
+//! use std::time::Duration;
+//!
+//! use queue_core::NewJob;
+//! use queue_testkit::MemoryStorage;
+//! use queue_worker::{JobContext, JobError, QueueOptions, WorkerBuilder};
+//!
+//! let worker = WorkerBuilder::new(MemoryStorage::new())
+//!     .queue("emails", QueueOptions::with_concurrency(4), |ctx: JobContext| async move {
+//!         let to = ctx.payload()["to"].as_str().ok_or_else(|| JobError::discard("no address"))?;
+//!         Ok(Some(serde_json::json!({ "sent_to": to })))
+//!     })?
+//!     .start()?;
+//! worker.enqueue(NewJob::new("emails", serde_json::json!({ "to": "ada" }))).await?;
+//! worker.shutdown(Duration::from_secs(5)).await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - One dispatch loop claims as many jobs as each queue has free slots,
+//!   woken by [`Worker::enqueue`], by a freed slot, by a [`Waker`] (wire a
+//!   backend's notifications to it) or by its idle back-off, bounded by the
+//!   poll interval.
+//! - Each run gets a [`JobContext`] with a cancellation token. `Ok` acks,
+//!   `Err(JobError)` nacks with the queue's backoff (or dead-letters when
+//!   `retry` is false), a panic or a timeout is a failed attempt.
+//! - Heartbeats extend all in-flight leases of a queue in one call every
+//!   lease / 3; a lost lease fires the run's token and drops its result.
+//! - Acks are batched (64 or 5 ms); reclaim and prune run on intervals.
+//! - [`Worker::shutdown`] stops fetching, waits up to a deadline, then
+//!   fires tokens and releases leases without counting the attempt.
+//! - Spans per job (`queue`, `job_id`, `attempt`) through `tracing`;
+//!   counters and histograms through `metrics` (`queue_jobs_started_total`,
+//!   `…_completed_total`, `…_failed_total`, `…_dead_lettered_total`,
+//!   `queue_lease_lost_total`, `queue_jobs_enqueued_total`,
+//!   `queue_job_run_seconds`, `queue_fetch_seconds`, and
+//!   `queue_job_wait_seconds`, from `available_at` to start by the worker's
+//!   clock, so approximate).
+
+mod complete;
+mod config;
+mod dispatch;
+mod execute;
+mod handler;
+mod heartbeat;
+mod maintenance;
+mod shared;
+mod typed;
+mod worker;
+
+pub use config::{QueueOptions, WorkerOptions};
+pub use handler::{Handler, HandlerResult, JobContext, JobError};
+pub use typed::{Typed, TypedJob, typed};
+pub use worker::{ShutdownReport, Waker, Worker, WorkerBuilder};

@@ -1,0 +1,80 @@
+//! State shared by the worker's tasks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use queue_core::{JobId, Lease, QueueName, Storage, WorkerId};
+use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::complete::Completion;
+use crate::config::{QueueOptions, WorkerOptions};
+use crate::handler::Handler;
+
+/// One queue the worker serves.
+pub(crate) struct QueueSlot {
+    pub(crate) name: QueueName,
+    pub(crate) options: QueueOptions,
+    pub(crate) handler: Arc<dyn Handler>,
+    /// One permit per free slot.
+    pub(crate) slots: Arc<Semaphore>,
+}
+
+/// A job being run.
+pub(crate) struct InFlight {
+    pub(crate) lease: Lease,
+    pub(crate) queue: usize,
+    pub(crate) cancel: CancellationToken,
+    /// Set when the lease is gone (lost, or released at shutdown): the run's
+    /// result must not be applied.
+    pub(crate) abandoned: Arc<AtomicBool>,
+    /// Stops the handler's task; used only past the shutdown deadline.
+    pub(crate) abort: Arc<Mutex<Option<tokio::task::AbortHandle>>>,
+}
+
+pub(crate) struct Shared<S> {
+    pub(crate) storage: Arc<S>,
+    pub(crate) worker_id: WorkerId,
+    pub(crate) options: WorkerOptions,
+    pub(crate) queues: Vec<QueueSlot>,
+    pub(crate) in_flight: Mutex<HashMap<JobId, InFlight>>,
+    /// Wakes the dispatcher: an enqueue, a freed slot, a notification.
+    pub(crate) wake: Notify,
+    /// Fired to stop fetching new jobs.
+    pub(crate) stop_fetching: CancellationToken,
+    /// Fired to stop the heartbeat, completion and maintenance tasks.
+    pub(crate) stop_all: CancellationToken,
+    pub(crate) completions: mpsc::UnboundedSender<Completion>,
+}
+
+impl<S: Storage> Shared<S> {
+    pub(crate) fn in_flight(&self) -> MutexGuard<'_, HashMap<JobId, InFlight>> {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Aborts the handler task of a run (after its token fired), if any.
+    pub(crate) fn abort(&self, id: JobId) {
+        let in_flight = self.in_flight();
+        if let Some(run) = in_flight.get(&id)
+            && let Some(handle) = run
+                .abort
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+        {
+            handle.abort();
+        }
+    }
+
+    /// Marks a run's lease as gone and fires its token; true if it was running.
+    pub(crate) fn abandon(&self, id: JobId) -> Option<Lease> {
+        let in_flight = self.in_flight();
+        let run = in_flight.get(&id)?;
+        run.abandoned.store(true, Ordering::SeqCst);
+        run.cancel.cancel();
+        Some(run.lease.clone())
+    }
+}

@@ -1,0 +1,240 @@
+//! Building, starting and stopping a worker.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use queue_core::{EnqueueOutcome, NewJob, QueueError, QueueName, Result, Storage, WorkerId};
+use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::config::{QueueOptions, WorkerOptions};
+use crate::handler::Handler;
+use crate::shared::{QueueSlot, Shared};
+use crate::{complete, dispatch, heartbeat, maintenance};
+
+/// Configures a worker over any `Storage`.
+pub struct WorkerBuilder<S> {
+    storage: Arc<S>,
+    worker_id: Option<WorkerId>,
+    options: WorkerOptions,
+    queues: Vec<QueueSlot>,
+}
+
+impl<S: Storage> WorkerBuilder<S> {
+    /// A worker over `storage` with default options and no queues yet.
+    pub fn new(storage: S) -> Self {
+        Self::from_arc(Arc::new(storage))
+    }
+
+    /// As [`WorkerBuilder::new`], sharing a storage the caller keeps using.
+    pub fn from_arc(storage: Arc<S>) -> Self {
+        Self {
+            storage,
+            worker_id: None,
+            options: WorkerOptions::default(),
+            queues: Vec::new(),
+        }
+    }
+
+    /// The id this worker's leases carry (default: host, pid and a random suffix).
+    pub fn worker_id(mut self, id: WorkerId) -> Self {
+        self.worker_id = Some(id);
+        self
+    }
+
+    /// Worker-wide timings.
+    pub fn options(mut self, options: WorkerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Serves `queue` with `handler`.
+    ///
+    /// # Errors
+    /// An invalid queue name or option, or a queue named twice.
+    pub fn queue(
+        mut self,
+        queue: &str,
+        options: QueueOptions,
+        handler: impl Handler,
+    ) -> Result<Self> {
+        let name = QueueName::new(queue)?;
+        options.validate()?;
+        if self.queues.iter().any(|q| q.name == name) {
+            return Err(QueueError::invalid(
+                "queue",
+                format!("{name} is served twice"),
+            ));
+        }
+        self.queues.push(QueueSlot {
+            name,
+            slots: Arc::new(Semaphore::new(options.concurrency)),
+            options,
+            handler: Arc::new(handler),
+        });
+        Ok(self)
+    }
+
+    /// Starts the worker's tasks on the current tokio runtime.
+    ///
+    /// # Errors
+    /// No queue configured, or invalid worker options.
+    pub fn start(self) -> Result<Worker<S>> {
+        if self.queues.is_empty() {
+            return Err(QueueError::invalid("queues", "serve at least one queue"));
+        }
+        self.options.validate()?;
+        let worker_id = match self.worker_id {
+            Some(id) => id,
+            None => default_worker_id()?,
+        };
+        let (completions, inbox) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            storage: self.storage,
+            worker_id,
+            options: self.options,
+            queues: self.queues,
+            in_flight: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            stop_fetching: CancellationToken::new(),
+            stop_all: CancellationToken::new(),
+            completions,
+        });
+        info!(worker_id = %shared.worker_id, queues = shared.queues.len(), "worker started");
+        let tasks = vec![
+            tokio::spawn(complete::run(Arc::clone(&shared), inbox)),
+            tokio::spawn(heartbeat::run(Arc::clone(&shared))),
+            tokio::spawn(maintenance::run(Arc::clone(&shared))),
+        ];
+        let dispatcher = tokio::spawn(dispatch::run(Arc::clone(&shared)));
+        Ok(Worker {
+            shared,
+            dispatcher,
+            tasks,
+        })
+    }
+}
+
+/// `host-pid-xxxx`, cleaned to what a `WorkerId` accepts.
+fn default_worker_id() -> Result<WorkerId> {
+    let host: String = gethostname::gethostname()
+        .to_string_lossy()
+        .chars()
+        .filter(|c| !c.is_control() && !c.is_whitespace())
+        .take(120)
+        .collect();
+    let host = if host.is_empty() {
+        "worker".to_owned()
+    } else {
+        host
+    };
+    WorkerId::new(format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    ))
+}
+
+/// A running worker.
+pub struct Worker<S> {
+    shared: Arc<Shared<S>>,
+    dispatcher: JoinHandle<()>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Wakes a worker's dispatcher, e.g. from a LISTEN/NOTIFY listener.
+#[derive(Clone)]
+pub struct Waker(Arc<dyn Fn() + Send + Sync>);
+
+impl Waker {
+    /// Makes the worker look for jobs now.
+    pub fn wake(&self) {
+        (self.0)();
+    }
+}
+
+impl std::fmt::Debug for Waker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Waker")
+    }
+}
+
+/// What a shutdown did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShutdownReport {
+    /// Runs still going at the deadline, whose tokens were fired.
+    pub cancelled: usize,
+    /// Of those, the leases given back without counting the attempt.
+    pub released: usize,
+}
+
+impl<S: Storage> Worker<S> {
+    /// The id this worker's leases carry.
+    pub fn worker_id(&self) -> &WorkerId {
+        &self.shared.worker_id
+    }
+
+    /// Jobs running now.
+    pub fn running(&self) -> usize {
+        self.shared.in_flight().len()
+    }
+
+    /// A handle that wakes the dispatcher.
+    pub fn waker(&self) -> Waker {
+        let shared = Arc::clone(&self.shared);
+        Waker(Arc::new(move || shared.wake.notify_one()))
+    }
+
+    /// Enqueues through this worker's storage and wakes it at once.
+    ///
+    /// # Errors
+    /// As [`Storage::enqueue`].
+    pub async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        let outcome = self.shared.storage.enqueue(job).await?;
+        metrics::counter!("queue_jobs_enqueued_total").increment(1);
+        self.shared.wake.notify_one();
+        Ok(outcome)
+    }
+
+    /// Stops fetching, lets running jobs finish for up to `deadline`, then
+    /// fires the tokens of those still running, releases their leases
+    /// without counting the attempt and aborts their tasks (dropping, and
+    /// so rolling back, whatever they held); flushes completions and stops.
+    pub async fn shutdown(self, deadline: Duration) -> ShutdownReport {
+        let shared = &self.shared;
+        shared.stop_fetching.cancel();
+        let _ = self.dispatcher.await;
+        let until = Instant::now() + deadline;
+        while !shared.in_flight().is_empty() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let remaining: Vec<_> = shared.in_flight().keys().copied().collect();
+        let mut report = ShutdownReport::default();
+        for id in remaining {
+            if let Some(lease) = shared.abandon(id) {
+                report.cancelled += 1;
+                if matches!(shared.storage.release(&lease).await, Ok(true)) {
+                    report.released += 1;
+                }
+                shared.abort(id);
+            }
+        }
+        shared.stop_all.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        info!(worker_id = %shared.worker_id, ?report, "worker stopped");
+        report
+    }
+
+    /// Runs until `signal` completes (e.g. `tokio::signal::ctrl_c()`), then
+    /// shuts down with `deadline`.
+    pub async fn run_until<F: Future>(self, signal: F, deadline: Duration) -> ShutdownReport {
+        signal.await;
+        self.shutdown(deadline).await
+    }
+}

@@ -1,0 +1,143 @@
+//! The database goes away mid-run and comes back: the worker logs, backs
+//! off and resumes; no job is lost and none completes twice.
+//!
+//! Stopping a server is not something a test may do unasked: these tests
+//! run only when the commands are given, as `.ci/run` does for this
+//! machine's servers:
+//! `QUEUE_TEST_POSTGRES_STOP` / `QUEUE_TEST_POSTGRES_START` and
+//! `QUEUE_TEST_MYSQL_STOP` / `QUEUE_TEST_MYSQL_START` (shell commands).
+//! They live in a test binary of their own, so no other test shares the
+//! outage.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use queue_core::{FinalStatus, NewJob, Storage};
+use queue_mysql::MySqlStorage;
+use queue_postgres::PgStorage;
+use queue_testkit::harness::mysql::TestDatabase;
+use queue_testkit::harness::postgres::TestSchema;
+use queue_worker::{JobContext, QueueOptions, WorkerBuilder, WorkerOptions};
+use serde_json::json;
+
+const JOBS: usize = 300;
+const OUTAGE: Duration = Duration::from_secs(3);
+
+/// The stop and start commands in `prefix_STOP` / `prefix_START`, if both are set.
+fn commands(prefix: &str) -> Option<(String, String)> {
+    let stop = std::env::var(format!("{prefix}_STOP")).ok()?;
+    let start = std::env::var(format!("{prefix}_START")).ok()?;
+    Some((stop, start))
+}
+
+fn shell(command: &str) {
+    let status = std::process::Command::new("sh")
+        .args(["-c", command])
+        .status()
+        .expect("run the command");
+    assert!(status.success(), "`{command}` failed: {status}");
+}
+
+async fn outage_mid_run<S: Storage>(storage: Arc<S>, stop: &str, start: &str) {
+    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(100) {
+        let batch = chunk
+            .iter()
+            .map(|i| NewJob::new("steady", json!(i)))
+            .collect();
+        storage.enqueue_batch(batch).await.expect("enqueue");
+    }
+    let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+        .options(WorkerOptions {
+            poll_interval: Duration::from_millis(100),
+            reclaim_interval: Duration::from_millis(500),
+            ..WorkerOptions::default()
+        })
+        .queue(
+            "steady",
+            QueueOptions {
+                lease: Duration::from_secs(5),
+                ..QueueOptions::with_concurrency(4)
+            },
+            |ctx: JobContext| async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(Some(json!(ctx.attempt())))
+            },
+        )
+        .expect("queue")
+        .start()
+        .expect("start");
+
+    // Let part of the work finish, then take the server away.
+    let until = Instant::now() + Duration::from_secs(60);
+    while common::all_history(&*storage).await.len() < JOBS / 5 {
+        assert!(Instant::now() < until, "no progress before the outage");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shell(stop);
+    tokio::time::sleep(OUTAGE).await;
+    shell(start);
+    let restarted = Instant::now();
+
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        match storage.stats().await {
+            Ok(stats) if stats.iter().map(|s| s.live()).sum::<u64>() == 0 => break,
+            _ => {}
+        }
+        assert!(
+            Instant::now() < until,
+            "jobs left two minutes after the restart"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let drained_after = restarted.elapsed();
+    worker.shutdown(Duration::from_secs(10)).await;
+
+    let records = common::all_history(&*storage).await;
+    assert_eq!(records.len(), JOBS, "every job archived exactly once");
+    assert!(records.iter().all(|r| r.status == FinalStatus::Completed));
+    let retried = records.iter().filter(|r| r.attempts > 1).count();
+    eprintln!(
+        "{JOBS} jobs, {:?} outage: all completed once, {retried} on a second attempt, \
+         backlog drained {drained_after:?} after the restart",
+        OUTAGE
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restart_mid_run_loses_nothing() {
+    let Some((stop, start)) = commands("QUEUE_TEST_POSTGRES") else {
+        eprintln!(
+            "SKIPPED: set QUEUE_TEST_POSTGRES_STOP and QUEUE_TEST_POSTGRES_START to run this test"
+        );
+        return;
+    };
+    let Some(schema) = TestSchema::create().await else {
+        return;
+    };
+    let storage = PgStorage::from_pool(schema.pool().await)
+        .with_schema(schema.name())
+        .expect("schema");
+    storage.migrate().await.expect("migrate");
+    let storage = Arc::new(storage);
+    outage_mid_run(Arc::clone(&storage), &stop, &start).await;
+    storage.pool().close().await;
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_restart_mid_run_loses_nothing() {
+    let Some((stop, start)) = commands("QUEUE_TEST_MYSQL") else {
+        eprintln!("SKIPPED: set QUEUE_TEST_MYSQL_STOP and QUEUE_TEST_MYSQL_START to run this test");
+        return;
+    };
+    let Some(db) = TestDatabase::create().await else {
+        return;
+    };
+    let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool");
+    storage.migrate().await.expect("migrate");
+    outage_mid_run(Arc::new(storage), &stop, &start).await;
+    db.drop_database().await;
+}
