@@ -5,8 +5,9 @@
 # error log on stderr, where the "ready for connections" line is awaited),
 # forwarding our arguments.
 set -eu
-mkdir -p /run/mysqld
-chown mysql:mysql /run/mysqld
+mkdir -p /run/mysqld /var/lib/mysql
+# The data directory may be a fresh tmpfs owned by root.
+chown mysql:mysql /run/mysqld /var/lib/mysql
 if [ ! -d /var/lib/mysql/mysql ]; then
     mariadb-install-db --user=mysql --datadir=/var/lib/mysql \
         --auth-root-authentication-method=normal --skip-test-db >/dev/null

@@ -8,6 +8,10 @@
 //! ready line to stderr; `scripts/build-test-images.sh` builds such images
 //! from Debian's packages where no registry is reachable.
 //!
+//! The server's data directory is a tmpfs inside the container: nothing
+//! is written to the host's disk, and start-up does not depend on its
+//! free space.
+//!
 //! A container lives in a static, so it outlives the test binary: each one
 //! carries the label `queue-testkit=1`, and
 //! `docker rm -f $(docker ps -aq --filter label=queue-testkit)` removes them.
@@ -15,7 +19,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use testcontainers::core::{IntoContainerPort, WaitFor};
+use testcontainers::core::{IntoContainerPort, Mount, WaitFor};
 use testcontainers::runners::SyncRunner;
 use testcontainers::{Container, GenericImage, ImageExt};
 
@@ -30,6 +34,9 @@ struct Server {
     default_image: &'static str,
     port: u16,
     ready_line: &'static str,
+    /// Kept on a tmpfs: the tests need no disk, and a machine short of
+    /// disk space cannot fail the server's start-up.
+    data_dir: &'static str,
     env: &'static [(&'static str, &'static str)],
     url: fn(host: &str, port: u16) -> String,
 }
@@ -39,6 +46,7 @@ const POSTGRES: Server = Server {
     default_image: "postgres:15",
     port: 5432,
     ready_line: "database system is ready to accept connections",
+    data_dir: "/var/lib/postgresql/data",
     env: &[("POSTGRES_HOST_AUTH_METHOD", "trust")],
     url: |host, port| format!("postgres://postgres@{host}:{port}/postgres"),
 };
@@ -48,6 +56,7 @@ const MYSQL: Server = Server {
     default_image: "mysql:8",
     port: 3306,
     ready_line: "ready for connections",
+    data_dir: "/var/lib/mysql",
     env: &[("MYSQL_ALLOW_EMPTY_PASSWORD", "yes")],
     // prefer_socket=false: for a local host mysql_async otherwise switches
     // to the server's unix socket path, which on a machine that runs its
@@ -91,6 +100,7 @@ fn start(server: &Server) -> Started {
         .with_exposed_port(server.port.tcp())
         .with_wait_for(WaitFor::message_on_stderr(server.ready_line))
         .with_label("queue-testkit", "1")
+        .with_mount(Mount::tmpfs_mount(server.data_dir))
         .with_startup_timeout(Duration::from_secs(180));
     for (key, value) in server.env {
         request = request.with_env_var(*key, *value);
