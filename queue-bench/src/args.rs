@@ -1,0 +1,129 @@
+//! The command line.
+
+use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
+
+/// Measures the job queue on a real database; prints `result key=value ...`
+/// lines, then a table.
+#[derive(Debug, Parser)]
+#[command(name = "queue-bench", version)]
+pub(crate) struct Args {
+    /// The storage engine.
+    #[arg(long, value_enum)]
+    pub(crate) backend: Backend,
+    /// The server (default: this machine's, as in the README).
+    #[arg(long)]
+    pub(crate) url: Option<String>,
+    /// The schema (PostgreSQL) or database (MySQL) the run drops and
+    /// recreates before every measurement.
+    #[arg(long, default_value = "queue_bench")]
+    pub(crate) schema: String,
+    /// Connections in the storage's pool.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) pool: u32,
+    /// Do not listen for PostgreSQL's notifications (the worker polls).
+    #[arg(long)]
+    pub(crate) no_notify: bool,
+    /// What to measure.
+    #[command(subcommand)]
+    pub(crate) workload: Workload,
+}
+
+/// A storage engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Backend {
+    /// PostgreSQL 13+ through sqlx.
+    Postgres,
+    /// MySQL 8+ or MariaDB 10.6+ through diesel-async.
+    Mysql,
+}
+
+impl Backend {
+    pub(crate) fn default_url(self) -> &'static str {
+        match self {
+            Backend::Postgres => "postgres://postgres@127.0.0.1:5432/postgres",
+            Backend::Mysql => "mysql://root@127.0.0.1:3306/",
+        }
+    }
+}
+
+/// The workloads.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Workload {
+    /// Batch enqueue from one producer, then single enqueues from many.
+    Enqueue(EnqueueArgs),
+    /// Enqueue no-op jobs, then time a worker completing all of them.
+    Drain(DrainArgs),
+    /// Enqueue-commit to handler-start latency on an idle worker.
+    Latency(LatencyArgs),
+    /// Start lag of jobs due at spread times.
+    Scheduled(ScheduledArgs),
+    /// Drain with a large backlog in another queue and in the same queue.
+    Backlog(BacklogArgs),
+    /// Every workload at a tiny size: proves the benchmark still works.
+    Smoke,
+}
+
+/// `enqueue` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct EnqueueArgs {
+    /// Jobs enqueued in batches.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) n: usize,
+    /// Jobs per batch.
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) batch: usize,
+    /// Jobs enqueued one at a time.
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) single_n: usize,
+    /// Concurrent producers of single jobs.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) producers: usize,
+}
+
+/// `drain` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct DrainArgs {
+    /// Jobs to complete.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) n: usize,
+    /// Worker concurrencies to measure, one run each.
+    #[arg(long, value_delimiter = ',', default_value = "16")]
+    pub(crate) concurrency: Vec<usize>,
+}
+
+/// `latency` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct LatencyArgs {
+    /// Jobs to send.
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) count: usize,
+    /// Pause between two enqueues, in milliseconds.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) interval_ms: u64,
+}
+
+/// `scheduled` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct ScheduledArgs {
+    /// Jobs to schedule.
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) count: usize,
+    /// Due times spread evenly over this many milliseconds, the first one
+    /// second after the jobs are enqueued.
+    #[arg(long, default_value_t = 5_000)]
+    pub(crate) spread_ms: u64,
+}
+
+/// `backlog` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct BacklogArgs {
+    /// Jobs to drain.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) n: usize,
+    /// Jobs waiting before the drain starts.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) backlog: usize,
+    /// Worker concurrency.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) concurrency: usize,
+}

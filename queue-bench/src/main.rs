@@ -1,0 +1,102 @@
+//! `queue-bench`: throughput, latency and backlog figures of the job queue
+//! on a real PostgreSQL or MySQL / MariaDB server.
+//!
+//! ```sh
+//! cargo run --release -p queue-bench -- --backend postgres drain --concurrency 1,16,64
+//! cargo run --release -p queue-bench -- --backend mysql --url mysql://root@127.0.0.1:3306/ enqueue
+//! ```
+//!
+//! Every measurement starts from a freshly created schema (PostgreSQL) or
+//! database (MySQL), named by `--schema`. Each result is printed as one
+//! `result backend=... workload=... key=value ...` line as soon as it is
+//! known, then all of them as a table. See `docs/benchmarks.md`.
+
+mod args;
+mod report;
+mod stats;
+mod target;
+mod workloads;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use queue_mysql::MySqlStorage;
+use queue_postgres::PgStorage;
+
+use crate::args::{Args, Backend};
+use crate::report::Report;
+use crate::target::{Setup, Target};
+
+/// Why a run stopped: a database error, or a run that did not verify.
+#[derive(Debug)]
+pub(crate) struct BenchError(String);
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for BenchError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for BenchError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+macro_rules! bench_error_from {
+    ($($source:ty),*) => {$(
+        impl From<$source> for BenchError {
+            fn from(error: $source) -> Self {
+                Self(error.to_string())
+            }
+        }
+    )*};
+}
+
+bench_error_from!(
+    queue_core::QueueError,
+    sqlx::Error,
+    mysql_async::Error,
+    tokio::time::error::Elapsed
+);
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let setup = Setup {
+        url: args
+            .url
+            .clone()
+            .unwrap_or_else(|| args.backend.default_url().to_owned()),
+        schema: args.schema.clone(),
+        pool: args.pool,
+        notify: !args.no_notify,
+    };
+    let outcome = match args.backend {
+        Backend::Postgres => run::<PgStorage>(&args, &setup).await,
+        Backend::Mysql => run::<MySqlStorage>(&args, &setup).await,
+    };
+    match outcome {
+        Ok(report) => {
+            println!("{}", report.table());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("queue-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run<T: Target>(args: &Args, setup: &Setup) -> Result<Report, BenchError> {
+    let mut report = Report::new(T::NAME);
+    report.settings(&workloads::settings::<T>(setup));
+    workloads::run::<T>(&args.workload, setup, &mut report).await?;
+    Ok(report)
+}

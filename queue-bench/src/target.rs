@@ -1,0 +1,233 @@
+//! What the workloads need of a backend beyond `Storage`: a fresh place to
+//! run in, wake-ups, and counts to verify a run by.
+
+use async_trait::async_trait;
+use mysql_async::prelude::Queryable;
+use queue_core::Storage;
+use queue_mysql::MySqlStorage;
+use queue_postgres::{PgStorage, Wakeup};
+use queue_worker::Waker;
+use sqlx::postgres::PgPoolOptions;
+use tokio::task::JoinHandle;
+
+use crate::BenchError;
+
+/// Settings every backend is opened with.
+#[derive(Debug, Clone)]
+pub(crate) struct Setup {
+    pub(crate) url: String,
+    pub(crate) schema: String,
+    pub(crate) pool: u32,
+    pub(crate) notify: bool,
+}
+
+/// A backend the benchmark can run on.
+#[async_trait]
+pub(crate) trait Target: Storage + Clone + Sized + 'static {
+    /// `postgres` or `mysql`.
+    const NAME: &'static str;
+
+    /// Drops and recreates the schema (or database), migrates it and
+    /// returns a storage in it.
+    async fn fresh(setup: &Setup) -> Result<Self, BenchError>;
+
+    /// Wakes `waker` on the backend's notifications, when it has them and
+    /// `setup.notify` is on; returns the listening task.
+    async fn wake_on_notify(
+        &self,
+        setup: &Setup,
+        waker: Waker,
+    ) -> Result<Option<JoinHandle<()>>, BenchError>;
+
+    /// Live rows of `queue` with priority >= 0 (the measured jobs; filler
+    /// jobs have negative priorities).
+    async fn count_live(&self, queue: &str) -> Result<i64, BenchError>;
+
+    /// Completed history rows of `queue` with priority >= 0.
+    async fn count_completed(&self, queue: &str) -> Result<i64, BenchError>;
+
+    /// Whether enqueues signal waiting workers.
+    fn notifies(setup: &Setup) -> bool;
+}
+
+#[async_trait]
+impl Target for PgStorage {
+    const NAME: &'static str = "postgres";
+
+    async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(setup.pool)
+            .connect(&setup.url)
+            .await?;
+        let drop = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", setup.schema);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+            .execute(&pool)
+            .await?;
+        let storage = PgStorage::from_pool(pool).with_schema(&setup.schema)?;
+        storage.migrate().await?;
+        Ok(storage)
+    }
+
+    async fn wake_on_notify(
+        &self,
+        setup: &Setup,
+        waker: Waker,
+    ) -> Result<Option<JoinHandle<()>>, BenchError> {
+        if !setup.notify {
+            return Ok(None);
+        }
+        let mut wakeups = self.listen().await?;
+        Ok(Some(tokio::spawn(async move {
+            while let Ok(wakeup) = wakeups.next().await {
+                if matches!(wakeup, Wakeup::Queue(_) | Wakeup::Reconnected) {
+                    waker.wake();
+                }
+            }
+        })))
+    }
+
+    async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
+        let sql = format!(
+            "SELECT count(*) FROM \"{}\".job_queue WHERE queue_name = $1 AND priority >= 0",
+            self.schema()
+        );
+        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(queue)
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
+        let sql = format!(
+            "SELECT count(*) FROM \"{}\".job_history \
+             WHERE queue_name = $1 AND priority >= 0 AND status_final = 'completed'",
+            self.schema()
+        );
+        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(queue)
+            .fetch_one(self.pool())
+            .await?)
+    }
+
+    fn notifies(setup: &Setup) -> bool {
+        setup.notify
+    }
+}
+
+#[async_trait]
+impl Target for MySqlStorage {
+    const NAME: &'static str = "mysql";
+
+    async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
+        let mut conn = mysql_conn(&setup.url).await?;
+        conn.query_drop(format!("DROP DATABASE IF EXISTS `{}`", setup.schema))
+            .await?;
+        conn.query_drop(format!(
+            "CREATE DATABASE `{}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+            setup.schema
+        ))
+        .await?;
+        conn.disconnect().await?;
+        let url = with_database(&setup.url, &setup.schema);
+        let storage = MySqlStorage::connect_with_size(&url, setup.pool as usize)?;
+        storage.migrate().await?;
+        Ok(storage)
+    }
+
+    async fn wake_on_notify(
+        &self,
+        _setup: &Setup,
+        _waker: Waker,
+    ) -> Result<Option<JoinHandle<()>>, BenchError> {
+        // MySQL has no notifications: the worker polls with its idle back-off.
+        Ok(None)
+    }
+
+    async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
+        mysql_count(
+            self,
+            "SELECT COUNT(*) AS n FROM job_queue WHERE queue_name = ? AND priority >= 0",
+            queue,
+        )
+        .await
+    }
+
+    async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
+        mysql_count(
+            self,
+            "SELECT COUNT(*) AS n FROM job_history \
+             WHERE queue_name = ? AND priority >= 0 AND status_final = 'completed'",
+            queue,
+        )
+        .await
+    }
+
+    fn notifies(_setup: &Setup) -> bool {
+        false
+    }
+}
+
+/// Counts through the storage's own pool, so the query sees its database.
+async fn mysql_count(
+    storage: &MySqlStorage,
+    sql: &'static str,
+    queue: &str,
+) -> Result<i64, BenchError> {
+    {
+        use diesel::sql_types::{BigInt, Text};
+        use diesel_async::RunQueryDsl;
+
+        #[derive(diesel::QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+        }
+        let mut conn = storage
+            .pool()
+            .get()
+            .await
+            .map_err(|e| BenchError::from(e.to_string()))?;
+        let row: Count = diesel::sql_query(sql)
+            .bind::<Text, _>(queue)
+            .get_result(&mut *conn)
+            .await
+            .map_err(|e| BenchError::from(e.to_string()))?;
+        Ok(row.n)
+    }
+}
+
+async fn mysql_conn(url: &str) -> Result<mysql_async::Conn, BenchError> {
+    let opts = mysql_async::Opts::from_url(url).map_err(|e| BenchError::from(e.to_string()))?;
+    Ok(mysql_async::Conn::new(opts).await?)
+}
+
+/// Replaces the database path of a `mysql://` URL, keeping its query string.
+fn with_database(url: &str, database: &str) -> String {
+    let authority_start = url.find("://").map_or(0, |i| i + 3);
+    let (base, query) = match url.find('?') {
+        Some(q) => (&url[..q], &url[q..]),
+        None => (url, ""),
+    };
+    let host_end = base[authority_start..]
+        .find('/')
+        .map_or(base.len(), |i| authority_start + i);
+    format!("{}/{database}{query}", &base[..host_end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_path_is_replaced_and_the_query_kept() {
+        assert_eq!(
+            with_database("mysql://root@h:3306/", "b"),
+            "mysql://root@h:3306/b"
+        );
+        assert_eq!(
+            with_database("mysql://root@h:3306/a?x=1", "b"),
+            "mysql://root@h:3306/b?x=1"
+        );
+        assert_eq!(with_database("mysql://h", "b"), "mysql://h/b");
+    }
+}

@@ -1,0 +1,111 @@
+//! `drain`: N no-op jobs waiting, then a worker at concurrency C completes
+//! them; jobs/s from the first handler start to the last ack committed.
+
+use std::time::{Duration, Instant};
+
+use queue_worker::{JobContext, QueueOptions, WorkerBuilder};
+
+use super::{Progress, QUEUE, fill, time_limit, worker_options};
+use crate::BenchError;
+use crate::args::DrainArgs;
+use crate::report::{Report, Row};
+use crate::stats::resident_mib;
+use crate::target::{Setup, Target};
+
+/// Jobs per enqueue batch when filling.
+pub(crate) const FILL_BATCH: usize = 1_000;
+
+pub(crate) async fn run<T: Target>(
+    args: &DrainArgs,
+    setup: &Setup,
+    report: &mut Report,
+) -> Result<(), BenchError> {
+    for &concurrency in &args.concurrency {
+        let storage = T::fresh(setup).await?;
+        fill(&storage, QUEUE, args.n, 0, FILL_BATCH, 2).await?;
+        let drained = drain_once(&storage, setup, args.n, concurrency).await?;
+        report.push(drained.row("drain", args.n, concurrency));
+    }
+    Ok(())
+}
+
+/// What one drain measured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Drained {
+    pub(crate) jobs_per_s: f64,
+    pub(crate) seconds: f64,
+    pub(crate) rss_mib: f64,
+    pub(crate) peak_rss_mib: f64,
+}
+
+impl Drained {
+    pub(crate) fn row(&self, workload: &str, n: usize, concurrency: usize) -> Row {
+        Row::new(workload)
+            .param("c", concurrency)
+            .param("n", n)
+            .figure("jobs_per_s", self.jobs_per_s.round())
+            .figure("seconds", format!("{:.3}", self.seconds))
+            .figure("rss_mib", format!("{:.1}", self.rss_mib))
+            .figure("peak_rss_mib", format!("{:.1}", self.peak_rss_mib))
+    }
+}
+
+/// Runs a worker over `QUEUE` until its `n` jobs of priority >= 0 (already
+/// enqueued) have all run and been acked, then checks that history holds
+/// exactly `n` completions of them and the queue none.
+pub(crate) async fn drain_once<T: Target>(
+    storage: &T,
+    setup: &Setup,
+    n: usize,
+    concurrency: usize,
+) -> Result<Drained, BenchError> {
+    let progress = Progress::new(n);
+    let seen = progress.clone();
+    let worker = WorkerBuilder::new(storage.clone())
+        .options(worker_options())
+        .queue(
+            QUEUE,
+            QueueOptions::with_concurrency(concurrency),
+            move |ctx: JobContext| {
+                if ctx.job().priority >= 0 {
+                    seen.started(ctx.job().id);
+                }
+                async { Ok(None) }
+            },
+        )?
+        .start()?;
+    let listener = storage.wake_on_notify(setup, worker.waker()).await?;
+    let first_start = progress.all_started(time_limit(n, 200)).await;
+    let memory = resident_mib().unwrap_or_default();
+    // Shutdown flushes the last acks: its return is the last completion.
+    let report = worker.shutdown(Duration::from_secs(30)).await;
+    let end = Instant::now();
+    if let Some(listener) = listener {
+        listener.abort();
+    }
+    let first_start = first_start?;
+    if report.cancelled > 0 {
+        return Err(format!("{} runs were still going at shutdown", report.cancelled).into());
+    }
+    let seconds = end.duration_since(first_start).as_secs_f64();
+
+    let completed = storage.count_completed(QUEUE).await?;
+    let live = storage.count_live(QUEUE).await?;
+    if completed != n as i64 || live != 0 || progress.distinct() != n {
+        return Err(format!(
+            "drain of {n} jobs did not verify: {completed} completed in history, \
+             {live} left in the queue, {} distinct jobs started",
+            progress.distinct()
+        )
+        .into());
+    }
+    if progress.runs() != n {
+        return Err(format!("{} runs for {n} jobs: some job ran twice", progress.runs()).into());
+    }
+    Ok(Drained {
+        jobs_per_s: n as f64 / seconds,
+        seconds,
+        rss_mib: memory.0,
+        peak_rss_mib: memory.1,
+    })
+}

@@ -1,0 +1,71 @@
+//! Runs every workload of the benchmark binary at a tiny size on each
+//! server, so the benchmark cannot rot: each run verifies its own drains
+//! (every job completed once, archived, none left) and fails otherwise.
+//!
+//! Servers come from `QUEUE_TEST_POSTGRES_URL` / `QUEUE_TEST_MYSQL_URL`;
+//! without them the test is skipped, unless `QUEUE_TEST_REQUIRE_DB=1`.
+
+use std::process::Command;
+
+fn smoke(backend: &str, url_var: &str, schema: &str) {
+    let Ok(url) = std::env::var(url_var) else {
+        assert!(
+            std::env::var("QUEUE_TEST_REQUIRE_DB").as_deref() != Ok("1"),
+            "{url_var} is not set and QUEUE_TEST_REQUIRE_DB=1"
+        );
+        eprintln!("skipped: {url_var} is not set");
+        return;
+    };
+    let output = Command::new(env!("CARGO_BIN_EXE_queue-bench"))
+        .args([
+            "--backend",
+            backend,
+            "--url",
+            &url,
+            "--schema",
+            schema,
+            "smoke",
+        ])
+        .output()
+        .expect("the benchmark binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "queue-bench {backend} smoke failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let results: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("result "))
+        .collect();
+    for workload in ["enqueue", "drain", "latency", "scheduled", "backlog"] {
+        assert!(
+            results
+                .iter()
+                .any(|l| l.contains(&format!("backend={backend} workload={workload} "))),
+            "no {workload} result in:\n{stdout}"
+        );
+    }
+    // enqueue batch + single, drain at two concurrencies, latency,
+    // scheduled, backlog empty + two variants.
+    assert_eq!(results.len(), 9, "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("settings backend={backend} ")))
+    );
+}
+
+#[test]
+fn every_workload_runs_on_postgres() {
+    smoke(
+        "postgres",
+        "QUEUE_TEST_POSTGRES_URL",
+        "queue_test_bench_smoke",
+    );
+}
+
+#[test]
+fn every_workload_runs_on_mysql() {
+    smoke("mysql", "QUEUE_TEST_MYSQL_URL", "queue_test_bench_smoke");
+}
