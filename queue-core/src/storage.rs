@@ -73,6 +73,27 @@ pub trait Storage: Send + Sync + 'static {
     /// - Scheduled, running, stalled and exhausted jobs are not claimed.
     async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>>;
 
+    /// How long until the earliest scheduled job of `queues` is due: an
+    /// idle worker sleeps that long instead of polling, so a delayed job
+    /// starts within milliseconds of its time.
+    ///
+    /// # Contract
+    /// - Considers the jobs of the named queues (paused ones included) that
+    ///   nobody holds and whose `available_at` is later than now; jobs due
+    ///   already are [`Storage::dequeue`]'s business and do not count.
+    /// - Returns `available_at - now` of the earliest of them, whatever its
+    ///   priority, or `None` when there is none.
+    /// - Answers from an index in a few lookups, however many jobs wait.
+    ///
+    /// The default returns [`crate::QueueError::NotSupported`]; a worker
+    /// then polls.
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        let _ = queues;
+        Err(crate::QueueError::NotSupported {
+            operation: "next_due",
+        })
+    }
+
     /// Completes a job: archives it as `completed` and deletes the live row.
     ///
     /// # Contract

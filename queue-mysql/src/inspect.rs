@@ -12,7 +12,13 @@ use crate::MySqlStorage;
 use crate::bind::{Param, query};
 use crate::error::retrying;
 use crate::rows::{HISTORY_SELECT, HistoryRow, JOB_SELECT, JobRow, NowRow, utc};
-use crate::sql::{SELECT_NOW, STATS};
+use crate::sql::{NEXT_DUE, SELECT_NOW, STATS};
+
+#[derive(QueryableByName)]
+struct DueRow {
+    #[diesel(sql_type = Nullable<BigInt>)]
+    due_in_us: Option<i64>,
+}
 
 #[derive(QueryableByName)]
 struct StatsRow {
@@ -67,6 +73,37 @@ impl MySqlStorage {
         })
         .await?;
         Ok(utc(row.now_ts))
+    }
+
+    /// One statement per queue (there are few), on one connection.
+    pub(crate) async fn next_due_pooled(
+        &self,
+        queues: &[QueueName],
+    ) -> Result<Option<std::time::Duration>> {
+        let now = self.now_override();
+        let earliest = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let mut earliest: Option<i64> = None;
+            for queue in queues {
+                let name = || Param::Text(queue.as_str().to_owned());
+                let params = vec![
+                    name(),
+                    name(),
+                    Param::OptTime(now),
+                    name(),
+                    Param::OptTime(now),
+                ];
+                let row = query(NEXT_DUE, params)
+                    .get_result::<DueRow>(&mut conn)
+                    .await?;
+                if let Some(due) = row.due_in_us {
+                    earliest = Some(earliest.map_or(due, |e| e.min(due)));
+                }
+            }
+            Ok(earliest)
+        })
+        .await?;
+        Ok(earliest.map(|us| std::time::Duration::from_micros(u64::try_from(us).unwrap_or(0))))
     }
 
     pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {

@@ -15,6 +15,34 @@
 /// `SELECT {now}`.
 pub(crate) const SELECT_NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
 
+/// Microseconds until the earliest unleased job of one queue that is not
+/// due yet. The dequeue index leads with (queue_name, lease_until,
+/// priority), so a plain MIN(available_at) would read every waiting row;
+/// the recursive CTE skips from one distinct priority to the next (one
+/// index probe each) and probes the first future `available_at` within
+/// each. Recursive CTEs are in both MySQL 8.0 and MariaDB 10.2+; the
+/// recursive part names the CTE only in its FROM clause, and the LIMITs sit
+/// in nested subqueries, as MySQL requires. Parameters: queue, queue,
+/// now, queue, now (now as `COALESCE(?, UTC_TIMESTAMP(6))`, the statement's
+/// start on both servers).
+pub(crate) const NEXT_DUE: &str = "
+WITH RECURSIVE levels (priority) AS (
+    (SELECT j.priority FROM job_queue j
+      WHERE j.queue_name = ? AND j.lease_until IS NULL
+      ORDER BY j.priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.priority FROM job_queue j
+             WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority < l.priority
+             ORDER BY j.priority DESC LIMIT 1)
+      FROM levels l WHERE l.priority IS NOT NULL
+)
+SELECT TIMESTAMPDIFF(MICROSECOND, COALESCE(?, UTC_TIMESTAMP(6)), MIN(
+    (SELECT j.available_at FROM job_queue j
+      WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = l.priority
+        AND j.available_at > COALESCE(?, UTC_TIMESTAMP(6))
+      ORDER BY j.available_at LIMIT 1))) AS due_in_us
+FROM levels l WHERE l.priority IS NOT NULL";
+
 /// The history columns filled by archiving statements.
 pub(crate) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \

@@ -27,6 +27,10 @@ impl Storage for MySqlStorage {
         self.dequeue_pooled(request).await
     }
 
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        self.next_due_pooled(queues).await
+    }
+
     async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>> {
         self.ack_pooled(acks).await
     }

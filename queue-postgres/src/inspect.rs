@@ -40,6 +40,21 @@ impl PgStorage {
         .await
     }
 
+    pub(crate) async fn next_due_pooled(
+        &self,
+        queues: &[queue_core::QueueName],
+    ) -> Result<Option<std::time::Duration>> {
+        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+        let micros: Option<i64> = retrying(true, || {
+            sqlx::query_scalar(self.sql.next_due.clone())
+                .bind(self.now_override())
+                .bind(&names)
+                .fetch_one(&self.pool)
+        })
+        .await?;
+        Ok(micros.map(|m| std::time::Duration::from_micros(u64::try_from(m).unwrap_or(0))))
+    }
+
     pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
         let rows = retrying(true, || {
             sqlx::query(self.sql.stats.clone())

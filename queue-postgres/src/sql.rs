@@ -314,6 +314,33 @@ SELECT pg_notify('{chan}', queue_name)::text FROM resumed";
 
 const NOW: &str = "SELECT COALESCE($1::timestamptz, now())";
 
+// Microseconds until the earliest unleased job of the queues in $2 that is
+// not due yet. The dequeue index orders by priority first, so a plain
+// min(available_at) would read every waiting row of the queue; instead a
+// recursive CTE skips from one distinct priority to the next (one index
+// probe each) and takes the first future available_at within each
+// priority (one more probe): a few lookups whatever the backlog.
+const NEXT_DUE: &str = "
+SELECT (EXTRACT(EPOCH FROM min(d.available_at) - COALESCE($1::timestamptz, now())) * 1000000)::bigint
+FROM unnest($2::text[]) AS q(name)
+CROSS JOIN LATERAL (
+    WITH RECURSIVE levels(priority) AS (
+        (SELECT j.priority FROM {s}.job_queue j
+          WHERE j.queue_name = q.name AND j.lease_until IS NULL
+          ORDER BY j.priority DESC LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.priority FROM {s}.job_queue j
+                 WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority < l.priority
+                 ORDER BY j.priority DESC LIMIT 1)
+          FROM levels l WHERE l.priority IS NOT NULL
+    )
+    SELECT (SELECT j.available_at FROM {s}.job_queue j
+             WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
+               AND j.available_at > COALESCE($1::timestamptz, now())
+             ORDER BY j.available_at LIMIT 1) AS available_at
+      FROM levels l WHERE l.priority IS NOT NULL
+) d";
+
 /// The statements of one storage, with its schema filled in.
 #[derive(Debug, Clone)]
 pub(crate) struct Statements {
@@ -335,6 +362,7 @@ pub(crate) struct Statements {
     pub(crate) pause: SqlStr,
     pub(crate) resume: SqlStr,
     pub(crate) now: SqlStr,
+    pub(crate) next_due: SqlStr,
 }
 
 impl Statements {
@@ -370,6 +398,7 @@ impl Statements {
             pause: fill(PAUSE),
             resume: fill(RESUME),
             now: fill(NOW),
+            next_due: fill(NEXT_DUE),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use queue_core::{DequeueRequest, MAX_DEQUEUE_LIMIT, Storage};
+use queue_core::{DequeueRequest, MAX_DEQUEUE_LIMIT, QueueError, QueueName, Storage};
 use tracing::warn;
 
 use crate::execute;
@@ -19,14 +19,18 @@ const IDLE_START: Duration = Duration::from_millis(10);
 /// queues, and per-queue concurrency needs one per queue). It then waits for
 /// a wake-up (an in-process enqueue, a freed slot, a backend notification
 /// forwarded by the application) or for its idle back-off, which doubles
-/// from 10 ms up to the poll interval and resets whenever jobs are found.
+/// from 10 ms up to the poll interval and resets whenever jobs are found,
+/// but never longer than until the next scheduled job is due
+/// ([`Storage::next_due`]), so delayed jobs start on time.
 pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
     let poll = shared.options.poll_interval;
     let mut idle = IDLE_START;
     let mut failures: u32 = 0;
+    let mut next_due_supported = true;
     while !shared.stop_fetching.is_cancelled() {
         let mut found = false;
         let mut failed = false;
+        let mut asked = Vec::new();
         for (index, slot) in shared.queues.iter().enumerate() {
             let free = slot
                 .slots
@@ -47,6 +51,7 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
                     continue;
                 }
             };
+            asked.push(slot.name.clone());
             let started = Instant::now();
             let claimed = shared.storage.dequeue(&request).await;
             metrics::histogram!("queue_fetch_seconds").record(started.elapsed().as_secs_f64());
@@ -84,12 +89,39 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
             failures = 0;
             let wait = idle;
             idle = (idle * 2).min(poll);
-            wait
+            match next_due(&shared, &asked, &mut next_due_supported).await {
+                Some(due) => wait.min(due),
+                None => wait,
+            }
         };
         tokio::select! {
             () = shared.wake.notified() => idle = IDLE_START,
             () = tokio::time::sleep(wait) => {}
             () = shared.stop_fetching.cancelled() => {}
+        }
+    }
+}
+
+/// How long until the earliest scheduled job of `queues` is due, plus a
+/// millisecond so the claim finds it due; `None` when nothing is scheduled,
+/// or the storage cannot tell (then it is not asked again).
+async fn next_due<S: Storage>(
+    shared: &Shared<S>,
+    queues: &[QueueName],
+    supported: &mut bool,
+) -> Option<Duration> {
+    if queues.is_empty() || !*supported {
+        return None;
+    }
+    match shared.storage.next_due(queues).await {
+        Ok(due) => due.map(|d| d + Duration::from_millis(1)),
+        Err(QueueError::NotSupported { .. }) => {
+            *supported = false;
+            None
+        }
+        Err(error) => {
+            warn!(%error, "next_due failed; polling");
+            None
         }
     }
 }

@@ -28,6 +28,11 @@ where
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_jobs_start_on_time_without_polling() {
+    common::delayed_jobs_start_on_time_without_polling(Arc::new(MemoryStorage::new())).await;
+}
+
 async fn live(storage: &MemoryStorage) -> u64 {
     storage
         .stats()

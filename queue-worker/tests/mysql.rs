@@ -28,6 +28,15 @@ async fn five_thousand_jobs_complete_exactly_once_in_priority_order() {
     db.drop_database().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_jobs_start_on_time_without_polling() {
+    let Some((db, storage)) = storage().await else {
+        return;
+    };
+    common::delayed_jobs_start_on_time_without_polling(Arc::new(storage)).await;
+    db.drop_database().await;
+}
+
 #[derive(diesel::QueryableByName)]
 struct Effect {
     #[diesel(sql_type = diesel::sql_types::BigInt)]

@@ -101,6 +101,16 @@ async fn a_lost_lease_fires_the_token_and_the_late_result_is_dropped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_jobs_start_on_time_without_polling() {
+    let Some((schema, storage)) = storage().await else {
+        return;
+    };
+    let storage = Arc::new(storage);
+    common::delayed_jobs_start_on_time_without_polling(Arc::clone(&storage)).await;
+    finish(schema, &storage).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_acks_the_finished_and_releases_the_stuck() {
     let Some((schema, storage)) = storage().await else {
         return;

@@ -67,6 +67,19 @@ impl Storage for MemoryStorage {
         Ok(jobs.into_iter().map(|job| state.insert(job, now)).collect())
     }
 
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        let now = self.current_time();
+        let state = self.lock();
+        Ok(state
+            .jobs
+            .values()
+            .filter(|job| queues.contains(&job.queue))
+            .filter(|job| job.lease_until.is_none() && job.available_at > now)
+            .map(|job| job.available_at)
+            .min()
+            .map(|due| (due - now).to_std().unwrap_or_default()))
+    }
+
     async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let now = self.current_time();
         let mut state = self.lock();

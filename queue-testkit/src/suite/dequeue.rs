@@ -180,3 +180,58 @@ pub async fn dequeue_across_queues_takes_the_best_jobs_first<S: Storage>(ctx: Ct
         .collect();
     assert_eq!(rest, [a_low, b_lowest]);
 }
+
+/// `next_due` is `None` when no job of the queues waits for a future time.
+pub async fn next_due_is_none_without_scheduled_jobs<S: Storage>(ctx: Ctx<S>) {
+    assert_eq!(next_due(&ctx, &["q"]).await, None, "empty table");
+    ctx.enqueue(NewJob::new("q", json!(1))).await;
+    ctx.enqueue(NewJob::new("other", json!(2)).delay(secs(30)))
+        .await;
+    assert_eq!(
+        next_due(&ctx, &["q"]).await,
+        None,
+        "a due job and another queue's scheduled job do not count"
+    );
+}
+
+/// `next_due` is the time until the earliest scheduled job of the named
+/// queues, whatever its priority; leased, due and other queues' jobs do
+/// not count; paused queues do.
+pub async fn next_due_is_the_time_until_the_earliest_scheduled_job<S: Storage>(ctx: Ctx<S>) {
+    ctx.enqueue(NewJob::new("a", json!(1)).priority(5).delay(secs(40)))
+        .await;
+    ctx.enqueue(NewJob::new("a", json!(2)).priority(-3).delay(secs(25)))
+        .await;
+    ctx.enqueue(NewJob::new("a", json!(3)).priority(0).delay(secs(60)))
+        .await;
+    ctx.enqueue(NewJob::new("b", json!(4)).priority(9).delay(secs(20)))
+        .await;
+    ctx.enqueue(NewJob::new("c", json!(5)).delay(secs(1))).await;
+    ctx.enqueue(NewJob::new("a", json!(6)).priority(99)).await;
+    assert_eq!(next_due(&ctx, &["a"]).await, Some(secs(25)));
+    assert_eq!(next_due(&ctx, &["a", "b"]).await, Some(secs(20)));
+
+    ctx.storage.pause_queue(&queue("b")).await.expect("pause");
+    assert_eq!(next_due(&ctx, &["b"]).await, Some(secs(20)), "paused");
+
+    // Ten seconds on, then claimed: a claimed job no longer counts.
+    ctx.clock.advance(secs(10));
+    assert_eq!(next_due(&ctx, &["a"]).await, Some(secs(15)));
+    ctx.clock.advance(secs(15));
+    assert_eq!(
+        next_due(&ctx, &["a"]).await,
+        Some(secs(15)),
+        "the 25 s job is due now and no longer counts: the 40 s one is next"
+    );
+    let claimed = ctx.claim("a", 10).await;
+    assert_eq!(claimed.len(), 2, "the immediate job and the one due now");
+    ctx.clock.advance(secs(15));
+    let held = ctx.claim("a", 1).await;
+    assert_eq!(held.len(), 1, "the 40 s job, now due");
+    assert_eq!(next_due(&ctx, &["a"]).await, Some(secs(20)));
+}
+
+async fn next_due<S: Storage>(ctx: &Ctx<S>, queues: &[&str]) -> Option<std::time::Duration> {
+    let queues: Vec<_> = queues.iter().map(|q| queue(q)).collect();
+    ctx.storage.next_due(&queues).await.expect("next_due")
+}

@@ -311,3 +311,49 @@ where
     assert_eq!(failed.status, FinalStatus::DeadLetter);
     (committed, rolled_back)
 }
+
+/// Delayed jobs start within milliseconds of their time although the
+/// worker polls only every 30 s: an idle worker sleeps until the next
+/// scheduled job is due (`Storage::next_due`). Without it, the idle
+/// back-off (10 ms doubling) would start the 700 ms job at about 1.27 s.
+pub(crate) async fn delayed_jobs_start_on_time_without_polling<S: Storage>(storage: Arc<S>) {
+    let delays_ms = [300u64, 700, 1300, 2000];
+    for (i, delay) in delays_ms.iter().enumerate() {
+        storage
+            .enqueue(NewJob::new("timed", json!({ "i": i })).delay(Duration::from_millis(*delay)))
+            .await
+            .expect("enqueue");
+    }
+    let lags = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&lags);
+    let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+        .options(WorkerOptions {
+            poll_interval: Duration::from_secs(30),
+            ..WorkerOptions::default()
+        })
+        .queue(
+            "timed",
+            QueueOptions::with_concurrency(4),
+            move |ctx: JobContext| {
+                let lag = chrono::Utc::now() - ctx.job().available_at;
+                record.lock().expect("lags").push(lag);
+                async { Ok(None) }
+            },
+        )
+        .expect("queue")
+        .start()
+        .expect("start");
+    let until = Instant::now() + Duration::from_secs(10);
+    while lags.lock().expect("lags").len() < delays_ms.len() {
+        assert!(Instant::now() < until, "delayed jobs did not all start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker.shutdown(Duration::from_secs(5)).await;
+    for lag in lags.lock().expect("lags").iter() {
+        let ms = lag.num_milliseconds();
+        assert!(
+            (0..100).contains(&ms),
+            "a delayed job started {ms} ms after its time"
+        );
+    }
+}
