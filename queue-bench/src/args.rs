@@ -20,6 +20,9 @@ pub(crate) struct Args {
     /// Connections in the storage's pool.
     #[arg(long, default_value_t = 10)]
     pub(crate) pool: u32,
+    /// Jobs each queue claims ahead of its free slots (`QueueOptions::prefetch`).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) prefetch: usize,
     /// Do not listen for PostgreSQL's notifications (the worker polls).
     #[arg(long)]
     pub(crate) no_notify: bool,

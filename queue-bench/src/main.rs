@@ -77,6 +77,7 @@ async fn main() -> ExitCode {
         schema: args.schema.clone(),
         pool: args.pool,
         notify: !args.no_notify,
+        prefetch: args.prefetch,
     };
     let outcome = match args.backend {
         Backend::Postgres => run::<PgStorage>(&args, &setup).await,

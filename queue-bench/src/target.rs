@@ -19,6 +19,7 @@ pub(crate) struct Setup {
     pub(crate) schema: String,
     pub(crate) pool: u32,
     pub(crate) notify: bool,
+    pub(crate) prefetch: usize,
 }
 
 /// A backend the benchmark can run on.

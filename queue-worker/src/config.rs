@@ -15,6 +15,10 @@ pub struct QueueOptions {
     pub backoff: Backoff,
     /// A run longer than this fails its attempt and has its token fired.
     pub timeout: Option<Duration>,
+    /// Jobs claimed ahead of free slots, held (leased and heartbeated) until
+    /// a slot frees. Larger claims mean fewer round trips per job; the cost
+    /// is that held jobs are not available to other workers. Default 0.
+    pub prefetch: usize,
 }
 
 impl Default for QueueOptions {
@@ -24,6 +28,7 @@ impl Default for QueueOptions {
             lease: Duration::from_secs(30),
             backoff: Backoff::default(),
             timeout: None,
+            prefetch: 0,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The dispatch loop: claim as many jobs as there are free slots.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use queue_core::{DequeueRequest, MAX_DEQUEUE_LIMIT, QueueError, QueueName, Storage};
@@ -32,9 +33,9 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
         let mut failed = false;
         let mut asked = Vec::new();
         for (index, slot) in shared.queues.iter().enumerate() {
-            let free = slot
-                .slots
-                .available_permits()
+            // Free slots plus prefetch room, less jobs already held.
+            let free = (slot.slots.available_permits() + slot.options.prefetch)
+                .saturating_sub(slot.waiting.load(Ordering::SeqCst))
                 .min(MAX_DEQUEUE_LIMIT as usize);
             if free == 0 || shared.stop_fetching.is_cancelled() {
                 continue;
@@ -59,16 +60,10 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
                 Ok(jobs) => {
                     found |= !jobs.is_empty();
                     for job in jobs {
-                        match Arc::clone(&slot.slots).try_acquire_owned() {
-                            Ok(permit) => execute::spawn(&shared, index, job, permit),
-                            // Only this loop takes permits, so one exists
-                            // for every job claimed; give back any surplus.
-                            Err(_) => {
-                                if let Some(lease) = job.lease() {
-                                    let _ = shared.storage.release(&lease).await;
-                                }
-                            }
-                        }
+                        // Beyond the free slots (prefetch), the job's task
+                        // waits for one.
+                        let permit = Arc::clone(&slot.slots).try_acquire_owned().ok();
+                        execute::spawn(&shared, index, job, permit);
                     }
                 }
                 Err(error) => {

@@ -15,12 +15,14 @@ use crate::handler::{HandlerResult, JobContext};
 use crate::shared::{InFlight, Shared};
 
 /// Starts `job` (claimed for queue `queue`) on its own task; the permit
-/// frees the slot when the run is over.
+/// frees the slot when the run is over. Without a permit (a prefetched
+/// job), the task first waits for a free slot; if the lease is given up
+/// meanwhile (lost, or released at shutdown), it never runs.
 pub(crate) fn spawn<S: Storage>(
     shared: &Arc<Shared<S>>,
     queue: usize,
     job: Job,
-    permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
 ) {
     let Some(lease) = job.lease() else {
         warn!(job_id = %job.id, "claimed job without a lease; skipped");
@@ -42,9 +44,34 @@ pub(crate) fn spawn<S: Storage>(
     let span = info_span!("job", queue = %job.queue, job_id = %job.id, attempt = lease.attempt);
     let available_at = job.available_at;
     let shared = Arc::clone(shared);
+    let waiting = permit
+        .is_none()
+        .then(|| Arc::clone(&shared.queues[queue].waiting));
+    if let Some(waiting) = &waiting {
+        waiting.fetch_add(1, Ordering::SeqCst);
+    }
     tokio::spawn(
         async move {
             let slot = &shared.queues[queue];
+            let permit = match permit {
+                Some(permit) => Some(permit),
+                None => {
+                    let acquired = tokio::select! {
+                        permit = Arc::clone(&slot.slots).acquire_owned() => permit.ok(),
+                        () = cancel.cancelled() => None,
+                    };
+                    if let Some(waiting) = &waiting {
+                        waiting.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    acquired
+                }
+            };
+            let Some(permit) = permit.filter(|_| !abandoned.load(Ordering::SeqCst)) else {
+                shared.in_flight().remove(&lease.job_id);
+                lease_lost(&lease, "prefetch");
+                shared.wake.notify_one();
+                return;
+            };
             metrics::counter!("queue_jobs_started_total", "queue" => slot.name.to_string()).increment(1);
             // Approximate: the worker's clock against the database's.
             let waited = (chrono::Utc::now() - available_at).to_std().unwrap_or_default();

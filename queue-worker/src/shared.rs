@@ -19,6 +19,8 @@ pub(crate) struct QueueSlot {
     pub(crate) handler: Arc<dyn Handler>,
     /// One permit per free slot.
     pub(crate) slots: Arc<Semaphore>,
+    /// Prefetched jobs: claimed, waiting for a free slot.
+    pub(crate) waiting: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A job being run.

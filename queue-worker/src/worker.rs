@@ -73,6 +73,7 @@ impl<S: Storage> WorkerBuilder<S> {
         self.queues.push(QueueSlot {
             name,
             slots: Arc::new(Semaphore::new(options.concurrency)),
+            waiting: Arc::default(),
             options,
             handler: Arc::new(handler),
         });

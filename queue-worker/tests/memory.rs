@@ -403,3 +403,92 @@ async fn an_in_process_enqueue_wakes_an_idle_worker_at_once() {
     }
     worker.shutdown(Duration::from_secs(5)).await;
 }
+
+/// With prefetch, claims run ahead of free slots, yet no more handlers run
+/// at once than the concurrency, every job completes once, and jobs still
+/// held at shutdown are given back without counting an attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefetched_jobs_wait_for_a_slot_and_are_released_at_shutdown() {
+    let storage = Arc::new(MemoryStorage::new());
+    for i in 0..200 {
+        storage
+            .enqueue(NewJob::new("p", json!(i)))
+            .await
+            .expect("enqueue");
+    }
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (now, peak) = (Arc::clone(&running), Arc::clone(&most));
+    let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+        .options(quick())
+        .queue(
+            "p",
+            QueueOptions {
+                prefetch: 6,
+                ..options(2)
+            },
+            move |ctx: JobContext| {
+                let (now, peak) = (Arc::clone(&now), Arc::clone(&peak));
+                async move {
+                    let at_once = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(at_once, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    now.fetch_sub(1, Ordering::SeqCst);
+                    let stop = ctx.payload().as_i64() == Some(-1);
+                    if stop {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(None)
+                }
+            },
+        )
+        .expect("queue")
+        .start()
+        .expect("start");
+    wait_until("all jobs archived", || async {
+        history(&storage).await.len() == 200
+    })
+    .await;
+    assert!(most.load(Ordering::SeqCst) <= 2, "more runs than slots");
+    assert_eq!(live(&storage).await, 0);
+
+    // Two stuck jobs fill both slots; six more are prefetched and wait.
+    for _ in 0..2 {
+        storage
+            .enqueue(NewJob::new("p", json!(-1)).priority(1))
+            .await
+            .expect("enqueue");
+    }
+    for i in 0..10 {
+        storage
+            .enqueue(NewJob::new("p", json!(i)))
+            .await
+            .expect("enqueue");
+    }
+    worker.waker().wake();
+    wait_until("eight jobs held", || async {
+        let stats = storage.stats().await.expect("stats");
+        stats.iter().map(|s| s.running).sum::<u64>() == 8
+    })
+    .await;
+    let report = worker.shutdown(Duration::from_millis(50)).await;
+    assert_eq!((report.cancelled, report.released), (8, 8));
+    let stats = storage.stats().await.expect("stats");
+    assert_eq!(stats.iter().map(|s| s.pending).sum::<u64>(), 12);
+    let after = storage
+        .dequeue(
+            &queue_core::DequeueRequest::new(
+                vec![queue_core::QueueName::new("p").expect("name")],
+                100,
+                Duration::from_secs(30),
+                queue_core::WorkerId::new("check").expect("id"),
+            )
+            .expect("request"),
+        )
+        .await
+        .expect("dequeue");
+    assert!(
+        after.iter().all(|job| job.attempts == 1),
+        "released without counting"
+    );
+}

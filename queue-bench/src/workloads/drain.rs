@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use queue_worker::{JobContext, QueueOptions, WorkerBuilder};
+use queue_worker::{JobContext, WorkerBuilder};
 
-use super::{Progress, QUEUE, fill, time_limit, worker_options};
+use super::{Progress, QUEUE, fill, queue_options, time_limit, worker_options};
 use crate::BenchError;
 use crate::args::DrainArgs;
 use crate::report::{Report, Row};
@@ -65,7 +65,7 @@ pub(crate) async fn drain_once<T: Target>(
         .options(worker_options())
         .queue(
             QUEUE,
-            QueueOptions::with_concurrency(concurrency),
+            queue_options(setup, concurrency),
             move |ctx: JobContext| {
                 if ctx.job().priority >= 0 {
                     seen.started(ctx.job().id);

@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use queue_core::{JobId, NewJob};
-use queue_worker::{JobContext, QueueOptions, WorkerBuilder};
+use queue_worker::{JobContext, WorkerBuilder};
 use serde_json::json;
 
-use super::{Progress, QUEUE, time_limit, worker_options};
+use super::{Progress, QUEUE, queue_options, time_limit, worker_options};
 use crate::BenchError;
 use crate::args::LatencyArgs;
 use crate::report::{Report, Row};
@@ -33,20 +33,16 @@ pub(crate) async fn run<T: Target>(
     let (record, seen) = (Arc::clone(&starts), progress.clone());
     let worker = WorkerBuilder::new(storage.clone())
         .options(worker_options())
-        .queue(
-            QUEUE,
-            QueueOptions::with_concurrency(16),
-            move |ctx: JobContext| {
-                let now = Instant::now();
-                record
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .entry(ctx.job().id)
-                    .or_insert(now);
-                seen.started(ctx.job().id);
-                async { Ok(None) }
-            },
-        )?
+        .queue(QUEUE, queue_options(setup, 16), move |ctx: JobContext| {
+            let now = Instant::now();
+            record
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(ctx.job().id)
+                .or_insert(now);
+            seen.started(ctx.job().id);
+            async { Ok(None) }
+        })?
         .start()?;
     let listener = storage.wake_on_notify(setup, worker.waker()).await?;
     // Let the worker settle into idleness first.

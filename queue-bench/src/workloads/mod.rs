@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use queue_core::{JobId, NewJob};
-use queue_worker::WorkerOptions;
+use queue_worker::{QueueOptions, WorkerOptions};
 use serde_json::json;
 use tokio::sync::Notify;
 
@@ -78,11 +78,21 @@ pub(crate) fn worker_options() -> WorkerOptions {
     WorkerOptions::default()
 }
 
+/// A queue's settings: `concurrency` slots, the run's prefetch, defaults
+/// otherwise.
+pub(crate) fn queue_options(setup: &Setup, concurrency: usize) -> QueueOptions {
+    QueueOptions {
+        prefetch: setup.prefetch,
+        ..QueueOptions::with_concurrency(concurrency)
+    }
+}
+
 /// The settings printed before the results.
 pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> {
     let options = worker_options();
     vec![
         ("pool", setup.pool.to_string()),
+        ("prefetch", setup.prefetch.to_string()),
         (
             "notify",
             if T::notifies(setup) { "on" } else { "off" }.to_owned(),

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use queue_core::{JobId, NewJob};
-use queue_worker::{JobContext, QueueOptions, WorkerBuilder};
+use queue_worker::{JobContext, WorkerBuilder};
 use serde_json::json;
 
-use super::{Progress, QUEUE, worker_options};
+use super::{Progress, QUEUE, queue_options, worker_options};
 use crate::BenchError;
 use crate::args::ScheduledArgs;
 use crate::report::{Report, Row};
@@ -39,20 +39,16 @@ pub(crate) async fn run<T: Target>(
     let (record, seen) = (Arc::clone(&starts), progress.clone());
     let worker = WorkerBuilder::new(storage.clone())
         .options(worker_options())
-        .queue(
-            QUEUE,
-            QueueOptions::with_concurrency(16),
-            move |ctx: JobContext| {
-                let now = Utc::now() + offset;
-                record
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .entry(ctx.job().id)
-                    .or_insert((now, ctx.job().available_at));
-                seen.started(ctx.job().id);
-                async { Ok(None) }
-            },
-        )?
+        .queue(QUEUE, queue_options(setup, 16), move |ctx: JobContext| {
+            let now = Utc::now() + offset;
+            record
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(ctx.job().id)
+                .or_insert((now, ctx.job().available_at));
+            seen.started(ctx.job().id);
+            async { Ok(None) }
+        })?
         .start()?;
     let listener = storage.wake_on_notify(setup, worker.waker()).await?;
 
