@@ -9,6 +9,7 @@ use diesel::sql_types::{BigInt, Datetime, Nullable, Text};
 #[derive(Debug, Clone)]
 pub(crate) enum Param {
     Int(i64),
+    OptInt(Option<i64>),
     Text(String),
     OptText(Option<String>),
     Time(NaiveDateTime),
@@ -29,6 +30,7 @@ pub(crate) fn query(sql: &str, params: Vec<Param>) -> Query {
     for param in params {
         query = match param {
             Param::Int(v) => query.bind::<BigInt, _>(v),
+            Param::OptInt(v) => query.bind::<Nullable<BigInt>, _>(v),
             Param::Text(v) => query.bind::<Text, _>(v),
             Param::OptText(v) => query.bind::<Nullable<Text>, _>(v),
             Param::Time(v) => query.bind::<Datetime, _>(v),

@@ -29,6 +29,27 @@ pub struct PlanStep {
 }
 
 #[derive(QueryableByName)]
+struct StatusRow {
+    #[diesel(sql_type = Text, column_name = "Variable_name")]
+    _name: String,
+    #[diesel(sql_type = Text, column_name = "Value")]
+    value: String,
+}
+
+/// Index and table reads of this session so far. `SHOW SESSION STATUS`
+/// rather than a status table: MySQL 8 moved those to performance_schema,
+/// MariaDB keeps them in information_schema.
+async fn session_reads(conn: &mut crate::AsyncMysqlConnection) -> diesel::QueryResult<u64> {
+    let rows = diesel::sql_query("SHOW SESSION STATUS LIKE 'Handler_read%'")
+        .load::<StatusRow>(conn)
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.value.parse::<u64>().ok())
+        .sum())
+}
+
+#[derive(QueryableByName)]
 struct Locked {
     #[diesel(sql_type = BigInt)]
     rows: i64,
@@ -60,6 +81,25 @@ impl MySqlStorage {
             Ok(query(&format!("EXPLAIN {PICK}"), params.clone())
                 .load::<PlanStep>(&mut conn)
                 .await?)
+        })
+        .await
+    }
+
+    /// How many index or table rows the server reads to answer
+    /// [`queue_core::Storage::next_due`] for `queue` (the session's
+    /// `Handler_read_*` counters around the statement): a few per distinct
+    /// priority, whatever the backlog.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn rows_read_by_next_due(&self, queue: &queue_core::QueueName) -> Result<u64> {
+        let now = self.now_override();
+        retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let before = session_reads(&mut conn).await?;
+            crate::inspect::next_due_in_queue(&mut conn, queue, now).await?;
+            let after = session_reads(&mut conn).await?;
+            Ok(after.saturating_sub(before))
         })
         .await
     }

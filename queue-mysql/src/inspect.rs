@@ -12,12 +12,50 @@ use crate::MySqlStorage;
 use crate::bind::{Param, query};
 use crate::error::retrying;
 use crate::rows::{HISTORY_SELECT, HistoryRow, JOB_SELECT, JobRow, NowRow, utc};
-use crate::sql::{NEXT_DUE, SELECT_NOW, STATS};
+use crate::sql::{NEXT_DUE_STEP, SELECT_NOW, STATS};
 
 #[derive(QueryableByName)]
-struct DueRow {
+struct DueStep {
+    #[diesel(sql_type = Nullable<diesel::sql_types::Integer>)]
+    next_priority: Option<i32>,
     #[diesel(sql_type = Nullable<BigInt>)]
     due_in_us: Option<i64>,
+}
+
+/// Microseconds until the earliest unleased, not yet due job of `queue`:
+/// one [`NEXT_DUE_STEP`] per distinct priority, plus one.
+pub(crate) async fn next_due_in_queue(
+    conn: &mut crate::AsyncMysqlConnection,
+    queue: &QueueName,
+    now: Option<NaiveDateTime>,
+) -> diesel::QueryResult<Option<i64>> {
+    let mut bound = i64::from(i32::MAX) + 1;
+    let mut previous: Option<i32> = None;
+    let mut earliest: Option<i64> = None;
+    loop {
+        let name = || Param::Text(queue.as_str().to_owned());
+        let params = vec![
+            name(),
+            Param::Int(bound),
+            Param::OptTime(now),
+            name(),
+            Param::OptInt(previous.map(i64::from)),
+            Param::OptTime(now),
+        ];
+        let step = query(NEXT_DUE_STEP, params)
+            .get_result::<DueStep>(conn)
+            .await?;
+        if let Some(due) = step.due_in_us {
+            earliest = Some(earliest.map_or(due, |e| e.min(due)));
+        }
+        match step.next_priority {
+            Some(priority) => {
+                previous = Some(priority);
+                bound = i64::from(priority);
+            }
+            None => return Ok(earliest),
+        }
+    }
 }
 
 #[derive(QueryableByName)]
@@ -75,7 +113,7 @@ impl MySqlStorage {
         Ok(utc(row.now_ts))
     }
 
-    /// One statement per queue (there are few), on one connection.
+    /// One skip-scan per queue (there are few), on one connection.
     pub(crate) async fn next_due_pooled(
         &self,
         queues: &[QueueName],
@@ -85,18 +123,7 @@ impl MySqlStorage {
             let mut conn = self.connection().await?;
             let mut earliest: Option<i64> = None;
             for queue in queues {
-                let name = || Param::Text(queue.as_str().to_owned());
-                let params = vec![
-                    name(),
-                    name(),
-                    Param::OptTime(now),
-                    name(),
-                    Param::OptTime(now),
-                ];
-                let row = query(NEXT_DUE, params)
-                    .get_result::<DueRow>(&mut conn)
-                    .await?;
-                if let Some(due) = row.due_in_us {
+                if let Some(due) = next_due_in_queue(&mut conn, queue, now).await? {
                     earliest = Some(earliest.map_or(due, |e| e.min(due)));
                 }
             }

@@ -15,33 +15,27 @@
 /// `SELECT {now}`.
 pub(crate) const SELECT_NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
 
-/// Microseconds until the earliest unleased job of one queue that is not
-/// due yet. The dequeue index leads with (queue_name, lease_until,
-/// priority), so a plain MIN(available_at) would read every waiting row;
-/// the recursive CTE skips from one distinct priority to the next (one
-/// index probe each) and probes the first future `available_at` within
-/// each. Recursive CTEs are in both MySQL 8.0 and MariaDB 10.2+; the
-/// recursive part names the CTE only in its FROM clause, and the LIMITs sit
-/// in nested subqueries, as MySQL requires. Parameters: queue, queue,
-/// now, queue, now (now as `COALESCE(?, UTC_TIMESTAMP(6))`, the statement's
-/// start on both servers).
-pub(crate) const NEXT_DUE: &str = "
-WITH RECURSIVE levels (priority) AS (
+/// One step of `next_due`'s skip-scan over the distinct priorities of a
+/// queue's unleased jobs: the next priority below a bound, and the earliest
+/// future `available_at` at the previous step's priority. The dequeue index
+/// leads with (queue_name, lease_until, priority), so a plain
+/// MIN(available_at) would read every waiting row; these are two index
+/// probes. Shaped by the servers' optimizers: a recursive CTE doing the same
+/// cannot range-scan on a correlated priority (MariaDB read the whole queue
+/// that way), and MAX(priority) is not optimised on a descending index, so
+/// the bounds are bound values and the probes `ORDER BY ... LIMIT 1`.
+/// Parameters: queue, bound, now, queue, previous priority (NULL at
+/// first), now (now as `COALESCE(?, UTC_TIMESTAMP(6))`).
+pub(crate) const NEXT_DUE_STEP: &str = "
+SELECT
     (SELECT j.priority FROM job_queue j
-      WHERE j.queue_name = ? AND j.lease_until IS NULL
-      ORDER BY j.priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.priority FROM job_queue j
-             WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority < l.priority
-             ORDER BY j.priority DESC LIMIT 1)
-      FROM levels l WHERE l.priority IS NOT NULL
-)
-SELECT TIMESTAMPDIFF(MICROSECOND, COALESCE(?, UTC_TIMESTAMP(6)), MIN(
-    (SELECT j.available_at FROM job_queue j
-      WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = l.priority
-        AND j.available_at > COALESCE(?, UTC_TIMESTAMP(6))
-      ORDER BY j.available_at LIMIT 1))) AS due_in_us
-FROM levels l WHERE l.priority IS NOT NULL";
+      WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority < ?
+      ORDER BY j.priority DESC LIMIT 1) AS next_priority,
+    TIMESTAMPDIFF(MICROSECOND, COALESCE(?, UTC_TIMESTAMP(6)),
+        (SELECT j.available_at FROM job_queue j
+          WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ?
+            AND j.available_at > COALESCE(?, UTC_TIMESTAMP(6))
+          ORDER BY j.available_at LIMIT 1)) AS due_in_us";
 
 /// The history columns filled by archiving statements.
 pub(crate) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \

@@ -68,6 +68,27 @@ impl PgStorage {
             .map_err(crate::interpret_error)
     }
 
+    /// The executed plan (`EXPLAIN (ANALYZE, FORMAT JSON)`, a read-only
+    /// statement) of [`queue_core::Storage::next_due`] for `queues`: for
+    /// checking that it probes the dequeue index a few times rather than
+    /// reading the backlog.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn explain_next_due(&self, queues: &[queue_core::QueueName]) -> Result<Value> {
+        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+        let explain = format!(
+            "EXPLAIN (ANALYZE, FORMAT JSON) {}",
+            self.sql.next_due.as_str()
+        );
+        sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
+            .bind(self.now_override())
+            .bind(&names)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(crate::interpret_error)
+    }
+
     /// The planner's JSON plan for `reclaim_stalled(limit)`, not executed.
     ///
     /// # Errors

@@ -148,6 +148,49 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
         "reclaim sorts more than its two batches: {reclaim:?}"
     );
 
+    // next_due probes the index per distinct priority (7 here, 4 queues)
+    // instead of reading the 10k scheduled or 90k pending rows.
+    let queues: Vec<QueueName> = ["emails", "reports", "sync", "misc"]
+        .iter()
+        .map(|q| QueueName::new(*q).expect("valid"))
+        .collect();
+    let due = storage.next_due(&queues).await.expect("next_due");
+    assert!(
+        due.is_some_and(|d| d > Duration::from_secs(3500)),
+        "the delayed jobs are due in an hour: {due:?}"
+    );
+    let executed = storage.explain_next_due(&queues).await.expect("explain");
+    let mut read = Vec::new();
+    rows_read(&executed[0]["Plan"], &mut read);
+    assert!(
+        !read
+            .iter()
+            .any(|(kind, _)| kind == "Seq Scan" || kind == "Bitmap Heap Scan"),
+        "next_due scans job_queue: {read:?}"
+    );
+    let total: f64 = read.iter().map(|(_, rows)| rows).sum();
+    assert!(total <= 200.0, "next_due read {total} index rows: {read:?}");
+
     pool.close().await;
     schema.drop_schema().await;
+}
+
+/// (node type, actual rows x loops) of every executed node on job_queue.
+fn rows_read(plan: &Value, out: &mut Vec<(String, f64)>) {
+    if plan.get("Relation Name").and_then(Value::as_str) == Some("job_queue") {
+        let number = |key: &str| plan.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+        let kind = plan.get("Node Type").and_then(Value::as_str).unwrap_or("?");
+        out.push((
+            kind.to_owned(),
+            number("Actual Rows") * number("Actual Loops"),
+        ));
+    }
+    for child in plan
+        .get("Plans")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        rows_read(child, out);
+    }
 }
