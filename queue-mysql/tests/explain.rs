@@ -82,7 +82,10 @@ async fn claims_use_the_dequeue_index_and_lock_few_rows_on_a_100k_backlog() {
     // next_due probes the index per distinct priority (7 here) instead of
     // reading the 2.5k scheduled or 22.5k pending rows of the queue.
     let emails = QueueName::new("emails").expect("valid");
-    let due = storage.next_due(&[emails.clone()]).await.expect("next_due");
+    let due = storage
+        .next_due(std::slice::from_ref(&emails))
+        .await
+        .expect("next_due");
     assert!(
         due.is_some_and(|d| d > Duration::from_secs(3500)),
         "the delayed jobs are due in an hour: {due:?}"
