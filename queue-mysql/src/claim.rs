@@ -13,7 +13,7 @@ use queue_core::{DequeueRequest, Job, Lease, Result, validate_lease};
 use crate::MySqlStorage;
 use crate::bind::{Param, naive, placeholders, query};
 use crate::error::{Failure, retrying};
-use crate::rows::{JOB_SELECT, JobRow, utc};
+use crate::rows::{JobRow, utc};
 use crate::sql::{PICK, RELEASE};
 
 /// A lease as the columns that identify it.
@@ -46,14 +46,13 @@ impl HeldRow {
     }
 }
 
+/// A claimable row and the claim statement's "now".
 #[derive(QueryableByName)]
 struct Candidate {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
-    #[diesel(sql_type = Integer)]
-    priority: i32,
+    #[diesel(embed)]
+    job: JobRow,
     #[diesel(sql_type = Datetime)]
-    available_at: NaiveDateTime,
+    now_ts: NaiveDateTime,
 }
 
 /// Locks the leased rows among `ids` (optionally only unexpired at `now`)
@@ -91,33 +90,41 @@ impl MySqlStorage {
         .await
     }
 
-    /// One range scan per queue, the best `limit` of their results leased
-    /// in one UPDATE, then read back; one transaction.
+    /// One range scan per queue reading whole rows, the best `limit` of
+    /// their results leased in one UPDATE; one transaction of four round
+    /// trips (BEGIN, scan, UPDATE, COMMIT) for one queue.
     async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
     ) -> Result<Vec<Job>, Failure> {
-        let now = self.resolve_now(conn).await?;
+        let fixed = self.now_override();
         let limit = i64::from(request.limit());
         let mut candidates = Vec::new();
         for queue in request.queues() {
             let params = vec![
+                Param::OptTime(fixed),
                 Param::Text(queue.as_str().to_owned()),
-                Param::Time(now),
+                Param::OptTime(fixed),
                 Param::Text(queue.as_str().to_owned()),
                 Param::Int(limit),
             ];
             candidates.extend(query(PICK, params).load::<Candidate>(conn).await?);
         }
-        if candidates.is_empty() {
+        // The latest of the scans' clocks: every candidate was due by then.
+        let Some(now) = candidates.iter().map(|c| c.now_ts).max() else {
             return Ok(Vec::new());
-        }
+        };
         candidates.sort_by(|a, b| {
-            (b.priority, a.available_at, a.id).cmp(&(a.priority, b.available_at, b.id))
+            (b.job.priority, a.job.available_at, a.job.id).cmp(&(
+                a.job.priority,
+                b.job.available_at,
+                b.job.id,
+            ))
         });
         candidates.truncate(request.limit() as usize);
-        let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
+        let ids: Vec<i64> = candidates.iter().map(|c| c.job.id).collect();
+        let lease_until = later(now, request.lease());
 
         let sql = format!(
             "UPDATE job_queue SET attempts = attempts + 1, lease_until = ?, locked_by = ?, \
@@ -125,30 +132,31 @@ impl MySqlStorage {
             placeholders(ids.len())
         );
         let mut params = vec![
-            Param::Time(later(now, request.lease())),
+            Param::Time(lease_until),
             Param::Text(request.worker_id().as_str().to_owned()),
             Param::Time(now),
             Param::Time(now),
         ];
         params.extend(ids.iter().map(|id| Param::Int(*id)));
-        query(&sql, params).execute(conn).await?;
+        let updated = query(&sql, params).execute(conn).await?;
+        if updated != ids.len() {
+            return Err(Failure::Invariant("a locked claimable row was not updated"));
+        }
 
-        let sql = format!(
-            "SELECT {JOB_SELECT} FROM job_queue WHERE id IN {}",
-            placeholders(ids.len())
-        );
-        let rows = query(&sql, ids.iter().map(|id| Param::Int(*id)).collect())
-            .load::<JobRow>(conn)
-            .await?;
-        let mut jobs = rows
+        // What the UPDATE wrote, applied to the rows read under lock.
+        candidates
             .into_iter()
-            .map(JobRow::into_job)
-            .collect::<Result<Vec<_>>>()
-            .map_err(|_| Failure::Invariant("a claimed job could not be read"))?;
-        jobs.sort_by(|a, b| {
-            (b.priority, a.available_at, a.id).cmp(&(a.priority, b.available_at, b.id))
-        });
-        Ok(jobs)
+            .map(|c| {
+                let mut row = c.job;
+                row.attempts += 1;
+                row.lease_until = Some(lease_until);
+                row.locked_by = Some(request.worker_id().as_str().to_owned());
+                row.first_locked_at = row.first_locked_at.or(Some(now));
+                row.updated_at = now;
+                row.into_job()
+                    .map_err(|_| Failure::Invariant("a claimed job could not be read"))
+            })
+            .collect()
     }
 
     pub(crate) async fn heartbeat_pooled(

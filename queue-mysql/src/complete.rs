@@ -137,7 +137,6 @@ impl MySqlStorage {
         conn: &mut AsyncMysqlConnection,
         acks: &[Ack],
     ) -> Result<Vec<bool>, Failure> {
-        let now = self.resolve_now(conn).await?;
         let ids: Vec<i64> = acks.iter().map(|a| a.lease.job_id.get()).collect();
         let current: HashSet<_> = lock_leased(conn, &ids, None)
             .await?
@@ -167,12 +166,13 @@ impl MySqlStorage {
             "INSERT INTO job_history ({HISTORY_COLUMNS}) \
              SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
                     j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
-                    j.first_locked_at, ? \
+                    j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)) \
              FROM job_queue j JOIN ({results}) r ON r.rid = j.id"
         );
-        // In the order of the `?`s: finished_at, then the derived table.
+        // In the order of the `?`s: finished_at (the server's clock unless a
+        // manual one is set: no separate clock read), then the derived table.
         let mut params = Vec::with_capacity(winners.len() * 2 + 1);
-        params.push(Param::Time(now));
+        params.push(Param::OptTime(self.now_override()));
         for ack in &winners {
             params.push(Param::Int(ack.lease.job_id.get()));
             params.push(Param::OptText(ack.result.as_ref().map(Value::to_string)));

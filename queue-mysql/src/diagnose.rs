@@ -58,12 +58,11 @@ struct Locked {
 impl MySqlStorage {
     fn pick_params(&self, request: &DequeueRequest) -> Vec<Param> {
         let queue = request.queues()[0].as_str().to_owned();
-        let now = self
-            .now_override()
-            .unwrap_or_else(|| chrono::Utc::now().naive_utc());
+        let now = self.now_override();
         vec![
+            Param::OptTime(now),
             Param::Text(queue.clone()),
-            Param::Time(now),
+            Param::OptTime(now),
             Param::Text(queue),
             Param::Int(i64::from(request.limit())),
         ]

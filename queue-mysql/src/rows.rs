@@ -24,33 +24,33 @@ pub(crate) const HISTORY_SELECT: &str = "id, queue_name, priority, unique_key, \
 #[derive(QueryableByName, Debug)]
 pub(crate) struct JobRow {
     #[diesel(sql_type = BigInt)]
-    id: i64,
+    pub(crate) id: i64,
     #[diesel(sql_type = Text)]
-    queue_name: String,
+    pub(crate) queue_name: String,
     #[diesel(sql_type = Integer)]
-    priority: i32,
+    pub(crate) priority: i32,
     #[diesel(sql_type = Nullable<Text>)]
-    unique_key: Option<String>,
+    pub(crate) unique_key: Option<String>,
     #[diesel(sql_type = Text)]
-    payload: String,
+    pub(crate) payload: String,
     #[diesel(sql_type = Integer)]
-    attempts: i32,
+    pub(crate) attempts: i32,
     #[diesel(sql_type = Integer)]
-    max_attempts: i32,
+    pub(crate) max_attempts: i32,
     #[diesel(sql_type = Datetime)]
-    available_at: NaiveDateTime,
+    pub(crate) available_at: NaiveDateTime,
     #[diesel(sql_type = Nullable<Datetime>)]
-    lease_until: Option<NaiveDateTime>,
+    pub(crate) lease_until: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Text>)]
-    locked_by: Option<String>,
+    pub(crate) locked_by: Option<String>,
     #[diesel(sql_type = Nullable<Datetime>)]
-    first_locked_at: Option<NaiveDateTime>,
+    pub(crate) first_locked_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Text>)]
-    last_error: Option<String>,
+    pub(crate) last_error: Option<String>,
     #[diesel(sql_type = Datetime)]
-    created_at: NaiveDateTime,
+    pub(crate) created_at: NaiveDateTime,
     #[diesel(sql_type = Datetime)]
-    updated_at: NaiveDateTime,
+    pub(crate) updated_at: NaiveDateTime,
 }
 
 #[derive(QueryableByName, Debug)]

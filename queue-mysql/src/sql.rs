@@ -43,13 +43,20 @@ pub(crate) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, 
      started_at, finished_at";
 
 /// Claimable jobs of one queue in dequeue order: a range scan of
-/// `job_queue_dequeue`, locking only the rows it returns.
-/// Binds: queue, now, queue, limit.
+/// `job_queue_dequeue`, locking only the rows it returns. It reads whole
+/// rows and the statement's "now", so the claim needs no separate clock
+/// read and no read-back after its UPDATE (no RETURNING on MySQL): the
+/// claimed values are computed from these. Binds: now, queue, now, queue,
+/// limit.
 pub(crate) const PICK: &str = "
-SELECT id, priority, available_at FROM job_queue
+SELECT id, queue_name, priority, unique_key,
+       CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
+       locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
+       COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
+FROM job_queue
 WHERE queue_name = ?
   AND lease_until IS NULL
-  AND available_at <= ?
+  AND available_at <= COALESCE(?, UTC_TIMESTAMP(6))
   AND attempts < max_attempts
   AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paused)
 ORDER BY priority DESC, available_at, id
