@@ -11,7 +11,7 @@ use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{DequeueRequest, Job, Lease, Result, validate_lease};
 
 use crate::MySqlStorage;
-use crate::bind::{Param, naive, placeholders, query};
+use crate::bind::{Param, cached, id_list, naive, placeholders, query};
 use crate::error::{Failure, retrying};
 use crate::rows::{JobRow, utc};
 use crate::sql::{PICK, RELEASE};
@@ -62,6 +62,7 @@ pub(crate) async fn lock_leased(
     ids: &[i64],
     unexpired_at: Option<NaiveDateTime>,
 ) -> Result<Vec<HeldRow>, Failure> {
+    let ids = id_list(ids);
     let mut sql = format!(
         "SELECT id, locked_by, attempts, max_attempts FROM job_queue WHERE id IN {} AND lease_until IS NOT NULL",
         placeholders(ids.len())
@@ -72,7 +73,7 @@ pub(crate) async fn lock_leased(
         params.push(Param::Time(now));
     }
     sql.push_str(" FOR UPDATE");
-    Ok(query(&sql, params).load::<HeldRow>(conn).await?)
+    Ok(cached(sql, params).load::<HeldRow>(conn).await?)
 }
 
 /// `now + by`, at microsecond precision.
@@ -109,7 +110,7 @@ impl MySqlStorage {
                 Param::Text(queue.as_str().to_owned()),
                 Param::Int(limit),
             ];
-            candidates.extend(query(PICK, params).load::<Candidate>(conn).await?);
+            candidates.extend(cached(PICK, params).load::<Candidate>(conn).await?);
         }
         // The latest of the scans' clocks: every candidate was due by then.
         let Some(now) = candidates.iter().map(|c| c.now_ts).max() else {
@@ -126,10 +127,11 @@ impl MySqlStorage {
         let ids: Vec<i64> = candidates.iter().map(|c| c.job.id).collect();
         let lease_until = later(now, request.lease());
 
+        let padded = id_list(&ids);
         let sql = format!(
             "UPDATE job_queue SET attempts = attempts + 1, lease_until = ?, locked_by = ?, \
              first_locked_at = COALESCE(first_locked_at, ?), updated_at = ? WHERE id IN {}",
-            placeholders(ids.len())
+            placeholders(padded.len())
         );
         let mut params = vec![
             Param::Time(lease_until),
@@ -137,8 +139,8 @@ impl MySqlStorage {
             Param::Time(now),
             Param::Time(now),
         ];
-        params.extend(ids.iter().map(|id| Param::Int(*id)));
-        let updated = query(&sql, params).execute(conn).await?;
+        params.extend(padded.iter().map(|id| Param::Int(*id)));
+        let updated = cached(sql, params).execute(conn).await?;
         if updated != ids.len() {
             return Err(Failure::Invariant("a locked claimable row was not updated"));
         }

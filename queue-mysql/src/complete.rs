@@ -8,7 +8,7 @@ use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 
 use crate::MySqlStorage;
-use crate::bind::{Param, placeholders, query};
+use crate::bind::{Param, bucket, cached, id_list, placeholders, query};
 use crate::claim::{HeldRow, later, lease_key, lock_leased};
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::rows::utc;
@@ -40,11 +40,12 @@ pub(crate) async fn delete_live(
     conn: &mut AsyncMysqlConnection,
     ids: &[i64],
 ) -> Result<(), Failure> {
+    let ids = id_list(ids);
     let sql = format!(
         "DELETE FROM job_queue WHERE id IN {}",
         placeholders(ids.len())
     );
-    query(&sql, ids.iter().map(|id| Param::Int(*id)).collect())
+    cached(sql, ids.iter().map(|id| Param::Int(*id)).collect())
         .execute(conn)
         .await?;
     Ok(())
@@ -161,7 +162,9 @@ impl MySqlStorage {
             return Ok(acked);
         }
         // The results as a derived table: portable to MySQL 8 and MariaDB.
-        let results = vec!["SELECT ? AS rid, ? AS result"; winners.len()].join(" UNION ALL ");
+        // Padded with (NULL, NULL) rows, which join nothing, to few shapes.
+        let rows = bucket(winners.len());
+        let results = vec!["SELECT ? AS rid, ? AS result"; rows].join(" UNION ALL ");
         let sql = format!(
             "INSERT INTO job_history ({HISTORY_COLUMNS}) \
              SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
@@ -174,10 +177,14 @@ impl MySqlStorage {
         let mut params = Vec::with_capacity(winners.len() * 2 + 1);
         params.push(Param::OptTime(self.now_override()));
         for ack in &winners {
-            params.push(Param::Int(ack.lease.job_id.get()));
+            params.push(Param::OptInt(Some(ack.lease.job_id.get())));
             params.push(Param::OptText(ack.result.as_ref().map(Value::to_string)));
         }
-        query(&sql, params).execute(conn).await?;
+        for _ in winners.len()..rows {
+            params.push(Param::OptInt(None));
+            params.push(Param::OptText(None));
+        }
+        cached(sql, params).execute(conn).await?;
         delete_live(
             conn,
             &winners

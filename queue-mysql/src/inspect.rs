@@ -9,7 +9,7 @@ use queue_core::{
 };
 
 use crate::MySqlStorage;
-use crate::bind::{Param, query};
+use crate::bind::{Param, cached, query};
 use crate::error::retrying;
 use crate::rows::{HISTORY_SELECT, HistoryRow, JOB_SELECT, JobRow, NowRow, utc};
 use crate::sql::{NEXT_DUE_STEP, SELECT_NOW, STATS};
@@ -42,7 +42,7 @@ pub(crate) async fn next_due_in_queue(
             Param::OptInt(previous.map(i64::from)),
             Param::OptTime(now),
         ];
-        let step = query(NEXT_DUE_STEP, params)
+        let step = cached(NEXT_DUE_STEP, params)
             .get_result::<DueStep>(conn)
             .await?;
         if let Some(due) = step.due_in_us {
