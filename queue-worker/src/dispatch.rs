@@ -32,6 +32,9 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
         let mut found = false;
         let mut failed = false;
         let mut asked = Vec::new();
+        // Let runs that are finishing free their slots first, so one claim
+        // takes several jobs rather than one per freed slot.
+        tokio::task::yield_now().await;
         for (index, slot) in shared.queues.iter().enumerate() {
             // Free slots plus prefetch room, less jobs already held.
             let free = (slot.slots.available_permits() + slot.options.prefetch)
