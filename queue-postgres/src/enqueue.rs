@@ -41,7 +41,9 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_all(&jobs)?;
-        self.insert_all(conn, &jobs).await.map_err(interpret_error)
+        self.insert_all(conn, &jobs, Signal::InTransaction)
+            .await
+            .map_err(interpret_error)
     }
 
     pub(crate) async fn enqueue_batch_pooled(
@@ -52,11 +54,20 @@ impl PgStorage {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        retrying(false, || async {
+        let outcomes = retrying(false, || async {
             let mut conn = self.connection().await?;
-            self.insert_all(&mut conn, &jobs).await
+            self.insert_all(&mut conn, &jobs, Signal::AfterCommit).await
         })
-        .await
+        .await?;
+        // Committed: wake the workers of the queues that got new jobs.
+        let queues = jobs
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| !outcome.existed)
+            .map(|(job, _)| job.queue.as_str().to_owned())
+            .collect();
+        self.signals.send(&self.pool, &self.sql.signal, queues);
+        Ok(outcomes)
     }
 
     /// Inserts `jobs`, resolving keys repeated inside the batch to their
@@ -65,6 +76,7 @@ impl PgStorage {
         &self,
         conn: &mut PgConnection,
         jobs: &[ValidJob],
+        signal: Signal,
     ) -> Result<Vec<EnqueueOutcome>, sqlx::Error> {
         let first_of = first_occurrences(jobs);
         let mut outcomes: Vec<Option<EnqueueOutcome>> = vec![None; jobs.len()];
@@ -74,7 +86,7 @@ impl PgStorage {
                 break;
             }
             let batch: Vec<&ValidJob> = pending.iter().map(|i| &jobs[*i]).collect();
-            let results = self.insert_rows(conn, &batch).await?;
+            let results = self.insert_rows(conn, &batch, signal).await?;
             let mut unresolved = Vec::new();
             for (index, result) in pending.iter().zip(results) {
                 match result {
@@ -107,9 +119,17 @@ impl PgStorage {
         &self,
         conn: &mut PgConnection,
         jobs: &[&ValidJob],
+        signal: Signal,
     ) -> Result<Vec<Option<EnqueueOutcome>>, sqlx::Error> {
+        if let [job] = jobs {
+            return Ok(vec![self.insert_one(conn, job, signal).await?]);
+        }
         let columns = Columns::of(jobs);
-        let rows = sqlx::query(self.sql.enqueue.clone())
+        let statement = match signal {
+            Signal::InTransaction => self.sql.enqueue.clone(),
+            Signal::AfterCommit => self.sql.enqueue_quiet.clone(),
+        };
+        let rows = sqlx::query(statement)
             .bind(self.now_override())
             .bind(columns.queue)
             .bind(columns.priority)
@@ -130,6 +150,48 @@ impl PgStorage {
                 }))
             })
             .collect()
+    }
+}
+
+/// Where an enqueue's wake-up signal is sent (see `signals.rs`).
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    /// A NOTIFY in the statement: delivered if and when the caller commits.
+    InTransaction,
+    /// None in the statement; the caller sends it once committed.
+    AfterCommit,
+}
+
+impl PgStorage {
+    /// One job, one round trip; `None` as in [`PgStorage::insert_rows`].
+    async fn insert_one(
+        &self,
+        conn: &mut PgConnection,
+        job: &ValidJob,
+        signal: Signal,
+    ) -> Result<Option<EnqueueOutcome>, sqlx::Error> {
+        let statement = match signal {
+            Signal::InTransaction => self.sql.enqueue_one.clone(),
+            Signal::AfterCommit => self.sql.enqueue_one_quiet.clone(),
+        };
+        let columns = Columns::of(&[job]);
+        let row = sqlx::query(statement)
+            .bind(self.now_override())
+            .bind(&columns.queue[0])
+            .bind(columns.priority[0])
+            .bind(&columns.unique_key[0])
+            .bind(&columns.payload[0])
+            .bind(columns.max_attempts[0])
+            .bind(columns.delay_us[0])
+            .bind(columns.run_at[0])
+            .fetch_one(conn)
+            .await?;
+        let id: Option<i64> = row.try_get("id")?;
+        let existed: bool = row.try_get("existed")?;
+        Ok(id.map(|id| EnqueueOutcome {
+            id: JobId(id),
+            existed,
+        }))
     }
 }
 

@@ -48,7 +48,12 @@ impl PgStorage {
     /// Listens on this storage's channel with a connection of its own.
     ///
     /// Signals are sent when the enqueueing transaction commits, never on
-    /// rollback, and once per statement for each queue it touched.
+    /// rollback, at most once per statement for each queue it added jobs
+    /// to: by the statement itself for [`PgStorage::enqueue_in`]; right
+    /// after the commit, from a task of the storage that sends the queues
+    /// of concurrent enqueues together, for enqueues through the pool (a
+    /// NOTIFY inside a transaction serializes the commits of all notifying
+    /// transactions; see the crate's README section on wake-ups).
     ///
     /// The listener holds one connection of the pool for as long as it
     /// lives (and takes another after a reconnect); drop it before awaiting

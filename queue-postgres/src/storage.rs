@@ -27,6 +27,7 @@ pub struct PgStorage {
     pub(crate) sql: Arc<Statements>,
     schema: Arc<str>,
     channel: Arc<str>,
+    pub(crate) signals: Arc<crate::signals::Signals>,
 }
 
 impl PgStorage {
@@ -76,6 +77,7 @@ impl PgStorage {
             sql: Arc::new(Statements::for_schema(schema, &channel)),
             schema: schema.into(),
             channel: channel.into(),
+            signals: Arc::default(),
         }
     }
 
