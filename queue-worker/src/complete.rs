@@ -64,8 +64,12 @@ pub(crate) async fn run<S: Storage>(
     }
 }
 
-async fn apply<S: Storage>(shared: &Shared<S>, batch: Vec<Completion>) {
+/// Applies the batch's acks in one call and its nacks (one call each, the
+/// storage has no batch nack) concurrently with it and with each other, so
+/// a burst of failures costs about one round trip, not one per job.
+async fn apply<S: Storage>(shared: &Arc<Shared<S>>, batch: Vec<Completion>) {
     let mut acks = Vec::new();
+    let mut nacks = tokio::task::JoinSet::new();
     for item in batch {
         match item {
             Completion::Ack { lease, result } => acks.push(Ack { lease, result }),
@@ -73,9 +77,17 @@ async fn apply<S: Storage>(shared: &Shared<S>, batch: Vec<Completion>) {
                 lease,
                 error,
                 retry,
-            } => nack(shared, &lease, error, retry).await,
+            } => {
+                let shared = Arc::clone(shared);
+                nacks.spawn(async move { nack(&shared, &lease, error, retry).await });
+            }
         }
     }
+    ack_all(shared, acks).await;
+    while nacks.join_next().await.is_some() {}
+}
+
+async fn ack_all<S: Storage>(shared: &Shared<S>, acks: Vec<Ack>) {
     if acks.is_empty() {
         return;
     }
