@@ -13,11 +13,15 @@ pub const MAX_DEQUEUE_LIMIT: u32 = 1_000;
 pub const MAX_LEASE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Claim up to `limit` pending jobs from `queues` for `worker_id`, each
-/// leased for `lease`. Built only through [`DequeueRequest::new`], so every
-/// value a backend sees is valid.
+/// leased for `lease`, optionally at most a given number from each queue.
+/// Built only through [`DequeueRequest::new`] or
+/// [`DequeueRequest::with_queue_limits`], so every value a backend sees is
+/// valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DequeueRequest {
     queues: Vec<QueueName>,
+    /// Per queue, aligned with `queues`; each at most `limit`.
+    queue_limits: Vec<u32>,
     limit: u32,
     lease: Duration,
     worker_id: WorkerId,
@@ -44,7 +48,48 @@ impl DequeueRequest {
         queues.sort();
         queues.dedup();
         Ok(Self {
+            queue_limits: vec![limit; queues.len()],
             queues,
+            limit,
+            lease,
+            worker_id,
+        })
+    }
+
+    /// A request taking at most the given number of jobs from each queue
+    /// (a worker's free slots per queue), in one claim: the limit in all is
+    /// their sum, capped at [`MAX_DEQUEUE_LIMIT`].
+    ///
+    /// # Errors
+    /// No queue, a queue named twice, a per-queue limit outside
+    /// `1..=MAX_DEQUEUE_LIMIT` (field `queue_limits`), or an invalid lease.
+    pub fn with_queue_limits(
+        queue_limits: Vec<(QueueName, u32)>,
+        lease: Duration,
+        worker_id: WorkerId,
+    ) -> Result<Self> {
+        if queue_limits.is_empty() {
+            return Err(QueueError::invalid("queues", "name at least one queue"));
+        }
+        let mut queue_limits = queue_limits;
+        queue_limits.sort_by(|a, b| a.0.cmp(&b.0));
+        if queue_limits.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(QueueError::invalid("queues", "a queue is named twice"));
+        }
+        for (_, limit) in &queue_limits {
+            validate_limit("queue_limits", *limit, MAX_DEQUEUE_LIMIT)?;
+        }
+        validate_lease("lease", lease)?;
+        let total = queue_limits
+            .iter()
+            .map(|(_, l)| u64::from(*l))
+            .sum::<u64>()
+            .min(u64::from(MAX_DEQUEUE_LIMIT));
+        let limit = u32::try_from(total).unwrap_or(MAX_DEQUEUE_LIMIT);
+        let (queues, queue_limits) = queue_limits.into_iter().unzip();
+        Ok(Self {
+            queues,
+            queue_limits,
             limit,
             lease,
             worker_id,
@@ -56,9 +101,23 @@ impl DequeueRequest {
         &self.queues
     }
 
-    /// The most jobs to claim.
+    /// The most jobs to claim in all.
     pub fn limit(&self) -> u32 {
         self.limit
+    }
+
+    /// The most jobs to claim from each queue, aligned with
+    /// [`DequeueRequest::queues`] (each is [`DequeueRequest::limit`] unless
+    /// built with [`DequeueRequest::with_queue_limits`]).
+    pub fn queue_limits(&self) -> &[u32] {
+        &self.queue_limits
+    }
+
+    /// The most jobs to claim from `queue` (0 for a queue not named).
+    pub fn queue_limit(&self, queue: &QueueName) -> u32 {
+        self.queues
+            .binary_search(queue)
+            .map_or(0, |i| self.queue_limits[i])
     }
 
     /// How long each claimed lease lasts.

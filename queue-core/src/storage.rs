@@ -67,6 +67,9 @@ pub trait Storage: Send + Sync + 'static {
     /// - Claims only pending jobs of the named, unpaused queues, ordered by
     ///   priority descending, then `available_at`, then id; returns them in
     ///   that order.
+    /// - Takes at most `request.queue_limit(q)` jobs from each queue `q`
+    ///   and at most `request.limit()` in all: the best jobs within those
+    ///   caps.
     /// - Each claimed job gets `lease_until = now + lease`, `locked_by`,
     ///   `attempts + 1`, and `first_locked_at = now` only on its first claim.
     /// - Concurrent dequeuers never receive the same job while its lease is live.

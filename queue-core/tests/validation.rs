@@ -318,3 +318,52 @@ fn names_deserialise_only_when_valid() {
     let err = serde_json::from_value::<QueueName>(json!("")).expect_err("rejected");
     assert!(err.to_string().contains("queue"), "{err}");
 }
+
+#[test]
+fn per_queue_limits_are_validated_and_summed() {
+    let lease = Duration::from_secs(30);
+    assert_eq!(
+        field_of(DequeueRequest::with_queue_limits(vec![], lease, worker())),
+        "queues"
+    );
+    assert_eq!(
+        field_of(DequeueRequest::with_queue_limits(
+            vec![(queue("a"), 1), (queue("a"), 2)],
+            lease,
+            worker()
+        )),
+        "queues"
+    );
+    for bad in [0, 1_001] {
+        assert_eq!(
+            field_of(DequeueRequest::with_queue_limits(
+                vec![(queue("a"), bad)],
+                lease,
+                worker()
+            )),
+            "queue_limits"
+        );
+    }
+    assert_eq!(
+        field_of(DequeueRequest::with_queue_limits(
+            vec![(queue("a"), 1)],
+            Duration::ZERO,
+            worker()
+        )),
+        "lease"
+    );
+    let request = DequeueRequest::with_queue_limits(
+        vec![(queue("b"), 3), (queue("a"), 900), (queue("c"), 200)],
+        lease,
+        worker(),
+    )
+    .expect("valid");
+    assert_eq!(request.queues(), [queue("a"), queue("b"), queue("c")]);
+    assert_eq!(request.queue_limits(), [900, 3, 200]);
+    assert_eq!(request.limit(), 1_000, "the sum, capped");
+    assert_eq!(request.queue_limit(&queue("b")), 3);
+    assert_eq!(request.queue_limit(&queue("zzz")), 0);
+    let plain =
+        DequeueRequest::new(vec![queue("b"), queue("a")], 7, lease, worker()).expect("valid");
+    assert_eq!(plain.queue_limits(), [7, 7]);
+}

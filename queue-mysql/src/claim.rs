@@ -100,15 +100,14 @@ impl MySqlStorage {
         request: &DequeueRequest,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
-        let limit = i64::from(request.limit());
         let mut candidates = Vec::new();
-        for queue in request.queues() {
+        for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
             let params = vec![
                 Param::OptTime(fixed),
                 Param::Text(queue.as_str().to_owned()),
                 Param::OptTime(fixed),
                 Param::Text(queue.as_str().to_owned()),
-                Param::Int(limit),
+                Param::Int(i64::from(*cap)),
             ];
             candidates.extend(cached(PICK, params).load::<Candidate>(conn).await?);
         }

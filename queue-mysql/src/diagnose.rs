@@ -64,7 +64,7 @@ impl MySqlStorage {
             Param::Text(queue.clone()),
             Param::OptTime(now),
             Param::Text(queue),
-            Param::Int(i64::from(request.limit())),
+            Param::Int(i64::from(request.queue_limits()[0])),
         ]
     }
 

@@ -53,16 +53,27 @@ impl PgStorage {
     /// As any query.
     pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Value> {
         let queues: Vec<&str> = request.queues().iter().map(|q| q.as_str()).collect();
+        let caps: Vec<i64> = request
+            .queue_limits()
+            .iter()
+            .map(|c| i64::from(*c))
+            .collect();
         let explain = format!(
             "EXPLAIN (FORMAT JSON) {}",
             self.dequeue_statement(request).as_str()
         );
-        sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
+        let query = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
             .bind(self.now_override())
             .bind(&queues)
             .bind(i64::from(request.limit()))
             .bind(duration_micros(request.lease()))
-            .bind(request.worker_id().as_str())
+            .bind(request.worker_id().as_str());
+        let query = if request.queues().len() > 1 {
+            query.bind(&caps)
+        } else {
+            query
+        };
+        query
             .fetch_one(&self.pool)
             .await
             .map_err(crate::interpret_error)
@@ -105,15 +116,23 @@ impl PgStorage {
 
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let queues: Vec<&str> = request.queues().iter().map(|q| q.as_str()).collect();
+        let caps: Vec<i64> = request
+            .queue_limits()
+            .iter()
+            .map(|c| i64::from(*c))
+            .collect();
         let statement = self.dequeue_statement(request);
+        let many = request.queues().len() > 1;
         let rows = retrying(false, || {
-            sqlx::query(statement.clone())
+            let query = sqlx::query(statement.clone())
                 .bind(self.now_override())
                 .bind(&queues)
                 .bind(i64::from(request.limit()))
                 .bind(duration_micros(request.lease()))
-                .bind(request.worker_id().as_str())
-                .fetch_all(&self.pool)
+                .bind(request.worker_id().as_str());
+            // Only the several-queue statement has per-queue caps ($6).
+            let query = if many { query.bind(&caps) } else { query };
+            query.fetch_all(&self.pool)
         })
         .await?;
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;

@@ -82,13 +82,13 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
 )";
 
-/// Picks up to $3 claimable jobs of the queues in $2: per queue the best $3
-/// by the dequeue index, then the best $3 of those (a sort of at most
-/// $3 times the number of queues rows).
+/// Picks up to $3 claimable jobs of the queues in $2: per queue the best
+/// (its cap in $6, aligned with $2) by the dequeue index, then the best $3
+/// of those (a sort of at most the sum of the caps).
 const PICK_MANY_QUEUES: &str = "
 WITH picked AS (
     SELECT c.id
-    FROM UNNEST($2::text[]) AS q(name)
+    FROM UNNEST($2::text[], $6::bigint[]) AS q(name, cap)
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.available_at
         FROM {s}.job_queue j
@@ -97,7 +97,7 @@ WITH picked AS (
           AND j.available_at <= COALESCE($1::timestamptz, now())
           AND j.attempts < j.max_attempts
         ORDER BY j.priority DESC, j.available_at, j.id
-        LIMIT $3
+        LIMIT q.cap
         FOR UPDATE SKIP LOCKED
     ) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)

@@ -121,14 +121,23 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
         !one.iter().any(|n| n.0 == "Sort"),
         "one queue: the index order needs no sort: {one:?}"
     );
-    // Several queues: only the per-queue winners (limit x queues) are sorted.
-    for sort in many.iter().filter(|n| n.0 == "Sort") {
-        assert!(
-            sort.2 <= 40.0,
-            "four queues: a sort of {} rows: {many:?}",
-            sort.2
-        );
-    }
+    // Several queues: only the per-queue winners are sorted. Each queue's
+    // scan is cut by its own cap (a Limit right above the locking index
+    // scan); the planner cannot know the caps (an array parameter), so its
+    // row estimates for them are guesses and not checked here.
+    let kinds: Vec<(&str, Option<&str>)> = many
+        .iter()
+        .map(|n| (n.0.as_str(), n.1.as_deref()))
+        .collect();
+    assert!(
+        kinds.windows(3).any(|w| w
+            == [
+                ("Limit", None),
+                ("LockRows", None),
+                ("Index Scan", Some("job_queue"))
+            ]),
+        "four queues: a per-queue scan without its limit: {many:?}"
+    );
 
     // Reclaim reads stalled and exhausted jobs through their own indexes,
     // never the backlog.

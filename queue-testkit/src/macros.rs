@@ -31,6 +31,7 @@ macro_rules! for_each_case {
             dequeue::dequeue_skips_delayed_jobs_until_due,
             dequeue::dequeue_skips_running_and_stalled_jobs,
             dequeue::dequeue_skips_paused_queues,
+            dequeue::dequeue_takes_at_most_each_queues_limit,
             dequeue::next_due_is_none_without_scheduled_jobs,
             dequeue::next_due_is_the_time_until_the_earliest_scheduled_job,
             ack::ack_archives_completed_with_result,

@@ -93,8 +93,14 @@ impl Storage for MemoryStorage {
         ready.sort_by(|a, b| {
             (b.priority, a.available_at, a.id).cmp(&(a.priority, b.available_at, b.id))
         });
+        let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
         let ids: Vec<JobId> = ready
             .into_iter()
+            .filter(|job| {
+                let count = taken.entry(&job.queue).or_default();
+                *count += 1;
+                *count <= request.queue_limit(&job.queue)
+            })
             .take(request.limit() as usize)
             .map(|job| job.id)
             .collect();

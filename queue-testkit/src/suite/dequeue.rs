@@ -235,3 +235,67 @@ async fn next_due<S: Storage>(ctx: &Ctx<S>, queues: &[&str]) -> Option<std::time
     let queues: Vec<_> = queues.iter().map(|q| queue(q)).collect();
     ctx.storage.next_due(&queues).await.expect("next_due")
 }
+
+/// A claim with per-queue limits takes at most that many jobs from each
+/// queue, the best ones, and returns them in dequeue order across queues.
+pub async fn dequeue_takes_at_most_each_queues_limit<S: Storage>(ctx: Ctx<S>) {
+    let mut ids = std::collections::HashMap::new();
+    for (name, base) in [("a", 0), ("b", 10), ("c", 20)] {
+        for i in 0..5 {
+            let id = ctx
+                .enqueue(NewJob::new(name, json!(i)).priority(base + i))
+                .await;
+            ids.insert((name, base + i), id);
+        }
+    }
+    let request = queue_core::DequeueRequest::with_queue_limits(
+        vec![(queue("c"), 2), (queue("a"), 1), (queue("b"), 3)],
+        LEASE,
+        worker("w1"),
+    )
+    .expect("valid request");
+    assert_eq!(request.limit(), 6);
+    let claimed: Vec<_> = ctx
+        .storage
+        .dequeue(&request)
+        .await
+        .expect("dequeue")
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    let want: Vec<_> = [
+        ("c", 24),
+        ("c", 23),
+        ("b", 14),
+        ("b", 13),
+        ("b", 12),
+        ("a", 4),
+    ]
+    .iter()
+    .map(|k| ids[k])
+    .collect();
+    assert_eq!(claimed, want);
+
+    // Caps larger than what waits: everything left, best first.
+    let request = queue_core::DequeueRequest::with_queue_limits(
+        vec![(queue("a"), 50), (queue("c"), 1)],
+        LEASE,
+        worker("w1"),
+    )
+    .expect("valid request");
+    let claimed = ctx.storage.dequeue(&request).await.expect("dequeue");
+    let got: Vec<_> = claimed
+        .iter()
+        .map(|j| (j.queue.as_str().to_owned(), j.priority))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("c".into(), 22),
+            ("a".into(), 3),
+            ("a".into(), 2),
+            ("a".into(), 1),
+            ("a".into(), 0)
+        ]
+    );
+}
