@@ -1,5 +1,6 @@
 //! The dispatch loop: claim as many jobs as there are free slots.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -15,9 +16,10 @@ const IDLE_START: Duration = Duration::from_millis(10);
 
 /// Runs until `stop_fetching` fires.
 ///
-/// Each round asks every queue with free slots for that many jobs (one
-/// dequeue per such queue: the storage's claim takes one limit for all its
-/// queues, and per-queue concurrency needs one per queue). It then waits for
+/// Each round claims, in one dequeue, up to each queue's free slots (plus
+/// its prefetch) from every queue that has room, with a per-queue cap
+/// ([`DequeueRequest::with_queue_limits`]); queues with different lease
+/// durations are claimed in one dequeue per duration. It then waits for
 /// a wake-up (an in-process enqueue, a freed slot, a backend notification
 /// forwarded by the application) or for its idle back-off, which doubles
 /// from 10 ms up to the poll interval and resets whenever jobs are found,
@@ -35,27 +37,38 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
         // Let runs that are finishing free their slots first, so one claim
         // takes several jobs rather than one per freed slot.
         tokio::task::yield_now().await;
+        // Room per queue (free slots plus prefetch, less jobs already
+        // held), grouped by lease duration: one claim per group.
+        let mut groups: BTreeMap<Duration, Vec<(usize, u32)>> = BTreeMap::new();
         for (index, slot) in shared.queues.iter().enumerate() {
-            // Free slots plus prefetch room, less jobs already held.
-            let free = (slot.slots.available_permits() + slot.options.prefetch)
+            let room = (slot.slots.available_permits() + slot.options.prefetch)
                 .saturating_sub(slot.waiting.load(Ordering::SeqCst))
                 .min(MAX_DEQUEUE_LIMIT as usize);
-            if free == 0 || shared.stop_fetching.is_cancelled() {
-                continue;
+            if room > 0 {
+                let room = u32::try_from(room).unwrap_or(MAX_DEQUEUE_LIMIT);
+                groups
+                    .entry(slot.options.lease)
+                    .or_default()
+                    .push((index, room));
             }
-            let request = match DequeueRequest::new(
-                vec![slot.name.clone()],
-                u32::try_from(free).unwrap_or(MAX_DEQUEUE_LIMIT),
-                slot.options.lease,
-                shared.worker_id.clone(),
-            ) {
-                Ok(request) => request,
-                Err(error) => {
-                    warn!(%error, queue = %slot.name, "invalid dequeue request");
-                    continue;
-                }
-            };
-            asked.push(slot.name.clone());
+        }
+        for (lease, members) in groups {
+            if shared.stop_fetching.is_cancelled() {
+                break;
+            }
+            let limits = members
+                .iter()
+                .map(|(index, room)| (shared.queues[*index].name.clone(), *room))
+                .collect();
+            let request =
+                match DequeueRequest::with_queue_limits(limits, lease, shared.worker_id.clone()) {
+                    Ok(request) => request,
+                    Err(error) => {
+                        warn!(%error, "invalid dequeue request");
+                        continue;
+                    }
+                };
+            asked.extend(request.queues().iter().cloned());
             let started = Instant::now();
             let claimed = shared.storage.dequeue(&request).await;
             metrics::histogram!("queue_fetch_seconds").record(started.elapsed().as_secs_f64());
@@ -63,15 +76,28 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
                 Ok(jobs) => {
                     found |= !jobs.is_empty();
                     for job in jobs {
+                        let index = members
+                            .iter()
+                            .map(|(index, _)| *index)
+                            .find(|index| shared.queues[*index].name == job.queue);
+                        let Some(index) = index else {
+                            warn!(job_id = %job.id, queue = %job.queue, "claimed a job of a queue not asked for; released");
+                            if let Some(lease) = job.lease() {
+                                let _ = shared.storage.release(&lease).await;
+                            }
+                            continue;
+                        };
                         // Beyond the free slots (prefetch), the job's task
                         // waits for one.
-                        let permit = Arc::clone(&slot.slots).try_acquire_owned().ok();
+                        let permit = Arc::clone(&shared.queues[index].slots)
+                            .try_acquire_owned()
+                            .ok();
                         execute::spawn(&shared, index, job, permit);
                     }
                 }
                 Err(error) => {
                     failed = true;
-                    warn!(%error, queue = %slot.name, "dequeue failed; backing off");
+                    warn!(%error, queues = request.queues().len(), "dequeue failed; backing off");
                 }
             }
         }
