@@ -1,14 +1,12 @@
 //! What the workloads need of a backend beyond `Storage`: a fresh place to
-//! run in, wake-ups, and counts to verify a run by.
+//! run in and counts to verify a run by.
 
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use queue_core::Storage;
 use queue_mysql::MySqlStorage;
-use queue_postgres::{PgStorage, Wakeup};
-use queue_worker::Waker;
+use queue_postgres::PgStorage;
 use sqlx::postgres::PgPoolOptions;
-use tokio::task::JoinHandle;
 
 use crate::BenchError;
 
@@ -31,14 +29,6 @@ pub(crate) trait Target: Storage + Clone + Sized + 'static {
     /// Drops and recreates the schema (or database), migrates it and
     /// returns a storage in it.
     async fn fresh(setup: &Setup) -> Result<Self, BenchError>;
-
-    /// Wakes `waker` on the backend's notifications, when it has them and
-    /// `setup.notify` is on; returns the listening task.
-    async fn wake_on_notify(
-        &self,
-        setup: &Setup,
-        waker: Waker,
-    ) -> Result<Option<JoinHandle<()>>, BenchError>;
 
     /// Live rows of `queue` with priority >= 0 (the measured jobs; filler
     /// jobs have negative priorities).
@@ -67,24 +57,6 @@ impl Target for PgStorage {
         let storage = PgStorage::from_pool(pool).with_schema(&setup.schema)?;
         storage.migrate().await?;
         Ok(storage)
-    }
-
-    async fn wake_on_notify(
-        &self,
-        setup: &Setup,
-        waker: Waker,
-    ) -> Result<Option<JoinHandle<()>>, BenchError> {
-        if !setup.notify {
-            return Ok(None);
-        }
-        let mut wakeups = self.listen().await?;
-        Ok(Some(tokio::spawn(async move {
-            while let Ok(wakeup) = wakeups.next().await {
-                if matches!(wakeup, Wakeup::Queue(_) | Wakeup::Reconnected) {
-                    waker.wake();
-                }
-            }
-        })))
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
@@ -133,15 +105,6 @@ impl Target for MySqlStorage {
         let storage = MySqlStorage::connect_with_size(&url, setup.pool as usize)?;
         storage.migrate().await?;
         Ok(storage)
-    }
-
-    async fn wake_on_notify(
-        &self,
-        _setup: &Setup,
-        _waker: Waker,
-    ) -> Result<Option<JoinHandle<()>>, BenchError> {
-        // MySQL has no notifications: the worker polls with its idle back-off.
-        Ok(None)
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {

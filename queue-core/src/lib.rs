@@ -22,6 +22,7 @@ mod state;
 mod stats;
 mod storage;
 pub mod time;
+mod wakeup;
 
 pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock};
@@ -40,5 +41,6 @@ pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
 pub use state::{JobState, derive_state};
 pub use stats::QueueStats;
 pub use storage::Storage;
+pub use wakeup::{Wakeup, Wakeups};
 
 pub use async_trait::async_trait;

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::{
     Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
     Job, JobId, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry,
+    Result, Retry, Wakeups,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -244,6 +244,25 @@ pub trait Storage: Send + Sync + 'static {
     ///   are and can still be enqueued, acked and nacked.
     /// - Pausing twice is the same as once.
     async fn pause_queue(&self, queue: &QueueName) -> Result<()>;
+
+    /// Subscribes to this storage's wake-ups, so that a worker starts a job
+    /// as soon as it is committed instead of at its next poll.
+    ///
+    /// # Contract
+    /// - `Ok(None)`: the storage has no wake-ups; workers poll.
+    /// - `Ok(Some(stream))`: after the stream is returned, every enqueue that
+    ///   commits a claimable job to a queue, every resume of a queue and
+    ///   every retried dead letter yields a [`crate::Wakeup`] naming its
+    ///   queue (or [`crate::Wakeup::All`]) soon after the commit, never for a
+    ///   rolled-back transaction. Several commits may share one wake-up.
+    /// - Signals that may have been missed (a reconnect) yield
+    ///   [`crate::Wakeup::All`].
+    ///
+    /// The worker subscribes by itself when it starts. The default returns
+    /// `Ok(None)`.
+    async fn subscribe(&self) -> Result<Option<Wakeups>> {
+        Ok(None)
+    }
 
     /// Lets dequeue claim from `queue` again.
     ///

@@ -47,5 +47,5 @@ mod storage_impl;
 
 pub use error::interpret_error;
 pub use migrate::{MIGRATIONS, migrate};
-pub use notify::{PgWakeups, Wakeup};
+pub use notify::PgWakeups;
 pub use storage::{DEFAULT_SCHEMA, PgStorage};

@@ -1,20 +1,10 @@
-//! LISTEN/NOTIFY wake-ups: enqueues announce their queue once per statement.
+//! LISTEN/NOTIFY wake-ups: enqueues announce their queue once per statement;
+//! `Storage::subscribe` hands the listener to the worker.
 
-use queue_core::{QueueName, Result};
+use queue_core::{QueueName, Result, Wakeup, Wakeups};
 use sqlx::postgres::PgListener;
 
 use crate::{PgStorage, interpret_error};
-
-/// Why a worker should look for jobs now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Wakeup {
-    /// Jobs were committed to this queue (or it was resumed, or a dead
-    /// letter of it was retried).
-    Queue(QueueName),
-    /// The listening connection was lost and re-established: signals may
-    /// have been missed in between, so look at every queue.
-    Reconnected,
-}
 
 /// A stream of [`Wakeup`]s on its own connection, reconnecting by itself.
 #[derive(Debug)]
@@ -31,7 +21,7 @@ impl PgWakeups {
     pub async fn next(&mut self) -> Result<Wakeup> {
         loop {
             match self.listener.try_recv().await.map_err(interpret_error)? {
-                None => return Ok(Wakeup::Reconnected),
+                None => return Ok(Wakeup::All),
                 Some(notification) => {
                     // Payloads come only from our own statements; anything
                     // else on the channel is ignored.
@@ -70,5 +60,17 @@ impl PgStorage {
             .await
             .map_err(interpret_error)?;
         Ok(PgWakeups { listener })
+    }
+
+    /// [`PgStorage::listen`] as the stream that `Storage::subscribe` returns.
+    pub(crate) async fn wakeups(&self) -> Result<Wakeups> {
+        let wakeups = self.listen().await?;
+        Ok(Box::pin(futures_util::stream::unfold(
+            wakeups,
+            |mut wakeups| async move {
+                let next = wakeups.next().await;
+                Some((next, wakeups))
+            },
+        )))
     }
 }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
     Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    Storage,
+    Storage, Wakeups,
 };
 use serde_json::Value;
 
@@ -82,6 +82,10 @@ impl Storage for PgStorage {
 
     async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         self.list_history_pooled(filter).await
+    }
+
+    async fn subscribe(&self) -> Result<Option<Wakeups>> {
+        self.wakeups().await.map(Some)
     }
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<()> {

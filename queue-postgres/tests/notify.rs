@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use queue_core::{NewJob, QueueName, Storage};
-use queue_postgres::{PgWakeups, Wakeup};
+use queue_core::{NewJob, QueueName, Storage, Wakeup};
+use queue_postgres::PgWakeups;
 use queue_testkit::harness::postgres::TestSchema;
 use serde_json::json;
 use sqlx::PgPool;
@@ -131,7 +131,7 @@ async fn a_dropped_listener_connection_reports_reconnected_and_keeps_listening()
 
     assert_eq!(
         next_within(&mut wakeups, Duration::from_secs(5)).await,
-        Some(Wakeup::Reconnected)
+        Some(Wakeup::All)
     );
     storage
         .enqueue(NewJob::new("after", json!(1)))

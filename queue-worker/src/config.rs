@@ -73,6 +73,10 @@ pub struct WorkerOptions {
     pub completed_retention: Duration,
     /// Dead letters and discarded jobs stay in history this long.
     pub dead_letter_retention: Duration,
+    /// Subscribe to the storage's wake-ups ([`queue_core::Storage::subscribe`])
+    /// at start, so jobs start as soon as they are committed. Default true;
+    /// off, or on a storage without wake-ups, the worker polls.
+    pub subscribe: bool,
 }
 
 impl Default for WorkerOptions {
@@ -86,6 +90,7 @@ impl Default for WorkerOptions {
             prune_interval: Duration::from_secs(3600),
             completed_retention: Duration::from_secs(7 * 24 * 3600),
             dead_letter_retention: Duration::from_secs(30 * 24 * 3600),
+            subscribe: true,
         }
     }
 }

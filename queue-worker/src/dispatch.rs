@@ -21,7 +21,7 @@ const IDLE_START: Duration = Duration::from_millis(10);
 /// ([`DequeueRequest::with_queue_limits`]); queues with different lease
 /// durations are claimed in one dequeue per duration. It then waits for
 /// a wake-up (an in-process enqueue, a freed slot, a backend notification
-/// forwarded by the application) or for its idle back-off, which doubles
+/// subscribed to by the worker itself) or for its idle back-off, which doubles
 /// from 10 ms up to the poll interval and resets whenever jobs are found,
 /// but never longer than until the next scheduled job is due
 /// ([`Storage::next_due`]), so delayed jobs start on time.

@@ -23,9 +23,10 @@
 //! ```
 //!
 //! - One dispatch loop claims as many jobs as each queue has free slots,
-//!   woken by [`Worker::enqueue`], by a freed slot, by a [`Waker`] (wire a
-//!   backend's notifications to it) or by its idle back-off, bounded by the
-//!   poll interval.
+//!   woken by [`Worker::enqueue`], by a freed slot, by the storage's
+//!   wake-ups (the worker subscribes by itself through
+//!   [`queue_core::Storage::subscribe`]; PostgreSQL's LISTEN/NOTIFY), by a
+//!   [`Waker`], or by its idle back-off, bounded by the poll interval.
 //! - Each run gets a [`JobContext`] with a cancellation token. `Ok` acks,
 //!   `Err(JobError)` nacks with the queue's backoff (or dead-letters when
 //!   `retry` is false), a panic or a timeout is a failed attempt.
@@ -51,6 +52,7 @@ mod heartbeat;
 mod maintenance;
 mod shared;
 mod typed;
+mod wakeups;
 mod worker;
 
 pub use config::{QueueOptions, WorkerOptions};

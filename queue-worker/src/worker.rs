@@ -14,7 +14,7 @@ use tracing::info;
 use crate::config::{QueueOptions, WorkerOptions};
 use crate::handler::Handler;
 use crate::shared::{QueueSlot, Shared};
-use crate::{complete, dispatch, heartbeat, maintenance};
+use crate::{complete, dispatch, heartbeat, maintenance, wakeups};
 
 /// Configures a worker over any `Storage`.
 pub struct WorkerBuilder<S> {
@@ -106,11 +106,14 @@ impl<S: Storage> WorkerBuilder<S> {
             completions,
         });
         info!(worker_id = %shared.worker_id, queues = shared.queues.len(), "worker started");
-        let tasks = vec![
+        let mut tasks = vec![
             tokio::spawn(complete::run(Arc::clone(&shared), inbox)),
             tokio::spawn(heartbeat::run(Arc::clone(&shared))),
             tokio::spawn(maintenance::run(Arc::clone(&shared))),
         ];
+        if shared.options.subscribe {
+            tasks.push(tokio::spawn(wakeups::run(Arc::clone(&shared))));
+        }
         let dispatcher = tokio::spawn(dispatch::run(Arc::clone(&shared)));
         Ok(Worker {
             shared,
@@ -147,7 +150,8 @@ pub struct Worker<S> {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// Wakes a worker's dispatcher, e.g. from a LISTEN/NOTIFY listener.
+/// Wakes a worker's dispatcher from outside (the storage's own wake-ups
+/// need none: the worker subscribes to them by itself).
 #[derive(Clone)]
 pub struct Waker(Arc<dyn Fn() + Send + Sync>);
 

@@ -62,7 +62,7 @@ pub(crate) async fn drain_once<T: Target>(
     let progress = Progress::new(n);
     let seen = progress.clone();
     let worker = WorkerBuilder::new(storage.clone())
-        .options(worker_options())
+        .options(worker_options(setup))
         .queue(
             QUEUE,
             queue_options(setup, concurrency),
@@ -74,15 +74,11 @@ pub(crate) async fn drain_once<T: Target>(
             },
         )?
         .start()?;
-    let listener = storage.wake_on_notify(setup, worker.waker()).await?;
     let first_start = progress.all_started(time_limit(n, 200)).await;
     let memory = resident_mib().unwrap_or_default();
     // Shutdown flushes the last acks: its return is the last completion.
     let report = worker.shutdown(Duration::from_secs(30)).await;
     let end = Instant::now();
-    if let Some(listener) = listener {
-        listener.abort();
-    }
     let first_start = first_start?;
     if report.cancelled > 0 {
         return Err(format!("{} runs were still going at shutdown", report.cancelled).into());

@@ -32,7 +32,7 @@ pub(crate) async fn run<T: Target>(
     let progress = Progress::new(args.count);
     let (record, seen) = (Arc::clone(&starts), progress.clone());
     let worker = WorkerBuilder::new(storage.clone())
-        .options(worker_options())
+        .options(worker_options(setup))
         .queue(QUEUE, queue_options(setup, 16), move |ctx: JobContext| {
             let now = Instant::now();
             record
@@ -44,7 +44,6 @@ pub(crate) async fn run<T: Target>(
             async { Ok(None) }
         })?
         .start()?;
-    let listener = storage.wake_on_notify(setup, worker.waker()).await?;
     // Let the worker settle into idleness first.
     tokio::time::sleep(Duration::from_millis(200)).await;
 
@@ -59,9 +58,6 @@ pub(crate) async fn run<T: Target>(
     }
     let waited = progress.all_started(time_limit(args.count, 100)).await;
     worker.shutdown(Duration::from_secs(10)).await;
-    if let Some(listener) = listener {
-        listener.abort();
-    }
     waited?;
 
     let starts = starts.lock().unwrap_or_else(PoisonError::into_inner);

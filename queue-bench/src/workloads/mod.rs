@@ -74,8 +74,11 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
 }
 
 /// The worker's settings in every workload: the library's defaults.
-pub(crate) fn worker_options() -> WorkerOptions {
-    WorkerOptions::default()
+pub(crate) fn worker_options(setup: &Setup) -> WorkerOptions {
+    WorkerOptions {
+        subscribe: setup.notify,
+        ..WorkerOptions::default()
+    }
 }
 
 /// A queue's settings: `concurrency` slots, the run's prefetch, defaults
@@ -89,7 +92,7 @@ pub(crate) fn queue_options(setup: &Setup, concurrency: usize) -> QueueOptions {
 
 /// The settings printed before the results.
 pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> {
-    let options = worker_options();
+    let options = worker_options(setup);
     vec![
         ("pool", setup.pool.to_string()),
         ("prefetch", setup.prefetch.to_string()),

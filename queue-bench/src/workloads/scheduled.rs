@@ -38,7 +38,7 @@ pub(crate) async fn run<T: Target>(
     let progress = Progress::new(args.count);
     let (record, seen) = (Arc::clone(&starts), progress.clone());
     let worker = WorkerBuilder::new(storage.clone())
-        .options(worker_options())
+        .options(worker_options(setup))
         .queue(QUEUE, queue_options(setup, 16), move |ctx: JobContext| {
             let now = Utc::now() + offset;
             record
@@ -50,7 +50,6 @@ pub(crate) async fn run<T: Target>(
             async { Ok(None) }
         })?
         .start()?;
-    let listener = storage.wake_on_notify(setup, worker.waker()).await?;
 
     let step = Duration::from_millis(args.spread_ms)
         / u32::try_from(args.count.max(1)).unwrap_or(u32::MAX);
@@ -64,9 +63,6 @@ pub(crate) async fn run<T: Target>(
     let limit = LEAD + Duration::from_millis(args.spread_ms) + Duration::from_secs(30);
     let waited = progress.all_started(limit).await;
     worker.shutdown(Duration::from_secs(10)).await;
-    if let Some(listener) = listener {
-        listener.abort();
-    }
     waited?;
 
     let starts = starts.lock().unwrap_or_else(PoisonError::into_inner);

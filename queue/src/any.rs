@@ -1,0 +1,196 @@
+//! [`AnyStorage`]: whichever backend [`crate::connect`] chose, as one type.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use queue_core::{
+    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
+    Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
+    Storage, Wakeups,
+};
+use serde_json::Value;
+
+/// One storage of any enabled backend. Every [`Storage`] call is one
+/// `match` and a direct call into the backend: no boxing, no dynamic
+/// dispatch.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum AnyStorage {
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(queue_postgres::PgStorage),
+    /// MySQL or MariaDB.
+    #[cfg(feature = "mysql")]
+    MySql(queue_mysql::MySqlStorage),
+}
+
+/// Runs `$body` with `$s` bound to the backend storage inside `$any`.
+macro_rules! each {
+    ($any:expr, $s:ident => $body:expr) => {
+        match $any {
+            #[cfg(feature = "postgres")]
+            AnyStorage::Postgres($s) => $body,
+            #[cfg(feature = "mysql")]
+            AnyStorage::MySql($s) => $body,
+        }
+    };
+}
+
+impl AnyStorage {
+    /// The backend's name: `postgres` or `mysql`.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => "postgres",
+            #[cfg(feature = "mysql")]
+            Self::MySql(_) => "mysql",
+        }
+    }
+
+    /// Creates or upgrades the queue's tables; returns the versions applied.
+    /// Safe to call in every process at start-up.
+    ///
+    /// # Errors
+    /// As the backend's `migrate`.
+    pub async fn migrate(&self) -> Result<Vec<u32>> {
+        each!(self, s => s.migrate().await)
+    }
+
+    /// The PostgreSQL storage, when this is one.
+    #[cfg(feature = "postgres")]
+    pub fn as_postgres(&self) -> Option<&queue_postgres::PgStorage> {
+        #[allow(unreachable_patterns)]
+        match self {
+            Self::Postgres(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The MySQL / MariaDB storage, when this is one.
+    #[cfg(feature = "mysql")]
+    pub fn as_mysql(&self) -> Option<&queue_mysql::MySqlStorage> {
+        #[allow(unreachable_patterns)]
+        match self {
+            Self::MySql(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for AnyStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("AnyStorage").field(&self.backend()).finish()
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<queue_postgres::PgStorage> for AnyStorage {
+    fn from(storage: queue_postgres::PgStorage) -> Self {
+        Self::Postgres(storage)
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl From<queue_mysql::MySqlStorage> for AnyStorage {
+    fn from(storage: queue_mysql::MySqlStorage) -> Self {
+        Self::MySql(storage)
+    }
+}
+
+/// Every method, the default-bodied ones included, goes to the backend, so
+/// a backend's own implementation is always the one that runs.
+#[async_trait]
+impl Storage for AnyStorage {
+    async fn now(&self) -> Result<DateTime<Utc>> {
+        each!(self, s => s.now().await)
+    }
+
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        each!(self, s => s.enqueue(job).await)
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        each!(self, s => s.enqueue_batch(jobs).await)
+    }
+
+    async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        each!(self, s => s.dequeue(request).await)
+    }
+
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        each!(self, s => s.next_due(queues).await)
+    }
+
+    async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
+        each!(self, s => s.ack(lease, result).await)
+    }
+
+    async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+        each!(self, s => s.ack_batch(acks).await)
+    }
+
+    async fn nack(&self, lease: &Lease, error: Value, retry: Retry) -> Result<NackOutcome> {
+        each!(self, s => s.nack(lease, error, retry).await)
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool> {
+        each!(self, s => s.release(lease).await)
+    }
+
+    async fn heartbeat(&self, lease: &Lease, extend_by: Duration) -> Result<bool> {
+        each!(self, s => s.heartbeat(lease, extend_by).await)
+    }
+
+    async fn heartbeat_batch(&self, leases: &[Lease], extend_by: Duration) -> Result<Vec<bool>> {
+        each!(self, s => s.heartbeat_batch(leases, extend_by).await)
+    }
+
+    async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        each!(self, s => s.reclaim_stalled(limit).await)
+    }
+
+    async fn discard(&self, id: JobId) -> Result<()> {
+        each!(self, s => s.discard(id).await)
+    }
+
+    async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
+        each!(self, s => s.retry_dead_letter(id).await)
+    }
+
+    async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
+        each!(self, s => s.prune_history(request).await)
+    }
+
+    async fn stats(&self) -> Result<Vec<QueueStats>> {
+        each!(self, s => s.stats().await)
+    }
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+        each!(self, s => s.get_job(id).await)
+    }
+
+    async fn get_history(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        each!(self, s => s.get_history(id).await)
+    }
+
+    async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        each!(self, s => s.list_history(filter).await)
+    }
+
+    async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        each!(self, s => s.list_dead_letters(filter).await)
+    }
+
+    async fn subscribe(&self) -> Result<Option<Wakeups>> {
+        each!(self, s => s.subscribe().await)
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
+        each!(self, s => s.pause_queue(queue).await)
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
+        each!(self, s => s.resume_queue(queue).await)
+    }
+}

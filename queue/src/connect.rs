@@ -1,0 +1,110 @@
+//! [`connect`]: the backend chosen by the URL's scheme.
+
+use queue_core::{QueueError, Result};
+
+use crate::AnyStorage;
+
+/// Connects to the database at `url`, choosing the backend by its scheme:
+/// `postgres://` or `postgresql://` (feature `postgres`), `mysql://` or
+/// `mariadb://` (feature `mysql`). Call [`AnyStorage::migrate`] before use.
+///
+/// # Errors
+/// - [`QueueError::InvalidInput`] (field `url`) for a scheme no backend
+///   serves, or one whose feature is off, naming the URL with its password
+///   hidden.
+/// - The backend's error when the server cannot be reached; its message
+///   names the URL with its password hidden.
+pub async fn connect(url: &str) -> Result<AnyStorage> {
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+    let storage = match scheme.to_ascii_lowercase().as_str() {
+        "postgres" | "postgresql" => postgres(url).await,
+        "mysql" | "mariadb" => mysql(url),
+        _ => Err(QueueError::invalid(
+            "url",
+            format!(
+                "{}: expected postgres://, postgresql://, mysql:// or mariadb://",
+                redact_url(url)
+            ),
+        )),
+    };
+    storage.map_err(|error| match error {
+        QueueError::Unavailable(source) => {
+            QueueError::Unavailable(format!("{}: {source}", redact_url(url)).into())
+        }
+        QueueError::Backend(source) => {
+            QueueError::Backend(format!("{}: {source}", redact_url(url)).into())
+        }
+        other => other,
+    })
+}
+
+#[cfg(feature = "postgres")]
+async fn postgres(url: &str) -> Result<AnyStorage> {
+    Ok(queue_postgres::PgStorage::connect(url).await?.into())
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres(url: &str) -> Result<AnyStorage> {
+    Err(feature_off(url, "postgres"))
+}
+
+#[cfg(feature = "mysql")]
+fn mysql(url: &str) -> Result<AnyStorage> {
+    // The driver knows only `mysql://`; MariaDB speaks the same protocol.
+    let url = match url.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("mariadb") => format!("mysql://{rest}"),
+        _ => url.to_owned(),
+    };
+    Ok(queue_mysql::MySqlStorage::connect(&url)?.into())
+}
+
+#[cfg(not(feature = "mysql"))]
+fn mysql(url: &str) -> Result<AnyStorage> {
+    Err(feature_off(url, "mysql"))
+}
+
+#[cfg(any(not(feature = "postgres"), not(feature = "mysql")))]
+fn feature_off(url: &str, feature: &str) -> QueueError {
+    QueueError::invalid(
+        "url",
+        format!(
+            "{}: this build of the `queue` crate has no `{feature}` feature; enable it in Cargo.toml",
+            redact_url(url)
+        ),
+    )
+}
+
+/// `url` with its password replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_are_hidden_and_everything_else_kept() {
+        assert_eq!(
+            redact_url("postgres://app:s3cr@t@db:5432/app?sslmode=require"),
+            "postgres://app:***@db:5432/app?sslmode=require"
+        );
+        assert_eq!(
+            redact_url("mysql://root@127.0.0.1:3306/"),
+            "mysql://root@127.0.0.1:3306/"
+        );
+        assert_eq!(redact_url("postgres://db/app"), "postgres://db/app");
+        assert_eq!(redact_url("not a url"), "not a url");
+    }
+}

@@ -1,0 +1,57 @@
+//! `queue`: a reliable job queue in the database an application already
+//! runs. This is the one dependency an application adds: it re-exports the
+//! domain types and the [`Storage`] trait of `queue-core`, the worker of
+//! `queue-worker`, and one backend per feature, and [`connect`] picks the
+//! backend from the URL.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use queue::prelude::*;
+//!
+//! # async fn demo() -> queue::Result<()> {
+//! let storage = queue::connect("postgres://app@127.0.0.1/app").await?;
+//! storage.migrate().await?; // safe in every process at start-up
+//! storage.enqueue(NewJob::new("emails", serde_json::json!({ "to": "ada" }))).await?;
+//!
+//! let worker = WorkerBuilder::new(storage)
+//!     .queue("emails", QueueOptions::with_concurrency(4), |ctx: JobContext| async move {
+//!         println!("sending to {}", ctx.payload()["to"]);
+//!         Ok(None)
+//!     })?
+//!     .start()?; // subscribes to the storage's wake-ups by itself
+//! # worker.shutdown(Duration::from_secs(5)).await;
+//! # Ok(()) }
+//! ```
+//!
+//! | feature | URL | storage |
+//! |---|---|---|
+//! | `postgres` (default) | `postgres://…`, `postgresql://…` | [`postgres::PgStorage`] |
+//! | `mysql` | `mysql://…`, `mariadb://…` | [`mysql::MySqlStorage`] |
+//!
+//! What needs a backend's own types (enqueue or ack in your transaction,
+//! a schema other than the default) is reached through the backend's
+//! module, [`AnyStorage::as_postgres`] and its siblings, or by building the
+//! backend's storage and converting it with `AnyStorage::from`.
+
+#[cfg(not(any(feature = "postgres", feature = "mysql")))]
+compile_error!("the `queue` crate needs at least one backend feature: `postgres` or `mysql`");
+
+mod any;
+mod connect;
+pub mod prelude;
+
+pub use any::AnyStorage;
+pub use connect::{connect, redact_url};
+pub use queue_core::*;
+pub use queue_worker::{
+    Handler, HandlerResult, JobContext, JobError, QueueOptions, ShutdownReport, Typed, TypedJob,
+    Waker, Worker, WorkerBuilder, WorkerOptions, typed,
+};
+
+/// The MySQL / MariaDB backend (`queue-mysql`).
+#[cfg(feature = "mysql")]
+pub use queue_mysql as mysql;
+/// The PostgreSQL backend (`queue-postgres`).
+#[cfg(feature = "postgres")]
+pub use queue_postgres as postgres;
