@@ -1,17 +1,49 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace against real databases.
+# Runs every test of the workspace against real databases, creating what
+# they need (the test database, one schema or database per test).
 #
 # Databases come from QUEUE_TEST_POSTGRES_URL and QUEUE_TEST_MYSQL_URL; when
-# unset they default to the local servers below. QUEUE_TEST_REQUIRE_DB=1 (the
-# default here) makes a missing or unreachable database a failure, never a
-# skip. Extra arguments go to `cargo test`.
+# unset they default to the local servers below. Extra arguments go to
+# `cargo test`.
+#
+# The restart tests stop and start the database servers, so `cargo test`
+# lists them as ignored; without extra arguments this script then runs them
+# with the commands in QUEUE_TEST_{POSTGRES,MYSQL}_{STOP,START}, which it
+# sets itself for servers on this machine that it knows how to restart
+# (Debian's pg_ctlcluster; mariadbd through start-stop-daemon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export QUEUE_TEST_POSTGRES_URL="${QUEUE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/queue_test}"
 export QUEUE_TEST_MYSQL_URL="${QUEUE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/}"
-export QUEUE_TEST_REQUIRE_DB="${QUEUE_TEST_REQUIRE_DB:-1}"
+
+is_local() { [[ $1 =~ ://([^@/]*@)?(127\.0\.0\.1|localhost)([:/?]|$) ]]; }
+
+if [ -z "${QUEUE_TEST_POSTGRES_STOP:-}" ] && is_local "$QUEUE_TEST_POSTGRES_URL" \
+    && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
+    pg_version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    export QUEUE_TEST_POSTGRES_STOP="pg_ctlcluster --skip-systemctl-redirect $pg_version main stop -m fast"
+    export QUEUE_TEST_POSTGRES_START="pg_ctlcluster --skip-systemctl-redirect $pg_version main start"
+fi
+if [ -z "${QUEUE_TEST_MYSQL_STOP:-}" ] && is_local "$QUEUE_TEST_MYSQL_URL" \
+    && command -v mariadbd >/dev/null && command -v start-stop-daemon >/dev/null; then
+    # `mariadb-admin shutdown` returns before mariadbd has exited: wait for it,
+    # or the start below is a no-op and the server stays down.
+    export QUEUE_TEST_MYSQL_STOP='mariadb-admin -h 127.0.0.1 -u root shutdown; for i in $(seq 1 120); do start-stop-daemon --status --exec "$(command -v mariadbd)" || exit 0; sleep 0.5; done; exit 1'
+    export QUEUE_TEST_MYSQL_START='start-stop-daemon --start --oknodo --background --exec "$(command -v mariadbd)" -- --user=mysql; for i in $(seq 1 120); do mariadb-admin -h 127.0.0.1 -u root ping >/dev/null 2>&1 && exit 0; sleep 0.5; done; exit 1'
+fi
 
 echo "PostgreSQL: ${QUEUE_TEST_POSTGRES_URL}"
 echo "MySQL:      ${QUEUE_TEST_MYSQL_URL}"
-exec cargo test --workspace --all-features "$@"
+cargo test --workspace --all-features "$@"
+
+[ $# -eq 0 ] || exit 0
+restart_tests=()
+[ -n "${QUEUE_TEST_POSTGRES_STOP:-}" ] && restart_tests+=(postgres_restart_mid_run_loses_nothing)
+[ -n "${QUEUE_TEST_MYSQL_STOP:-}" ] && restart_tests+=(mysql_restart_mid_run_loses_nothing)
+if [ ${#restart_tests[@]} -eq 0 ]; then
+    echo "restart tests not run (listed as ignored above): no QUEUE_TEST_*_STOP/START commands and no local server this script can restart"
+    exit 0
+fi
+echo "restart tests: ${restart_tests[*]}"
+cargo test -p queue-worker --all-features --test restart -- --ignored --exact "${restart_tests[@]}"

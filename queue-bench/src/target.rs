@@ -46,6 +46,7 @@ impl Target for PgStorage {
     const NAME: &'static str = "postgres";
 
     async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
+        queue_postgres::create_database_if_missing(&setup.url).await?;
         let pool = PgPoolOptions::new()
             .max_connections(setup.pool)
             .connect(&setup.url)

@@ -22,6 +22,7 @@ mod state;
 mod stats;
 mod storage;
 pub mod time;
+mod url;
 mod wakeup;
 
 pub use backoff::Backoff;
@@ -41,6 +42,7 @@ pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
 pub use state::{JobState, derive_state};
 pub use stats::QueueStats;
 pub use storage::Storage;
+pub use url::redact_url;
 pub use wakeup::{Wakeup, Wakeups};
 
 pub use async_trait::async_trait;

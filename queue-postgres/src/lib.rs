@@ -34,6 +34,7 @@
 mod admin;
 mod claim;
 mod complete;
+mod database;
 mod enqueue;
 mod error;
 mod inspect;
@@ -45,6 +46,7 @@ mod sql;
 mod storage;
 mod storage_impl;
 
+pub use database::create_database_if_missing;
 pub use error::interpret_error;
 pub use migrate::{MIGRATIONS, migrate};
 pub use notify::PgWakeups;

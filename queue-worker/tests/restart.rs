@@ -2,10 +2,12 @@
 //! off and resumes; no job is lost and none completes twice.
 //!
 //! Stopping a server is not something a test may do unasked: these tests
-//! run only when the commands are given, as `.ci/run` does for this
-//! machine's servers:
+//! are `#[ignore]`d, so `cargo test` lists them as ignored, and run with
+//! `--ignored` and the commands that stop and start the server:
 //! `QUEUE_TEST_POSTGRES_STOP` / `QUEUE_TEST_POSTGRES_START` and
 //! `QUEUE_TEST_MYSQL_STOP` / `QUEUE_TEST_MYSQL_START` (shell commands).
+//! `scripts/test.sh` sets them for this machine's own servers and runs
+//! them; run with `--ignored` but without the commands, they fail.
 //! They live in a test binary of their own, so no other test shares the
 //! outage.
 
@@ -25,11 +27,19 @@ use serde_json::json;
 const JOBS: usize = 300;
 const OUTAGE: Duration = Duration::from_secs(3);
 
-/// The stop and start commands in `prefix_STOP` / `prefix_START`, if both are set.
-fn commands(prefix: &str) -> Option<(String, String)> {
-    let stop = std::env::var(format!("{prefix}_STOP")).ok()?;
-    let start = std::env::var(format!("{prefix}_START")).ok()?;
-    Some((stop, start))
+/// The stop and start commands in `prefix_STOP` / `prefix_START`.
+///
+/// # Panics
+/// When either is unset: the test was asked to run without being told how
+/// to stop the server.
+fn commands(prefix: &str) -> (String, String) {
+    let var = |suffix: &str| {
+        let name = format!("{prefix}_{suffix}");
+        std::env::var(&name).unwrap_or_else(|_| {
+            panic!("{name} is not set: set {prefix}_STOP and {prefix}_START to shell commands that stop and start the server (scripts/test.sh does for local servers)")
+        })
+    };
+    (var("STOP"), var("START"))
 }
 
 fn shell(command: &str) {
@@ -107,13 +117,9 @@ async fn outage_mid_run<S: Storage>(storage: Arc<S>, stop: &str, start: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stops and starts the PostgreSQL server: scripts/test.sh runs it with QUEUE_TEST_POSTGRES_STOP/START"]
 async fn postgres_restart_mid_run_loses_nothing() {
-    let Some((stop, start)) = commands("QUEUE_TEST_POSTGRES") else {
-        eprintln!(
-            "SKIPPED: set QUEUE_TEST_POSTGRES_STOP and QUEUE_TEST_POSTGRES_START to run this test"
-        );
-        return;
-    };
+    let (stop, start) = commands("QUEUE_TEST_POSTGRES");
     let Some(schema) = TestSchema::create().await else {
         return;
     };
@@ -128,11 +134,9 @@ async fn postgres_restart_mid_run_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stops and starts the MySQL server: scripts/test.sh runs it with QUEUE_TEST_MYSQL_STOP/START"]
 async fn mysql_restart_mid_run_loses_nothing() {
-    let Some((stop, start)) = commands("QUEUE_TEST_MYSQL") else {
-        eprintln!("SKIPPED: set QUEUE_TEST_MYSQL_STOP and QUEUE_TEST_MYSQL_START to run this test");
-        return;
-    };
+    let (stop, start) = commands("QUEUE_TEST_MYSQL");
     let Some(db) = TestDatabase::create().await else {
         return;
     };

@@ -42,7 +42,7 @@ mod connect;
 pub mod prelude;
 
 pub use any::AnyStorage;
-pub use connect::{connect, redact_url};
+pub use connect::connect;
 pub use queue_core::*;
 pub use queue_worker::{
     Handler, HandlerResult, JobContext, JobError, QueueOptions, ShutdownReport, Typed, TypedJob,

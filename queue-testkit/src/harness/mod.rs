@@ -4,11 +4,12 @@
 //! |---|---|
 //! | `QUEUE_TEST_POSTGRES_URL` | a PostgreSQL database the tests may create schemas in |
 //! | `QUEUE_TEST_MYSQL_URL` | a MySQL / MariaDB server the tests may create databases on |
-//! | `QUEUE_TEST_REQUIRE_DB` | `1`: a missing database fails the test instead of skipping it |
 //! | `QUEUE_TEST_POSTGRES_IMAGE`, `QUEUE_TEST_MYSQL_IMAGE` | images for the container fallback |
 //!
 //! Without a URL, and with the `containers` feature, the harness starts one
-//! container per server kind per test binary (see [`containers`]).
+//! container per server kind per test binary (see [`containers`]). With
+//! neither, a database test fails with one line saying which variable to
+//! set: it never passes without having run.
 //!
 //! Each test gets its own PostgreSQL schema or MySQL database, named
 //! `queue_test_<random>`, and drops it when done. Pools belong to the test's
@@ -21,39 +22,28 @@ pub mod mysql;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 
-/// The variable that turns a missing database from a skip into a failure.
-pub const REQUIRE_DB_VAR: &str = "QUEUE_TEST_REQUIRE_DB";
-
-/// True when `QUEUE_TEST_REQUIRE_DB` is set to `1` or `true`.
-pub fn require_db() -> bool {
-    std::env::var(REQUIRE_DB_VAR).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-}
-
 /// Starts a database and returns its URL, or says why it could not.
 pub type Fallback = fn() -> Result<String, String>;
 
 /// Reads the URL in `var`; without it, asks `fallback` (a container).
-/// When neither gives a database, fails if databases are required and
-/// otherwise prints a visible skip message and returns `None`.
-pub fn database_url(var: &str, fallback: Option<Fallback>) -> Option<String> {
+///
+/// # Panics
+/// When neither gives a database, with one line naming `var`.
+pub fn database_url(var: &str, fallback: Option<Fallback>) -> String {
     if let Ok(url) = std::env::var(var)
         && !url.trim().is_empty()
     {
-        return Some(url);
+        return url;
     }
     let why = match fallback.map(|start| start()) {
-        Some(Ok(url)) => return Some(url),
+        Some(Ok(url)) => return url,
         Some(Err(error)) => error,
         None => "the `containers` feature is off".to_owned(),
     };
-    if require_db() {
-        panic!(
-            "{var} is not set and no container could be started ({why}); \
-             {REQUIRE_DB_VAR}=1 makes this a failure: set {var} to a reachable database URL"
-        );
-    }
-    eprintln!("SKIPPED: {var} is not set and no container could be started ({why})");
-    None
+    panic!(
+        "no database for this test: {var} is not set and no container could be started ({why}); \
+         set {var} to a reachable database (scripts/test.sh uses the local servers)"
+    );
 }
 
 /// Retries `connect` on failure for up to 30 seconds: a container's server

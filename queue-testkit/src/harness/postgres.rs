@@ -5,6 +5,8 @@ use std::str::FromStr;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
+use queue_core::redact_url;
+
 use super::{Fallback, connect_with_retry, database_url, unique_name};
 
 /// The variable naming the PostgreSQL database tests use.
@@ -19,13 +21,15 @@ pub struct TestSchema {
 }
 
 impl TestSchema {
-    /// Creates an empty schema, or returns `None` (skip) when no URL is set.
+    /// Creates an empty schema (and the database, when it is missing).
+    /// Always `Some`: the `Option` remains for factories written against
+    /// the skip this used to allow.
     ///
     /// # Panics
-    /// When the URL is set but the database cannot be reached or the schema
-    /// cannot be created, and when no URL is set but databases are required.
+    /// When no database is configured, the database cannot be reached, or
+    /// the schema cannot be created, with one line saying why.
     pub async fn create() -> Option<Self> {
-        let url = database_url(URL_VAR, fallback())?;
+        let url = database_url(URL_VAR, fallback());
         let name = unique_name();
         let mut conn = connect_creating_database(&url).await;
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{name}\"")))
@@ -79,10 +83,12 @@ impl TestSchema {
 /// Connects to `url`, first creating its database (through the `postgres`
 /// maintenance database) when the server says it does not exist.
 async fn connect_creating_database(url: &str) -> PgConnection {
-    let unreachable =
-        |e: sqlx::Error| -> PgConnection { panic!("{URL_VAR}={url} is unreachable: {e}") };
+    let unreachable = |e: sqlx::Error| -> PgConnection {
+        panic!("{URL_VAR}={} is unreachable: {e}", redact_url(url))
+    };
     // Ok(None): the server answered that the database does not exist.
-    let first = connect_with_retry(URL_VAR, || async {
+    let what = format!("{URL_VAR}={}", redact_url(url));
+    let first = connect_with_retry(&what, || async {
         match PgConnection::connect(url).await {
             Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("3D000") => Ok(None),
             other => other.map(Some),
