@@ -26,6 +26,10 @@ pub(crate) struct Args {
     /// Do not listen for PostgreSQL's notifications (the worker polls).
     #[arg(long)]
     pub(crate) no_notify: bool,
+    /// Run through the facade's `queue::AnyStorage` (as `queue::connect`
+    /// returns it) instead of the backend's own storage type.
+    #[arg(long)]
+    pub(crate) facade: bool,
     /// What to measure.
     #[command(subcommand)]
     pub(crate) workload: Workload,

@@ -12,6 +12,7 @@
 //! known, then all of them as a table. See `docs/benchmarks.md`.
 
 mod args;
+mod facade;
 mod report;
 mod stats;
 mod target;
@@ -78,10 +79,12 @@ async fn main() -> ExitCode {
         pool: args.pool,
         notify: !args.no_notify,
         prefetch: args.prefetch,
+        backend: args.backend,
     };
-    let outcome = match args.backend {
-        Backend::Postgres => run::<PgStorage>(&args, &setup).await,
-        Backend::Mysql => run::<MySqlStorage>(&args, &setup).await,
+    let outcome = match (args.backend, args.facade) {
+        (_, true) => run::<queue::AnyStorage>(&args, &setup).await,
+        (Backend::Postgres, false) => run::<PgStorage>(&args, &setup).await,
+        (Backend::Mysql, false) => run::<MySqlStorage>(&args, &setup).await,
     };
     match outcome {
         Ok(report) => {
@@ -96,7 +99,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run<T: Target>(args: &Args, setup: &Setup) -> Result<Report, BenchError> {
-    let mut report = Report::new(T::NAME);
+    let name = match (args.backend, args.facade) {
+        (Backend::Postgres, true) => "postgres-facade",
+        (Backend::Mysql, true) => "mysql-facade",
+        _ => T::NAME,
+    };
+    let mut report = Report::new(name);
     report.settings(&workloads::settings::<T>(setup));
     workloads::run::<T>(&args.workload, setup, &mut report).await?;
     Ok(report)

@@ -18,6 +18,8 @@ pub(crate) struct Setup {
     pub(crate) pool: u32,
     pub(crate) notify: bool,
     pub(crate) prefetch: usize,
+    /// The backend the run is for (what `--facade` opens through `AnyStorage`).
+    pub(crate) backend: crate::args::Backend,
 }
 
 /// A backend the benchmark can run on.

@@ -1,0 +1,51 @@
+//! The facade's `AnyStorage` as a benchmark target (`--facade`): the same
+//! workloads through the enum an application gets from `queue::connect`,
+//! to show what its dispatch costs.
+
+use async_trait::async_trait;
+use queue::AnyStorage;
+use queue_mysql::MySqlStorage;
+use queue_postgres::PgStorage;
+
+use crate::BenchError;
+use crate::args::Backend;
+use crate::target::{Setup, Target};
+
+#[async_trait]
+impl Target for AnyStorage {
+    const NAME: &'static str = "facade";
+
+    async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
+        Ok(match setup.backend {
+            Backend::Postgres => PgStorage::fresh(setup).await?.into(),
+            Backend::Mysql => MySqlStorage::fresh(setup).await?.into(),
+        })
+    }
+
+    async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
+        match (self.as_postgres(), self.as_mysql()) {
+            (Some(pg), _) => pg.count_live(queue).await,
+            (_, Some(mysql)) => mysql.count_live(queue).await,
+            _ => Err(BenchError::from(
+                "a facade storage of no benchmarked backend",
+            )),
+        }
+    }
+
+    async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
+        match (self.as_postgres(), self.as_mysql()) {
+            (Some(pg), _) => pg.count_completed(queue).await,
+            (_, Some(mysql)) => mysql.count_completed(queue).await,
+            _ => Err(BenchError::from(
+                "a facade storage of no benchmarked backend",
+            )),
+        }
+    }
+
+    fn notifies(setup: &Setup) -> bool {
+        match setup.backend {
+            Backend::Postgres => PgStorage::notifies(setup),
+            Backend::Mysql => MySqlStorage::notifies(setup),
+        }
+    }
+}
