@@ -57,6 +57,24 @@ impl AnyStorage {
         each!(self, s => s.migrate().await)
     }
 
+    /// The same storage in another PostgreSQL schema (see
+    /// `PgStorage::with_schema`).
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] for an invalid schema name,
+    /// or on a backend without schemas.
+    pub fn with_schema(self, schema: &str) -> Result<Self> {
+        match self {
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => Ok(Self::Postgres(s.with_schema(schema)?)),
+            #[allow(unreachable_patterns)]
+            other => Err(queue_core::QueueError::invalid(
+                "schema",
+                format!("the {} backend has no schemas", other.backend()),
+            )),
+        }
+    }
+
     /// The PostgreSQL storage, when this is one.
     #[cfg(feature = "postgres")]
     pub fn as_postgres(&self) -> Option<&queue_postgres::PgStorage> {

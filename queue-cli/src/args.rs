@@ -1,0 +1,135 @@
+//! The command line.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Parser, Subcommand, ValueEnum};
+use queue::FinalStatus;
+
+/// Operate a job queue in PostgreSQL or MySQL / MariaDB.
+#[derive(Debug, Parser)]
+#[command(name = "queue", version)]
+pub(crate) struct Args {
+    /// The database: postgres://… or mysql://… (mariadb://…).
+    #[arg(
+        long,
+        env = "QUEUE_DATABASE_URL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub(crate) database_url: Option<String>,
+    /// The PostgreSQL schema holding the queue's tables (default `public`).
+    #[arg(long, env = "QUEUE_SCHEMA", global = true)]
+    pub(crate) schema: Option<String>,
+    /// Print reads as JSON instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create or upgrade the queue's tables (safe to repeat).
+    Migrate,
+    /// Add a job.
+    Enqueue {
+        /// The queue.
+        queue: String,
+        /// The payload as JSON; `-` or nothing reads it from standard input.
+        payload: Option<String>,
+        /// Higher runs first.
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        priority: i32,
+        /// At most one live job per queue carries this key.
+        #[arg(long)]
+        unique_key: Option<String>,
+        /// Attempts before the job becomes a dead letter.
+        #[arg(long)]
+        max_attempts: Option<u32>,
+        /// Run after this delay (e.g. `90s`, `5m`, `2h`).
+        #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "at")]
+        delay: Option<Duration>,
+        /// Run at this time (RFC 3339, e.g. `2030-01-01T09:00:00Z`).
+        #[arg(long)]
+        at: Option<DateTime<Utc>>,
+    },
+    /// Live jobs per queue by state.
+    Stats {
+        /// Print again every this many seconds until interrupted.
+        #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "2")]
+        watch: Option<u64>,
+    },
+    /// One job, live or finished.
+    Show {
+        /// The job's id.
+        id: i64,
+    },
+    /// Finished jobs, newest first.
+    History {
+        /// Only this queue.
+        #[arg(long)]
+        queue: Option<String>,
+        /// Only this final status.
+        #[arg(long, value_enum)]
+        status: Option<Status>,
+        /// Only ids below this one (the `next` of the previous page).
+        #[arg(long)]
+        before: Option<i64>,
+        /// Rows per page.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Put a dead letter back into its queue, attempts reset.
+    Retry {
+        /// The dead letter's id.
+        id: i64,
+    },
+    /// Move a live job, in any state, to history as `discarded`.
+    Discard {
+        /// The job's id.
+        id: i64,
+    },
+    /// Stop workers from claiming a queue's jobs.
+    Pause {
+        /// The queue.
+        queue: String,
+    },
+    /// Let workers claim a paused queue's jobs again.
+    Resume {
+        /// The queue.
+        queue: String,
+    },
+    /// Delete history rows finished longer ago than a retention.
+    Prune {
+        /// Keep rows younger than this (e.g. `7d`, `12h`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        older_than: Duration,
+        /// Only rows of this final status.
+        #[arg(long, value_enum)]
+        status: Option<Status>,
+    },
+}
+
+/// A final status, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Status {
+    /// Acked.
+    Completed,
+    /// Out of attempts, or failed for good.
+    DeadLetter,
+    /// Removed by an operator.
+    Discarded,
+}
+
+impl From<Status> for FinalStatus {
+    fn from(status: Status) -> Self {
+        match status {
+            Status::Completed => FinalStatus::Completed,
+            Status::DeadLetter => FinalStatus::DeadLetter,
+            Status::Discarded => FinalStatus::Discarded,
+        }
+    }
+}

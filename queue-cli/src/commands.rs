@@ -1,0 +1,201 @@
+//! Each command, on the storage the URL names.
+
+use std::io::Read;
+use std::time::Duration;
+
+use queue::{
+    AnyStorage, HistoryFilter, JobId, MAX_BATCH, NewJob, PruneRequest, QueueName, Storage,
+};
+use serde_json::{Value, json};
+
+use crate::CliError;
+use crate::args::{Args, Command};
+use crate::output;
+
+/// Runs the parsed command line.
+pub(crate) async fn run(args: Args) -> Result<(), CliError> {
+    let storage = connect(&args).await?;
+    let json = args.json;
+    match args.command {
+        Command::Migrate => {
+            let applied = storage.migrate().await?;
+            if json {
+                output::json(&json!({ "applied": applied }))?;
+            } else if applied.is_empty() {
+                println!("up to date");
+            } else {
+                println!("applied migrations {applied:?}");
+            }
+        }
+        Command::Enqueue {
+            queue,
+            payload,
+            priority,
+            unique_key,
+            max_attempts,
+            delay,
+            at,
+        } => {
+            let mut job = NewJob::new(queue, read_payload(payload.as_deref())?).priority(priority);
+            if let Some(key) = unique_key {
+                job = job.unique_key(key);
+            }
+            if let Some(max) = max_attempts {
+                job = job.max_attempts(max);
+            }
+            if let Some(delay) = delay {
+                job = job.delay(delay);
+            }
+            if let Some(at) = at {
+                job = job.run_at(at);
+            }
+            let outcome = storage.enqueue(job).await?;
+            if json {
+                output::json(&outcome)?;
+            } else if outcome.existed {
+                println!("{} (already live with this unique key)", outcome.id);
+            } else {
+                println!("{}", outcome.id);
+            }
+        }
+        Command::Stats { watch } => loop {
+            let stats = storage.stats().await?;
+            if json {
+                output::json(&stats)?;
+            } else {
+                output::stats(&stats);
+            }
+            let Some(seconds) = watch else { break };
+            tokio::time::sleep(Duration::from_secs(seconds.max(1))).await;
+            if !json {
+                println!();
+            }
+        },
+        Command::Show { id } => show(&storage, JobId(id), json).await?,
+        Command::History {
+            queue,
+            status,
+            before,
+            limit,
+        } => {
+            let filter = HistoryFilter {
+                queue: queue.map(QueueName::new).transpose()?,
+                status: status.map(Into::into),
+                before: before.map(JobId),
+                limit,
+            };
+            let page = storage.list_history(&filter).await?;
+            if json {
+                output::json(&json!({ "records": page.records, "next": page.next }))?;
+            } else {
+                output::history(&page);
+            }
+        }
+        Command::Retry { id } => {
+            storage.retry_dead_letter(JobId(id)).await?;
+            done(json, "retried", id)?;
+        }
+        Command::Discard { id } => {
+            storage.discard(JobId(id)).await?;
+            done(json, "discarded", id)?;
+        }
+        Command::Pause { queue } => {
+            storage.pause_queue(&QueueName::new(queue.clone())?).await?;
+            done(json, "paused", queue)?;
+        }
+        Command::Resume { queue } => {
+            storage
+                .resume_queue(&QueueName::new(queue.clone())?)
+                .await?;
+            done(json, "resumed", queue)?;
+        }
+        Command::Prune { older_than, status } => {
+            let request = PruneRequest {
+                older_than,
+                status: status.map(Into::into),
+                limit: MAX_BATCH,
+            };
+            let mut deleted = 0;
+            loop {
+                let batch = storage.prune_history(&request).await?;
+                deleted += batch;
+                if batch < u64::from(MAX_BATCH) {
+                    break;
+                }
+            }
+            if json {
+                output::json(&json!({ "deleted": deleted }))?;
+            } else {
+                println!("deleted {deleted} history rows");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The storage at `--database-url`, in `--schema` when one is given.
+async fn connect(args: &Args) -> Result<AnyStorage, CliError> {
+    let Some(url) = args
+        .database_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    else {
+        return Err(CliError::usage(
+            "no database: pass --database-url or set QUEUE_DATABASE_URL",
+        ));
+    };
+    let storage = queue::connect(url).await?;
+    Ok(match args.schema.as_deref() {
+        Some(schema) => storage.with_schema(schema)?,
+        None => storage,
+    })
+}
+
+/// The payload argument, or standard input for `-` or none, as JSON.
+fn read_payload(argument: Option<&str>) -> Result<Value, CliError> {
+    let text = match argument {
+        Some(text) if text != "-" => text.to_owned(),
+        _ => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                CliError::usage(format!("cannot read the payload from standard input: {e}"))
+            })?;
+            text
+        }
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::usage(format!("the payload is not JSON: {e}")))
+}
+
+/// Prints a live job, or its history row once finished.
+async fn show(storage: &AnyStorage, id: JobId, json: bool) -> Result<(), CliError> {
+    if let Some(job) = storage.get_job(id).await? {
+        let now = storage.now().await?;
+        if json {
+            output::json(&json!({ "live": true, "state": job.state(now), "job": job }))?;
+        } else {
+            output::job(&job, now);
+        }
+        return Ok(());
+    }
+    match storage.get_history(id).await? {
+        Some(record) if json => output::json(&json!({ "live": false, "record": record })),
+        Some(record) => {
+            output::record(&record);
+            Ok(())
+        }
+        None => Err(CliError::failed(format!(
+            "job {id} not found, live or in history"
+        ))),
+    }
+}
+
+/// Confirms a mutation.
+fn done(json: bool, what: &str, target: impl std::fmt::Display) -> Result<(), CliError> {
+    if json {
+        output::json(&json!({ what: target.to_string() }))
+    } else {
+        println!("{what} {target}");
+        Ok(())
+    }
+}

@@ -1,0 +1,247 @@
+//! The `queue` binary against real servers: every command, its exit code,
+//! its one-line errors, and nothing written by a rejected command.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use queue::{NewJob, QueueName, Retry, Storage};
+use queue_testkit::harness::mysql::TestDatabase;
+use queue_testkit::harness::postgres::TestSchema;
+use serde_json::{Value, json};
+
+/// Runs `queue` with `args` on `url` (and `schema`), feeding `stdin`.
+fn queue(url: &str, schema: Option<&str>, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_queue"));
+    command
+        .args(args)
+        .env("QUEUE_DATABASE_URL", url)
+        .env_remove("QUEUE_SCHEMA")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(schema) = schema {
+        command.env("QUEUE_SCHEMA", schema);
+    }
+    let mut child = command.spawn().expect("the queue binary runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .expect("write stdin");
+    drop(input);
+    child.wait_with_output().expect("the queue binary finishes")
+}
+
+/// `args` must succeed; returns standard output.
+fn ok(url: &str, schema: Option<&str>, args: &[&str], stdin: Option<&str>) -> String {
+    let out = queue(url, schema, args, stdin);
+    assert!(
+        out.status.success(),
+        "queue {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// `args` must fail with `code` and one line on standard error.
+fn fails(url: &str, schema: Option<&str>, args: &[&str], code: i32) -> String {
+    let out = queue(url, schema, args, None);
+    assert_eq!(out.status.code(), Some(code), "queue {args:?}: {out:?}");
+    let stderr = String::from_utf8(out.stderr).expect("UTF-8");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    assert!(stderr.starts_with("queue: "), "{stderr}");
+    stderr
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// The whole tour on one database, through `url` (and `schema`).
+async fn tour(url: &str, schema: Option<&str>) {
+    assert!(ok(url, schema, &["migrate"], None).contains("applied"));
+    assert_eq!(ok(url, schema, &["migrate"], None).trim(), "up to date");
+
+    // Enqueue from an argument and from standard input; a unique key.
+    let first = json_of(&ok(
+        url,
+        schema,
+        &["enqueue", "emails", r#"{"to":"ada"}"#, "--json"],
+        None,
+    ));
+    assert_eq!(first["existed"], json!(false));
+    let id = first["id"].as_i64().expect("an id");
+    let keyed = ok(
+        url,
+        schema,
+        &["enqueue", "emails", "--unique-key", "k", "--delay", "5m"],
+        Some(r#"{"to":"bob"}"#),
+    );
+    let keyed_id: i64 = keyed.trim().parse().expect("the id alone");
+    let again = json_of(&ok(
+        url,
+        schema,
+        &["enqueue", "emails", "{}", "--unique-key", "k", "--json"],
+        None,
+    ));
+    assert_eq!(again, json!({ "id": keyed_id, "existed": true }));
+
+    // Rejected input: usage errors, nothing written.
+    fails(url, schema, &["enqueue", "emails", "not json"], 2);
+    fails(url, schema, &["enqueue", "", "{}"], 2);
+    fails(
+        url,
+        schema,
+        &["enqueue", "emails", "{}", "--max-attempts", "0"],
+        2,
+    );
+    fails(
+        url,
+        schema,
+        &["enqueue", "emails", "{}", "--delay", "soon"],
+        2,
+    );
+    let stats = json_of(&ok(url, schema, &["stats", "--json"], None));
+    assert_eq!(stats[0]["queue"], json!("emails"));
+    assert_eq!(
+        (stats[0]["pending"].clone(), stats[0]["scheduled"].clone()),
+        (json!(1), json!(1))
+    );
+
+    // Show a live job; discard it; show it from history.
+    let shown = json_of(&ok(url, schema, &["show", &id.to_string(), "--json"], None));
+    assert_eq!(
+        (shown["live"].clone(), shown["state"].clone()),
+        (json!(true), json!("pending"))
+    );
+    assert_eq!(shown["job"]["payload"], json!({ "to": "ada" }));
+    ok(url, schema, &["discard", &id.to_string()], None);
+    let shown = json_of(&ok(url, schema, &["show", &id.to_string(), "--json"], None));
+    assert_eq!(
+        (shown["live"].clone(), shown["record"]["status"].clone()),
+        (json!(false), json!("discarded"))
+    );
+    fails(url, schema, &["discard", &id.to_string()], 1);
+    fails(url, schema, &["show", "999999"], 1);
+
+    // A dead letter, made through the library, retried from the command line.
+    let storage = queue::connect(url).await.expect("connect");
+    let storage = match schema {
+        Some(schema) => storage.with_schema(schema).expect("schema"),
+        None => storage,
+    };
+    let dead = storage
+        .enqueue(NewJob::new("reports", json!({ "n": 1 })).max_attempts(1))
+        .await
+        .expect("enqueue")
+        .id;
+    let request = queue::DequeueRequest::new(
+        vec![QueueName::new("reports").expect("name")],
+        1,
+        std::time::Duration::from_secs(30),
+        queue::WorkerId::new("cli-test").expect("worker id"),
+    )
+    .expect("request");
+    let job = storage
+        .dequeue(&request)
+        .await
+        .expect("dequeue")
+        .pop()
+        .expect("a job");
+    storage
+        .nack(
+            job.lease().as_ref().expect("leased"),
+            json!({ "message": "<script>boom</script>" }),
+            Retry::Never,
+        )
+        .await
+        .expect("nack");
+    let page = json_of(&ok(
+        url,
+        schema,
+        &["history", "--status", "dead-letter", "--json"],
+        None,
+    ));
+    assert_eq!(page["records"][0]["id"], json!(dead.get()));
+    let shown = ok(url, schema, &["show", &dead.get().to_string()], None);
+    assert!(
+        shown.contains("dead_letter") && shown.contains("<script>boom</script>"),
+        "{shown}"
+    );
+    ok(url, schema, &["retry", &dead.get().to_string()], None);
+    fails(url, schema, &["retry", &dead.get().to_string()], 1);
+    assert!(
+        storage.get_job(dead).await.expect("read").is_some(),
+        "live again"
+    );
+
+    // Pause and resume show in the stats.
+    ok(url, schema, &["pause", "emails"], None);
+    let stats = json_of(&ok(url, schema, &["stats", "--json"], None));
+    let emails = stats
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|s| s["queue"] == "emails")
+        .cloned();
+    assert_eq!(emails.expect("emails")["paused"], json!(true));
+    ok(url, schema, &["resume", "emails"], None);
+
+    // Prune everything finished before now (the discarded job).
+    let pruned = json_of(&ok(
+        url,
+        schema,
+        &["prune", "--older-than", "0s", "--json"],
+        None,
+    ));
+    assert_eq!(pruned, json!({ "deleted": 1 }));
+    fails(url, schema, &["show", &id.to_string()], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_on_postgres() {
+    let Some(schema) = TestSchema::create().await else {
+        unreachable!("the harness fails instead of skipping");
+    };
+    tour(schema.url(), Some(schema.name())).await;
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_on_mysql() {
+    let Some(db) = TestDatabase::create().await else {
+        unreachable!("the harness fails instead of skipping");
+    };
+    tour(&db.url(), None).await;
+    db.drop_database().await;
+}
+
+#[test]
+fn usage_errors_are_one_line_with_exit_code_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_queue"))
+        .arg("stats")
+        .env_remove("QUEUE_DATABASE_URL")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "queue: no database: pass --database-url or set QUEUE_DATABASE_URL"
+    );
+    let stderr = fails("redis://127.0.0.1/", None, &["stats"], 2);
+    assert!(stderr.contains("expected postgres://"), "{stderr}");
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_naming_the_url_without_its_password() {
+    let stderr = fails(
+        "postgres://app:hunter2@127.0.0.1:9/app",
+        None,
+        &["stats"],
+        1,
+    );
+    assert!(
+        stderr.contains("postgres://app:***@127.0.0.1:9/app"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}
