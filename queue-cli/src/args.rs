@@ -102,6 +102,21 @@ pub(crate) enum Command {
         /// The queue.
         queue: String,
     },
+    /// Serve the web dashboard (and /metrics, /healthz) until interrupted.
+    Dashboard {
+        /// The address to listen on; other than loopback needs a token.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        bind: std::net::SocketAddr,
+        /// Every request must carry this token (16+ URL-safe characters).
+        #[arg(long, env = "QUEUE_DASHBOARD_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Refuse every mutation.
+        #[arg(long)]
+        read_only: bool,
+        /// Pages reload every this many seconds; 0 turns it off.
+        #[arg(long, default_value_t = 5)]
+        refresh: u64,
+    },
     /// Delete history rows finished longer ago than a retention.
     Prune {
         /// Keep rows younger than this (e.g. `7d`, `12h`).

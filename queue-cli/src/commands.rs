@@ -109,6 +109,12 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 .await?;
             done(json, "resumed", queue)?;
         }
+        Command::Dashboard {
+            bind,
+            token,
+            read_only,
+            refresh,
+        } => crate::serve::dashboard(storage, bind, token, read_only, refresh).await?,
         Command::Prune { older_than, status } => {
             let request = PruneRequest {
                 older_than,

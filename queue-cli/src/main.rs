@@ -8,6 +8,7 @@
 //! queue show 42 --json
 //! queue history --status dead-letter
 //! queue retry 42
+//! queue dashboard --bind 127.0.0.1:8080
 //! ```
 //!
 //! Exit codes: 0 done, 1 the operation failed, 2 a usage error (including
@@ -16,6 +17,7 @@
 mod args;
 mod commands;
 mod output;
+mod serve;
 
 use std::process::ExitCode;
 

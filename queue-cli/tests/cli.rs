@@ -245,3 +245,78 @@ fn an_unreachable_server_is_one_line_naming_the_url_without_its_password() {
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
 }
+
+#[test]
+fn the_dashboard_refuses_to_listen_beyond_loopback_without_a_token() {
+    let stderr = fails(
+        "postgres://postgres@127.0.0.1:5432/queue_test",
+        None,
+        &["dashboard", "--bind", "0.0.0.0:0"],
+        2,
+    );
+    assert!(stderr.contains("--token"), "{stderr}");
+    let stderr = fails(
+        "postgres://postgres@127.0.0.1:5432/queue_test",
+        None,
+        &["dashboard", "--token", "short"],
+        2,
+    );
+    assert!(stderr.contains("16 or more"), "{stderr}");
+}
+
+/// `queue dashboard` serves pages and /healthz over HTTP on a real database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_serves_the_overview_on_postgres() {
+    use std::io::Read;
+    use std::net::TcpStream;
+
+    let Some(schema) = TestSchema::create().await else {
+        unreachable!("the harness fails instead of skipping");
+    };
+    ok(schema.url(), Some(schema.name()), &["migrate"], None);
+    ok(
+        schema.url(),
+        Some(schema.name()),
+        &["enqueue", "emails", "{}"],
+        None,
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_queue"))
+        .args(["dashboard", "--bind", &format!("127.0.0.1:{port}")])
+        .env("QUEUE_DATABASE_URL", schema.url())
+        .env("QUEUE_SCHEMA", schema.name())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the dashboard starts");
+    let fetch = |path: &str| -> Option<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        Some(text)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let health = loop {
+        if let Some(reply) = fetch("/healthz") {
+            break reply;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dashboard never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let overview = fetch("/").expect("the overview");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        health.starts_with("HTTP/1.0 200") && health.ends_with("ok\n"),
+        "{health}"
+    );
+    assert!(overview.starts_with("HTTP/1.0 200"), "{overview}");
+    assert!(overview.contains(">emails</a>"), "{overview}");
+    schema.drop_schema().await;
+}

@@ -1,0 +1,123 @@
+//! The mutations: each a POST that carries the CSRF token, refused in
+//! read-only mode, answered with a redirect to the page that shows its
+//! effect.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Redirect;
+use queue_core::{JobId, NewJob, QueueName, Storage};
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::auth::csrf_ok;
+use crate::error::Failure;
+
+/// The fields every action's form carries.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Token {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Refuses the action in read-only mode or without the page's CSRF token.
+fn allowed<S>(state: &AppState<S>, csrf: &str) -> Result<(), Failure> {
+    if state.options.read_only {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "this dashboard is read-only",
+        ));
+    }
+    if !csrf_ok(state, csrf) {
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            "missing or wrong CSRF token: reload the page and try again",
+        ));
+    }
+    Ok(())
+}
+
+/// Puts a dead letter back into its queue.
+pub(crate) async fn retry<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(id): Path<i64>,
+    Form(form): Form<Token>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    state.storage.retry_dead_letter(JobId(id)).await?;
+    Ok(Redirect::to(&format!("/jobs/{id}")))
+}
+
+/// Moves a live job to history as discarded.
+pub(crate) async fn discard<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(id): Path<i64>,
+    Form(form): Form<Token>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    state.storage.discard(JobId(id)).await?;
+    Ok(Redirect::to(&format!("/jobs/{id}")))
+}
+
+/// Pauses a queue.
+pub(crate) async fn pause<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(queue): Path<String>,
+    Form(form): Form<Token>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    state.storage.pause_queue(&QueueName::new(queue)?).await?;
+    Ok(Redirect::to("/"))
+}
+
+/// Resumes a queue.
+pub(crate) async fn resume<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(queue): Path<String>,
+    Form(form): Form<Token>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    state.storage.resume_queue(&QueueName::new(queue)?).await?;
+    Ok(Redirect::to("/"))
+}
+
+/// The enqueue form's fields.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EnqueueForm {
+    #[serde(default)]
+    csrf: String,
+    queue: String,
+    payload: String,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default)]
+    unique_key: String,
+    #[serde(default)]
+    delay_seconds: u64,
+}
+
+/// Adds a job from the form; shows it.
+pub(crate) async fn enqueue<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Form(form): Form<EnqueueForm>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    let payload: serde_json::Value = serde_json::from_str(&form.payload).map_err(|e| {
+        Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!("the payload is not JSON: {e}"),
+        )
+    })?;
+    let mut job = NewJob::new(form.queue, payload).priority(form.priority);
+    if !form.unique_key.is_empty() {
+        job = job.unique_key(form.unique_key);
+    }
+    if form.delay_seconds > 0 {
+        job = job.delay(Duration::from_secs(form.delay_seconds));
+    }
+    let outcome = state.storage.enqueue(job).await?;
+    Ok(Redirect::to(&format!("/jobs/{}", outcome.id)))
+}

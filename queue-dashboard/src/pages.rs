@@ -1,0 +1,228 @@
+//! The pages: overview, history, a job's detail, the enqueue form.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use maud::{Markup, html};
+use queue_core::{FinalStatus, HistoryFilter, JobId, QueueName, Storage};
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::error::Failure;
+use crate::layout::{action, page};
+
+/// Per queue: counts by state, the oldest pending job, pause and resume.
+pub(crate) async fn overview<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+) -> Result<Markup, Failure> {
+    let stats = state.storage.stats().await?;
+    let body = html! {
+        @if stats.is_empty() {
+            p.muted { "No live jobs and no paused queues." }
+        } @else {
+            table {
+                thead { tr {
+                    th { "queue" } th { "pending" } th { "scheduled" } th { "running" }
+                    th { "stalled" } th { "exhausted" } th { "oldest pending" } th { "" }
+                } }
+                tbody {
+                    @for s in &stats {
+                        tr {
+                            td {
+                                a href=(format!("/history?queue={}", s.queue.as_str())) { (s.queue.as_str()) }
+                                @if s.paused { " " span.paused { "paused" } }
+                            }
+                            td { (s.pending) } td { (s.scheduled) } td { (s.running) }
+                            td { (s.stalled) } td { (s.exhausted) }
+                            td { (s.oldest_pending_age.map_or_else(|| "-".to_owned(), |a| format!("{:.1} s", a.as_secs_f64()))) }
+                            td {
+                                @let path = format!("/queues/{}/{}", s.queue.as_str(), if s.paused { "resume" } else { "pause" });
+                                (action(&state, &path, if s.paused { "Resume" } else { "Pause" }))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(&state, "Overview", body))
+}
+
+/// The filters of the history page, from its query string.
+#[derive(Debug, Deserialize)]
+pub(crate) struct HistoryQuery {
+    queue: Option<String>,
+    status: Option<String>,
+    before: Option<i64>,
+}
+
+/// Finished jobs, newest first, by queue and status, 50 a page.
+pub(crate) async fn history<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Query(query): Query<HistoryQuery>,
+) -> Result<Markup, Failure> {
+    let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some("completed") => Some(FinalStatus::Completed),
+        Some("dead_letter") => Some(FinalStatus::DeadLetter),
+        Some("discarded") => Some(FinalStatus::Discarded),
+        Some(other) => {
+            return Err(Failure::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                format!("unknown status {other:?}: completed, dead_letter or discarded"),
+            ));
+        }
+    };
+    let queue = match query.queue.as_deref().filter(|q| !q.is_empty()) {
+        Some(queue) => Some(QueueName::new(queue)?),
+        None => None,
+    };
+    let filter = HistoryFilter {
+        queue: queue.clone(),
+        status,
+        before: query.before.map(JobId),
+        limit: 50,
+    };
+    let page_of = state.storage.list_history(&filter).await?;
+    let title = if status == Some(FinalStatus::DeadLetter) {
+        "Dead letters"
+    } else {
+        "History"
+    };
+    let body = html! {
+        form method="get" action="/history" {
+            input name="queue" placeholder="queue" value=[queue.as_ref().map(QueueName::as_str)];
+            select name="status" {
+                option value="" { "any status" }
+                @for s in [FinalStatus::Completed, FinalStatus::DeadLetter, FinalStatus::Discarded] {
+                    option value=(s.as_str()) selected[status == Some(s)] { (s.as_str()) }
+                }
+            }
+            button type="submit" { "Filter" }
+        }
+        table {
+            thead { tr { th { "id" } th { "queue" } th { "status" } th { "attempts" } th { "finished at" } th { "" } } }
+            tbody {
+                @for r in &page_of.records {
+                    tr {
+                        td { a href=(format!("/jobs/{}", r.id)) { (r.id) } }
+                        td { (r.queue.as_str()) }
+                        td { (r.status.as_str()) }
+                        td { (r.attempts) }
+                        td { (r.finished_at.to_rfc3339()) }
+                        td {
+                            @if r.status == FinalStatus::DeadLetter {
+                                (action(&state, &format!("/jobs/{}/retry", r.id), "Retry"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(next) = page_of.next {
+            p { a href=(next_page(queue.as_ref(), status, next)) { "Older →" } }
+        }
+    };
+    Ok(page(&state, title, body))
+}
+
+fn next_page(queue: Option<&QueueName>, status: Option<FinalStatus>, before: JobId) -> String {
+    let mut url = format!("/history?before={before}");
+    if let Some(queue) = queue {
+        url.push_str(&format!("&queue={}", queue.as_str()));
+    }
+    if let Some(status) = status {
+        url.push_str(&format!("&status={}", status.as_str()));
+    }
+    url
+}
+
+/// One job, live or finished: every field, payload and error pretty-printed.
+pub(crate) async fn job<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(id): Path<i64>,
+) -> Result<Markup, Failure> {
+    let id = JobId(id);
+    if let Some(job) = state.storage.get_job(id).await? {
+        let now = state.storage.now().await?;
+        let body = html! {
+            dl {
+                dt { "state" } dd { (format!("{:?}", job.state(now)).to_lowercase()) " (live)" }
+                dt { "queue" } dd { (job.queue.as_str()) }
+                dt { "priority" } dd { (job.priority) }
+                dt { "unique key" } dd { (job.unique_key.as_ref().map_or("-", |k| k.as_str())) }
+                dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
+                dt { "available at" } dd { (job.available_at.to_rfc3339()) }
+                dt { "lease until" } dd { (job.lease_until.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }
+                dt { "locked by" } dd { (job.locked_by.as_ref().map_or("-", |w| w.as_str())) }
+                dt { "created at" } dd { (job.created_at.to_rfc3339()) }
+            }
+            h2 { "Payload" } (json_block(Some(&job.payload)))
+            h2 { "Last error" } (json_block(job.last_error.as_ref()))
+            p { (action(&state, &format!("/jobs/{id}/discard"), "Discard")) }
+        };
+        return Ok(page(&state, &format!("Job {id}"), body));
+    }
+    let Some(record) = state.storage.get_history(id).await? else {
+        return Err(Failure::new(
+            axum::http::StatusCode::NOT_FOUND,
+            format!("job {id} is neither live nor in history"),
+        ));
+    };
+    let body = html! {
+        dl {
+            dt { "status" } dd { (record.status.as_str()) " (history)" }
+            dt { "queue" } dd { (record.queue.as_str()) }
+            dt { "priority" } dd { (record.priority) }
+            dt { "unique key" } dd { (record.unique_key.as_ref().map_or("-", |k| k.as_str())) }
+            dt { "attempts" } dd { (record.attempts) " of " (record.max_attempts) }
+            dt { "processed by" } dd { (record.processed_by.as_ref().map_or("-", |w| w.as_str())) }
+            dt { "created at" } dd { (record.created_at.to_rfc3339()) }
+            dt { "started at" } dd { (record.started_at.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }
+            dt { "finished at" } dd { (record.finished_at.to_rfc3339()) }
+        }
+        h2 { "Payload" } (json_block(Some(&record.payload)))
+        h2 { "Result" } (json_block(record.result.as_ref()))
+        h2 { "Last error" } (json_block(record.last_error.as_ref()))
+        @if record.status == FinalStatus::DeadLetter {
+            p { (action(&state, &format!("/jobs/{id}/retry"), "Retry")) }
+        }
+    };
+    Ok(page(&state, &format!("Job {id}"), body))
+}
+
+/// JSON pretty-printed in a `<pre>`, escaped like every other splice.
+fn json_block(value: Option<&serde_json::Value>) -> Markup {
+    match value {
+        None => html! { p.muted { "none" } },
+        Some(value) => html! {
+            pre { (serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())) }
+        },
+    }
+}
+
+/// The enqueue form.
+pub(crate) async fn enqueue_form<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+) -> Result<Markup, Failure> {
+    if state.options.read_only {
+        return Err(Failure::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "this dashboard is read-only",
+        ));
+    }
+    let body = html! {
+        form method="post" action="/enqueue" {
+            input type="hidden" name="csrf" value=(state.csrf);
+            dl {
+                dt { label for="queue" { "queue" } } dd { input id="queue" name="queue" required; }
+                dt { label for="payload" { "payload (JSON)" } } dd { textarea id="payload" name="payload" rows="6" cols="60" { "{}" } }
+                dt { label for="priority" { "priority" } } dd { input id="priority" name="priority" type="number" value="0"; }
+                dt { label for="unique_key" { "unique key" } } dd { input id="unique_key" name="unique_key"; }
+                dt { label for="delay_seconds" { "delay (seconds)" } } dd { input id="delay_seconds" name="delay_seconds" type="number" min="0" value="0"; }
+            }
+            button type="submit" { "Enqueue" }
+        }
+    };
+    Ok(page(&state, "Enqueue", body))
+}
