@@ -6,8 +6,10 @@
 # unset they default to the local servers below. Extra arguments go to
 # `cargo test`.
 #
-# The restart tests stop and start the database servers, so `cargo test`
-# lists them as ignored; without extra arguments this script then runs them
+# The restart tests stop and start the database servers, and the browser
+# tests need Chromium, so `cargo test` lists them as ignored; without extra
+# arguments this script then runs the browser tests where `chromium` and
+# `chromedriver` are installed, and the restart tests
 # with the commands in QUEUE_TEST_{POSTGRES,MYSQL}_{STOP,START}, which it
 # sets itself for servers on this machine that it knows how to restart
 # (Debian's pg_ctlcluster; mariadbd through start-stop-daemon).
@@ -38,6 +40,15 @@ echo "MySQL:      ${QUEUE_TEST_MYSQL_URL}"
 cargo test --workspace --all-features "$@"
 
 [ $# -eq 0 ] || exit 0
+
+# The dashboard's browser tests are ignored too: run them where Chromium is.
+if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+    echo "browser tests: chromium $(chromium --version 2>/dev/null | awk '{print $2}')"
+    cargo test -p queue-cli --all-features --test browser -- --ignored
+else
+    echo "browser tests not run (listed as ignored above): apt-get install chromium chromium-driver"
+fi
+
 restart_tests=()
 [ -n "${QUEUE_TEST_POSTGRES_STOP:-}" ] && restart_tests+=(postgres_restart_mid_run_loses_nothing)
 [ -n "${QUEUE_TEST_MYSQL_STOP:-}" ] && restart_tests+=(mysql_restart_mid_run_loses_nothing)

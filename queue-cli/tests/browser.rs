@@ -1,0 +1,283 @@
+//! The dashboard in a real headless Chromium (Debian's `chromium` and
+//! `chromium-driver`), served by the `queue` binary on PostgreSQL.
+//!
+//! These tests are `#[ignore]`d, so `cargo test` lists them as ignored on
+//! a machine without Chromium; `scripts/test.sh` runs them with
+//! `--ignored` when `chromium` and `chromedriver` are installed (`.ci/run`
+//! installs them). `QUEUE_UPDATE_SCREENSHOTS=1` also writes the screenshots
+//! into `docs/`.
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use queue::{AnyStorage, DequeueRequest, JobId, NewJob, QueueName, Retry, Storage, WorkerId};
+use queue_testkit::harness::postgres::TestSchema;
+use serde_json::json;
+
+/// A child process killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn wait_for_port(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A schema with jobs in three queues and one dead letter; its storage,
+/// the dead letter's id, and a pending job whose payload holds a script.
+async fn fixture() -> (TestSchema, AnyStorage, JobId, JobId) {
+    let Some(schema) = TestSchema::create().await else {
+        unreachable!("the harness fails instead of skipping");
+    };
+    let storage = queue::connect(schema.url())
+        .await
+        .expect("connect")
+        .with_schema(schema.name())
+        .expect("schema");
+    storage.migrate().await.expect("migrate");
+    for (queue, n, delay) in [("emails", 12, 0), ("reports", 3, 3600), ("webhooks", 7, 0)] {
+        for i in 0..n {
+            let job = NewJob::new(queue, json!({ "n": i })).delay(Duration::from_secs(delay));
+            storage.enqueue(job).await.expect("enqueue");
+        }
+    }
+    let hostile = storage
+        .enqueue(NewJob::new(
+            "emails",
+            json!({ "html": "<script>window.__pwned = 1</script>" }),
+        ))
+        .await
+        .expect("enqueue")
+        .id;
+    let dead = storage
+        .enqueue(NewJob::new("billing", json!({ "invoice": 42 })).max_attempts(1))
+        .await
+        .expect("enqueue")
+        .id;
+    let request = DequeueRequest::new(
+        vec![QueueName::new("billing").expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("browser-test").expect("worker"),
+    )
+    .expect("request");
+    let job = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    let error = json!({ "message": "card declined", "kind": "failed" });
+    storage
+        .nack(&job.lease().expect("leased"), error, Retry::Never)
+        .await
+        .expect("nack");
+    (schema, storage, dead, hostile)
+}
+
+/// `queue dashboard` on the schema, and a Chromium session next to it.
+async fn open(schema: &TestSchema) -> (Process, Process, Client, String) {
+    let port = free_port();
+    let dashboard = Process(
+        Command::new(env!("CARGO_BIN_EXE_queue"))
+            .args([
+                "dashboard",
+                "--bind",
+                &format!("127.0.0.1:{port}"),
+                "--refresh",
+                "0",
+            ])
+            .env("QUEUE_DATABASE_URL", schema.url())
+            .env("QUEUE_SCHEMA", schema.name())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the dashboard starts"),
+    );
+    let driver_port = free_port();
+    let driver = Process(
+        Command::new("chromedriver")
+            .arg(format!("--port={driver_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts (apt-get install chromium-driver)"),
+    );
+    wait_for_port(port, "the dashboard");
+    wait_for_port(driver_port, "chromedriver");
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".to_owned(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,800"]
+        }),
+    );
+    let client = ClientBuilder::new(HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{driver_port}"))
+        .await
+        .expect("a Chromium session");
+    (
+        dashboard,
+        driver,
+        client,
+        format!("http://127.0.0.1:{port}"),
+    )
+}
+
+/// Writes a screenshot under the test's target directory and, when asked,
+/// into docs/.
+async fn screenshot(client: &Client, name: &str) {
+    let png = client.screenshot().await.expect("a screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    std::fs::write(format!("{}/{name}", env!("CARGO_TARGET_TMPDIR")), &png).expect("write");
+    if std::env::var("QUEUE_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+        let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/");
+        std::fs::write(format!("{docs}{name}"), &png).expect("write into docs/");
+    }
+}
+
+async fn body_text(client: &Client) -> String {
+    client
+        .find(Locator::Css("body"))
+        .await
+        .expect("a body")
+        .text()
+        .await
+        .expect("its text")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn the_overview_and_a_job_render_in_a_browser() {
+    let (schema, _storage, dead, _) = fixture().await;
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/"))
+        .await
+        .expect("open the overview");
+    let text = body_text(&client).await;
+    for queue in ["emails", "reports", "webhooks"] {
+        assert!(text.contains(queue), "{queue} on the overview: {text}");
+    }
+    screenshot(&client, "dashboard-overview.png").await;
+    client
+        .goto(&format!("{base}/jobs/{dead}"))
+        .await
+        .expect("open the job");
+    let text = body_text(&client).await;
+    assert!(
+        text.contains("dead_letter") && text.contains("card declined"),
+        "{text}"
+    );
+    screenshot(&client, "dashboard-job.png").await;
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn a_dead_letter_is_retried_from_the_page() {
+    let (schema, storage, dead, _) = fixture().await;
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/history?status=dead_letter"))
+        .await
+        .expect("open the dead letters");
+    let selector = format!("form[action='/jobs/{dead}/retry'] button");
+    client
+        .find(Locator::Css(&selector))
+        .await
+        .expect("a Retry button")
+        .click()
+        .await
+        .expect("click");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while storage.get_job(dead).await.expect("read").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the dead letter is not live again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        storage.get_history(dead).await.expect("read").is_none(),
+        "left history"
+    );
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn a_mutation_without_the_csrf_token_is_refused_and_changes_nothing() {
+    let (schema, storage, _, hostile) = fixture().await;
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/jobs/{hostile}"))
+        .await
+        .expect("open the job");
+    client
+        .execute(
+            "document.querySelectorAll(\"input[name='csrf']\").forEach(i => i.value = 'forged');",
+            vec![],
+        )
+        .await
+        .expect("forge the token");
+    let selector = format!("form[action='/jobs/{hostile}/discard'] button");
+    client
+        .find(Locator::Css(&selector))
+        .await
+        .expect("a Discard button")
+        .click()
+        .await
+        .expect("click");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !body_text(&client).await.contains("CSRF") {
+        assert!(Instant::now() < deadline, "no refusal shown");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        storage.get_job(hostile).await.expect("read").is_some(),
+        "not discarded"
+    );
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn a_script_in_a_payload_renders_as_inert_text() {
+    let (schema, _storage, _, hostile) = fixture().await;
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/jobs/{hostile}"))
+        .await
+        .expect("open the job");
+    let ran = client
+        .execute("return typeof window.__pwned;", vec![])
+        .await
+        .expect("evaluate");
+    assert_eq!(ran, json!("undefined"), "the payload's script ran");
+    assert!(
+        body_text(&client)
+            .await
+            .contains("<script>window.__pwned = 1</script>")
+    );
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
