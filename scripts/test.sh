@@ -49,11 +49,22 @@ else
     echo "browser tests not run (listed as ignored above): apt-get install chromium chromium-driver"
 fi
 
+# The chaos runs (queue-chaos): kills, freezes and cuts on every backend;
+# with the restart commands, also a server restart mid-run.
+chaos_tests=(postgres_survives_kills_freezes_and_cuts_in_plain_mode mysql_survives_kills_freezes_and_cuts_in_plain_mode)
 restart_tests=()
-[ -n "${QUEUE_TEST_POSTGRES_STOP:-}" ] && restart_tests+=(postgres_restart_mid_run_loses_nothing)
-[ -n "${QUEUE_TEST_MYSQL_STOP:-}" ] && restart_tests+=(mysql_restart_mid_run_loses_nothing)
+if [ -n "${QUEUE_TEST_POSTGRES_STOP:-}" ]; then
+    restart_tests+=(postgres_restart_mid_run_loses_nothing)
+    chaos_tests+=(postgres_survives_the_ci_schedule_transactionally)
+fi
+if [ -n "${QUEUE_TEST_MYSQL_STOP:-}" ]; then
+    restart_tests+=(mysql_restart_mid_run_loses_nothing)
+    chaos_tests+=(mysql_survives_the_ci_schedule_transactionally)
+fi
+echo "chaos tests: ${chaos_tests[*]}"
+cargo test -p queue-chaos --all-features --test chaos -- --ignored --exact --test-threads=1 --nocapture "${chaos_tests[@]}"
 if [ ${#restart_tests[@]} -eq 0 ]; then
-    echo "restart tests not run (listed as ignored above): no QUEUE_TEST_*_STOP/START commands and no local server this script can restart"
+    echo "restart tests and restarting chaos runs not run (listed as ignored above): no QUEUE_TEST_*_STOP/START commands and no local server this script can restart"
     exit 0
 fi
 echo "restart tests: ${restart_tests[*]}"
