@@ -77,7 +77,8 @@ pub struct HistoryRecord {
     pub last_error: Option<Value>,
     /// Attempts used.
     pub attempts: u32,
-    /// Attempts it was allowed.
+    /// Attempts it was allowed; 0 when the row was archived by a
+    /// hand-written statement that did not record it (docs/sql-interop.md).
     pub max_attempts: u32,
     /// The worker that finished it; `None` when discarded or never claimed.
     pub processed_by: Option<WorkerId>,

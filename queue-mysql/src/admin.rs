@@ -130,10 +130,13 @@ impl MySqlStorage {
                     return Ok(false);
                 }
                 // A unique key live again fails this INSERT as a duplicate.
+                // max_attempts 0: archived by hand without it; the default
+                // allowance (20).
                 query(
                     "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
                      max_attempts, available_at, last_error, created_at, updated_at) \
-                     SELECT id, queue_name, priority, unique_key, payload, 0, max_attempts, ?, last_error, \
+                     SELECT id, queue_name, priority, unique_key, payload, 0, \
+                            CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
                             created_at, ? FROM job_history WHERE id = ?",
                     vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
                 )

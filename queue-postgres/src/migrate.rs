@@ -19,6 +19,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "reclaim_indexes",
         sql: include_str!("../../migrations/postgres/0002_reclaim_indexes.sql"),
     },
+    Migration {
+        version: 3,
+        name: "plain_sql",
+        sql: include_str!("../../migrations/postgres/0003_plain_sql.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

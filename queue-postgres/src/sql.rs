@@ -265,7 +265,9 @@ WITH dl AS (
 back AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
                                available_at, last_error, created_at, updated_at)
-    SELECT id, queue_name, priority, unique_key, payload, 0, max_attempts,
+    -- max_attempts 0: archived by hand without it; the default allowance (20).
+    SELECT id, queue_name, priority, unique_key, payload, 0,
+           CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END,
            COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now())
     FROM dl
     RETURNING queue_name
