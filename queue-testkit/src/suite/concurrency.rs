@@ -122,3 +122,72 @@ pub async fn concurrent_enqueues_of_one_key_make_one_job<S: Storage>(ctx: Ctx<S>
     }
     assert_eq!(ctx.live_count().await, 10);
 }
+
+/// Workers that hold their jobs across awaits before acking never see a
+/// job another worker holds: a claim that reads, awaits and then writes
+/// without a lock hands the same job out twice, and this catches it.
+pub async fn dequeue_never_hands_a_held_job_to_a_second_worker<S: Storage>(ctx: Ctx<S>) {
+    const HELD_JOBS: usize = 200;
+    let batch = (0..HELD_JOBS)
+        .map(|i| NewJob::new("q", json!({"i": i})))
+        .collect();
+    ctx.storage
+        .enqueue_batch(batch)
+        .await
+        .expect("enqueue_batch");
+    let held = Arc::new(Mutex::new(HashSet::new()));
+    let start = Arc::new(tokio::sync::Barrier::new(DEQUEUERS));
+    let workers: Vec<_> = (0..DEQUEUERS)
+        .map(|n| {
+            let ctx = ctx.clone();
+            let held = Arc::clone(&held);
+            let start = Arc::clone(&start);
+            tokio::spawn(async move {
+                let worker_name = format!("w{n}");
+                let mut completed = Vec::new();
+                start.wait().await;
+                loop {
+                    let jobs = ctx
+                        .storage
+                        .dequeue(&request(&["q"], 2, &worker_name))
+                        .await
+                        .expect("dequeue");
+                    if jobs.is_empty() {
+                        return completed;
+                    }
+                    for job in &jobs {
+                        let fresh = held
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(job.id);
+                        assert!(
+                            fresh,
+                            "job {} handed out while {worker_name} or another holds it",
+                            job.id
+                        );
+                    }
+                    // Hold the jobs while other workers claim.
+                    for _ in 0..4 {
+                        tokio::task::yield_now().await;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    for job in jobs {
+                        held.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&job.id);
+                        ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+                        completed.push(job.id);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for worker in workers {
+        for id in worker.await.expect("dequeuer task") {
+            assert!(all.insert(id), "job {id} completed twice");
+        }
+    }
+    assert_eq!(all.len(), HELD_JOBS);
+    assert_eq!(ctx.live_count().await, 0);
+}

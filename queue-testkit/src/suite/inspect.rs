@@ -255,3 +255,51 @@ pub async fn list_history_with_invalid_limit_is_rejected<S: Storage>(ctx: Ctx<S>
         assert_invalid(ctx.storage.list_history(&filter).await, "limit");
     }
 }
+
+/// History lists newest id first, whatever order the jobs finished in, and
+/// pages by id.
+pub async fn list_history_orders_by_id_not_finish_time<S: Storage>(ctx: Ctx<S>) {
+    let ids: Vec<JobId> = [
+        ctx.enqueue(NewJob::new("q", json!(0))).await,
+        ctx.enqueue(NewJob::new("q", json!(1))).await,
+        ctx.enqueue(NewJob::new("q", json!(2))).await,
+    ]
+    .to_vec();
+    let jobs = ctx.claim("q", 3).await;
+    assert_eq!(jobs.len(), 3);
+    // Finish the newest first and the oldest last.
+    for job in jobs.iter().rev() {
+        ctx.clock.advance(secs(1));
+        ctx.storage.ack(&lease_of(job), None).await.expect("ack");
+    }
+    let listed: Vec<JobId> = ctx.all_history().await.iter().map(|r| r.id).collect();
+    assert_eq!(listed, [ids[2], ids[1], ids[0]]);
+    let filter = HistoryFilter {
+        limit: 1,
+        before: Some(ids[2]),
+        ..HistoryFilter::default()
+    };
+    let page = ctx
+        .storage
+        .list_history(&filter)
+        .await
+        .expect("list_history");
+    let got: Vec<JobId> = page.records.iter().map(|r| r.id).collect();
+    assert_eq!(got, [ids[1]], "the page before the newest id");
+    assert_eq!(page.next, Some(ids[1]));
+}
+
+/// A job retrying after a nack is pending from the moment it came due, not
+/// from its creation or its first claim.
+pub async fn stats_age_a_retrying_job_from_when_it_came_due<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    ctx.clock.advance(secs(100));
+    ctx.storage
+        .nack(&lease_of(&job), json!("x"), Retry::After(secs(10)))
+        .await
+        .expect("nack");
+    ctx.clock.advance(secs(15));
+    let stats = ctx.storage.stats().await.expect("stats");
+    assert_eq!(counts(&stats[0]), [1, 0, 0, 0, 0]);
+    assert_eq!(stats[0].oldest_pending_age, Some(secs(5)));
+}
