@@ -24,17 +24,18 @@
 //!
 //! # Replaying a failure
 //!
-//! The panic prints the shrunk sequence as Rust values; paste it into a
-//! regression test that calls [`replay`]:
+//! The panic prints the shrunk sequence as Rust values (`Debug` output:
+//! variants without the `Op::` prefix, statuses without `FinalStatus::`);
+//! paste it into a regression test that calls [`replay`]:
 //!
 //! ```ignore
 //! use queue_core::FinalStatus::*;
-//! use queue_testkit::model::{JobSpec, Op, replay};
+//! use queue_testkit::model::{JobSpec, Op::*, replay};
 //!
 //! #[test]
 //! fn nack_then_reclaim_regression() {
-//!     replay(&MyFactory, &[Op::Enqueue(JobSpec { queue: 0, key: None, priority: 0,
-//!         delay_secs: None, max_attempts: 1, invalid: false }), Op::Reclaim(1)]);
+//!     replay(&MyFactory, &[Enqueue(JobSpec { queue: 0, key: None, priority: 0,
+//!         delay_secs: None, max_attempts: 1, invalid: false }), Reclaim(1)]);
 //! }
 //! ```
 
