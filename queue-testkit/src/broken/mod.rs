@@ -152,14 +152,6 @@ impl Bug {
         Bug::HistoryAlwaysHasNext,
     ];
 
-    /// Whether the model test, run alone with its defaults, also rejects
-    /// this bug (the kit's own test checks it does, every run). The others
-    /// need a case: concurrency, or an operation the model does not draw.
-    pub fn model_sees_it(self) -> bool {
-        // The model runs one operation at a time: a race needs the suite.
-        !matches!(self, Bug::UnlockedClaim)
-    }
-
     /// The case, as `area::name`, that this bug is planted for: the kit's
     /// own test checks that this case fails on it (others may too).
     pub fn caught_by(self) -> &'static str {

@@ -4,7 +4,8 @@
 //! Ids are the one thing allowed to differ (databases burn sequence values
 //! on conflicts and failed inserts), so the test keeps a map between the
 //! model's ids and the backend's and compares everything else exactly:
-//! outcomes, error kinds, claimed jobs in order, `next_due`, history pages,
+//! outcomes, error kinds, claimed jobs in order (and claims by racing
+//! workers, which must never share a job), `next_due`, history pages,
 //! per-queue stats after every step, and every live job and history row at
 //! the end and every [`FULL_COMPARE_EVERY`] steps. Both storages read manual
 //! clocks that move together. On a difference proptest shrinks the sequence

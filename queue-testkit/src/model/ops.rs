@@ -63,6 +63,16 @@ pub enum Op {
         /// Worker `w0` or `w1`.
         worker: u8,
     },
+    /// `workers` workers (`c0`, `c1`, ...) claim up to `limit` jobs each of
+    /// both queues at once, leased for 30 s: no job may go to two of them,
+    /// and together they take only jobs a single claim of all their limits
+    /// would take. The model then records the backend's assignment.
+    ConcurrentClaims {
+        /// How many workers race.
+        workers: u8,
+        /// Jobs per worker.
+        limit: u32,
+    },
     /// Ask `next_due` for queues 1 = a, 2 = b, 3 = both.
     NextDue(u8),
     /// List history, maybe by queue and status, below the job picked by
@@ -166,6 +176,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0u64..=60, status(), 1u32..=4).prop_map(|(s, st, l)| Op::Prune(s, st, l)),
         2 => (1u32..=3, 1u32..=3, 0u8..2).prop_map(|(a, b, worker)| Op::DequeueCapped { a, b, worker }),
         2 => (1u8..=3).prop_map(Op::NextDue),
+        2 => (2u8..=4, 1u32..=2).prop_map(|(workers, limit)| Op::ConcurrentClaims { workers, limit }),
         2 => (proptest::option::of(0..QUEUES.len()), status(), proptest::option::of(pick.clone()), 1u32..=4)
             .prop_map(|(queue, status, before, limit)| Op::ListHistory { queue, status, before, limit }),
     ]

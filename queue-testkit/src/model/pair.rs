@@ -28,7 +28,7 @@ pub(super) async fn run_sequence<F: StorageFactory>(
     let model_clock = ManualClock::new(start());
     let mut pair = Pair {
         model: MemoryStorage::with_clock(model_clock.clone()),
-        backend,
+        backend: std::sync::Arc::new(backend),
         clocks: [model_clock, backend_clock],
         ids: Vec::new(),
         leases: Vec::new(),
@@ -60,7 +60,7 @@ pub(super) async fn run_sequence<F: StorageFactory>(
 
 pub(super) struct Pair<S> {
     pub(super) model: MemoryStorage,
-    pub(super) backend: S,
+    pub(super) backend: std::sync::Arc<S>,
     pub(super) clocks: [ManualClock; 2],
     /// (model id, backend id) of every job either side reported.
     pub(super) ids: Vec<(JobId, JobId)>,
@@ -341,6 +341,9 @@ impl<S: Storage> Pair<S> {
             }
             Op::DequeueCapped { a, b, worker } => self.dequeue_capped([*a, *b], *worker).await,
             Op::NextDue(queues) => self.next_due(*queues).await,
+            Op::ConcurrentClaims { workers, limit } => {
+                self.concurrent_claims(*workers, *limit).await
+            }
             Op::ListHistory {
                 queue,
                 status,

@@ -1,11 +1,13 @@
-//! The model test's newer operations: capped claims, `next_due` and
-//! history listings, compared between the backend and the model.
+//! The model test's newer operations: capped and concurrent claims,
+//! `next_due` and history listings, compared between the backend and the
+//! model.
 
 use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
 use queue_core::{DequeueRequest, HistoryFilter, Job, QueueName, Storage, WorkerId};
 
+use super::fail;
 use super::ops::QUEUES;
 use super::pair::{Pair, kind, same};
 
@@ -88,5 +90,78 @@ impl<S: Storage> Pair<S> {
             }
             (m, b) => same("list_history", m.map(|_| ()), b.map(|_| ())),
         }
+    }
+
+    pub(super) async fn concurrent_claims(
+        &mut self,
+        workers: u8,
+        limit: u32,
+    ) -> Result<(), TestCaseError> {
+        let both = || (0..QUEUES.len()).map(queue_name).collect::<Vec<_>>();
+        let request = |worker: u8| {
+            DequeueRequest::new(
+                both(),
+                limit,
+                Duration::from_secs(30),
+                WorkerId::new(format!("c{worker}")).expect("valid worker id"),
+            )
+            .expect("model requests are valid")
+        };
+        let mut racers = tokio::task::JoinSet::new();
+        for worker in 0..workers {
+            let backend = std::sync::Arc::clone(&self.backend);
+            let request = request(worker);
+            racers.spawn(async move { (worker, backend.dequeue(&request).await) });
+        }
+        let mut claims = Vec::new();
+        while let Some(joined) = racers.join_next().await {
+            let (worker, claimed) = joined.map_err(|e| fail(format!("claim task: {e}")))?;
+            let claimed = claimed.map_err(|e| fail(format!("concurrent claim: {e}")))?;
+            let jobs = claimed
+                .into_iter()
+                .map(|job| self.normalise_job(job))
+                .collect::<Result<Vec<_>, _>>()?;
+            claims.push((worker, jobs));
+        }
+        claims.sort_by_key(|(worker, _)| *worker);
+        let now = self.model.current_time();
+        let all = DequeueRequest::new(
+            both(),
+            limit * u32::from(workers),
+            Duration::from_secs(30),
+            WorkerId::new("c").expect("valid worker id"),
+        )
+        .expect("model requests are valid");
+        let eligible = self.model.lock().claimable(&all, now);
+        let mut seen = std::collections::HashSet::new();
+        for (worker, jobs) in &claims {
+            same(
+                &format!("at most {limit} jobs for c{worker}"),
+                true,
+                jobs.len() <= limit as usize,
+            )?;
+            for job in jobs {
+                if !seen.insert(job.id) {
+                    return Err(fail(format!(
+                        "job {} claimed by two racing workers",
+                        job.id
+                    )));
+                }
+                if !eligible.contains(&job.id) {
+                    return Err(fail(format!(
+                        "c{worker} claimed job {}, outside the best {} jobs {eligible:?}",
+                        job.id,
+                        all.limit()
+                    )));
+                }
+            }
+        }
+        for (worker, jobs) in claims {
+            let ids: Vec<_> = jobs.iter().map(|job| job.id).collect();
+            let model = self.model.lock().claim(&ids, &request(worker), now);
+            same(&format!("jobs claimed by c{worker}"), &model, &jobs)?;
+            self.leases.extend(model.iter().filter_map(Job::lease));
+        }
+        Ok(())
     }
 }
