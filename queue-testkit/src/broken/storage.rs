@@ -351,15 +351,8 @@ impl Storage for BrokenStorage {
             Bug::HistoryByFinishTime => {
                 filter.validate()?;
                 let state = self.inner.lock();
-                let mut records: Vec<HistoryRecord> = state
-                    .history
-                    .values()
-                    .rev()
-                    .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
-                    .filter(|r| filter.status.is_none_or(|s| s == r.status))
-                    .filter(|r| filter.before.is_none_or(|before| r.id < before))
-                    .cloned()
-                    .collect();
+                let mut records: Vec<HistoryRecord> =
+                    state.history_matching(filter).cloned().collect();
                 records.sort_by_key(|r| std::cmp::Reverse(r.finished_at));
                 records.truncate(filter.limit as usize + 1);
                 Ok(HistoryPage::from_overfetch(records, filter.limit))

@@ -95,6 +95,19 @@ impl State {
 }
 
 impl State {
+    /// The history rows `filter` selects (its limit aside), newest id first.
+    pub(crate) fn history_matching<'a>(
+        &'a self,
+        filter: &'a HistoryFilter,
+    ) -> impl Iterator<Item = &'a HistoryRecord> + 'a {
+        self.history
+            .values()
+            .rev()
+            .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
+            .filter(|r| filter.status.is_none_or(|s| s == r.status))
+            .filter(|r| filter.before.is_none_or(|before| r.id < before))
+    }
+
     /// The jobs reclaim takes at `now`, in its order: stalled ones by lease
     /// end, then exhausted ones.
     pub(crate) fn reclaimable(&self, now: DateTime<Utc>) -> Vec<JobId> {
@@ -396,12 +409,7 @@ impl Storage for MemoryStorage {
         filter.validate()?;
         let state = self.lock();
         let records: Vec<HistoryRecord> = state
-            .history
-            .values()
-            .rev()
-            .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
-            .filter(|r| filter.status.is_none_or(|s| s == r.status))
-            .filter(|r| filter.before.is_none_or(|before| r.id < before))
+            .history_matching(filter)
             .take(filter.limit as usize + 1)
             .cloned()
             .collect();

@@ -156,11 +156,7 @@ pub async fn list_history_filters_by_queue_and_status<S: Storage>(ctx: Ctx<S>) {
                 status,
                 ..HistoryFilter::default()
             };
-            let page = ctx
-                .storage
-                .list_history(&filter)
-                .await
-                .expect("list_history");
+            let page = ctx.history_page(&filter).await;
             let mut expected: Vec<JobId> = mix
                 .iter()
                 .filter(|(mq, ms, _)| q.is_none_or(|q| q == *mq) && status.is_none_or(|s| s == *ms))
@@ -189,11 +185,7 @@ pub async fn list_history_pages_by_keyset<S: Storage>(ctx: Ctx<S>) {
     };
     let mut pages = Vec::new();
     loop {
-        let page = ctx
-            .storage
-            .list_history(&filter)
-            .await
-            .expect("list_history");
+        let page = ctx.history_page(&filter).await;
         pages.push(page.records.iter().map(|r| r.id).collect::<Vec<_>>());
         match page.next {
             Some(next) => filter.before = Some(next),
@@ -206,11 +198,7 @@ pub async fn list_history_pages_by_keyset<S: Storage>(ctx: Ctx<S>) {
     );
     filter.before = Some(ids[1]);
     filter.limit = 3;
-    let page = ctx
-        .storage
-        .list_history(&filter)
-        .await
-        .expect("list_history");
+    let page = ctx.history_page(&filter).await;
     assert_eq!(
         page.records.iter().map(|r| r.id).collect::<Vec<_>>(),
         ids[2..5]
@@ -279,11 +267,7 @@ pub async fn list_history_orders_by_id_not_finish_time<S: Storage>(ctx: Ctx<S>) 
         before: Some(ids[2]),
         ..HistoryFilter::default()
     };
-    let page = ctx
-        .storage
-        .list_history(&filter)
-        .await
-        .expect("list_history");
+    let page = ctx.history_page(&filter).await;
     let got: Vec<JobId> = page.records.iter().map(|r| r.id).collect();
     assert_eq!(got, [ids[1]], "the page before the newest id");
     assert_eq!(page.next, Some(ids[1]));
