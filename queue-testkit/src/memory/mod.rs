@@ -5,6 +5,7 @@
 //! backends against, a check that the conformance suite itself is right,
 //! and a fast storage for users' unit tests of their handlers.
 
+mod steps;
 mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
