@@ -112,6 +112,12 @@ macro_rules! for_each_case {
 /// e.g. `conformance::ack_twice_is_lease_lost`.
 #[macro_export]
 macro_rules! conformance_tests {
+    () => {
+        ::core::compile_error!(
+            "conformance_tests! needs a StorageFactory: conformance_tests!(MyFactory) \
+             or, to name the module, conformance_tests!(my_module: MyFactory)"
+        );
+    };
     ($module:ident : $factory:expr $(,)?) => {
         #[cfg(test)]
         mod $module {
