@@ -24,6 +24,11 @@ use crate::{
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
+///
+/// Every method a backend must write itself is required. The few with a
+/// default body (`enqueue`, `ack`, `heartbeat`, `list_dead_letters`) are
+/// correct compositions of required methods, not placeholders: a backend
+/// may keep them, and overrides them only to save a round trip.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
     /// The storage's current time.
@@ -44,7 +49,8 @@ pub trait Storage: Send + Sync + 'static {
     /// - Invalid input returns [`crate::QueueError::InvalidInput`] naming the
     ///   field, and writes nothing.
     ///
-    /// The default runs [`Storage::enqueue_batch`] with one job.
+    /// The default runs [`Storage::enqueue_batch`] with one job: correct as
+    /// it is; override only to save work.
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         self.enqueue_batch(vec![job])
             .await?
@@ -88,14 +94,9 @@ pub trait Storage: Send + Sync + 'static {
     ///   priority, or `None` when there is none.
     /// - Answers from an index in a few lookups, however many jobs wait.
     ///
-    /// The default returns [`crate::QueueError::NotSupported`]; a worker
-    /// then polls.
-    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
-        let _ = queues;
-        Err(crate::QueueError::NotSupported {
-            operation: "next_due",
-        })
-    }
+    /// Required: a wrapper or backend that left this out would make every
+    /// worker poll, and a default could not know the backend's index.
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>>;
 
     /// Completes a job: archives it as `completed` and deletes the live row.
     ///
@@ -106,7 +107,8 @@ pub trait Storage: Send + Sync + 'static {
     /// - The history row holds `result`, attempts, `processed_by`,
     ///   `started_at` and `finished_at = now`.
     ///
-    /// The default runs [`Storage::ack_batch`] with one ack.
+    /// The default runs [`Storage::ack_batch`] with one ack: correct as it
+    /// is; override only to save work.
     async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
         let acks = [Ack {
             lease: lease.clone(),
@@ -152,7 +154,8 @@ pub trait Storage: Send + Sync + 'static {
     /// - Returns false and changes nothing for an expired, foreign or
     ///   finished lease.
     ///
-    /// The default runs [`Storage::heartbeat_batch`] with one lease.
+    /// The default runs [`Storage::heartbeat_batch`] with one lease: correct
+    /// as it is; override only to save work.
     async fn heartbeat(&self, lease: &Lease, extend_by: Duration) -> Result<bool> {
         let alive = self
             .heartbeat_batch(std::slice::from_ref(lease), extend_by)
@@ -229,6 +232,8 @@ pub trait Storage: Send + Sync + 'static {
     async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage>;
 
     /// Lists dead letters: [`Storage::list_history`] with that status.
+    ///
+    /// The default is that composition, correct as it is.
     async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         let filter = HistoryFilter {
             status: Some(FinalStatus::DeadLetter),

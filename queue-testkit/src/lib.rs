@@ -7,9 +7,12 @@
 //!   [`suite::run_all`] (one report).
 //! - [`model`]: a property test applying the same random operations to a
 //!   backend and to [`MemoryStorage`] and comparing every result and state.
+//! - [`broken`]: a catalogue of deliberately broken storages, each of which
+//!   the suite and the model test reject: what the kit guarantees to catch.
 //! - [`harness`]: databases from environment URLs, one isolated schema or
 //!   database per test.
 
+pub mod broken;
 pub mod harness;
 pub mod latency;
 mod macros;

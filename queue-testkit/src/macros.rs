@@ -34,18 +34,21 @@ macro_rules! for_each_case {
             dequeue::dequeue_takes_at_most_each_queues_limit,
             dequeue::next_due_is_none_without_scheduled_jobs,
             dequeue::next_due_is_the_time_until_the_earliest_scheduled_job,
+            dequeue::next_due_counts_a_job_in_backoff_after_a_nack,
             ack::ack_archives_completed_with_result,
             ack::ack_with_stale_lease_is_lease_lost_and_changes_nothing,
             ack::ack_twice_is_lease_lost,
             ack::ack_by_another_worker_is_lease_lost,
             ack::ack_after_expiry_without_reclaim_succeeds,
             ack::ack_batch_reports_each_lease,
+            ack::ack_batch_acks_a_repeated_lease_once,
             nack::nack_with_attempts_left_schedules_a_retry,
             nack::nack_uses_a_backoff_delay_within_jitter_bounds,
             nack::nack_at_max_attempts_dead_letters,
             nack::nack_with_retry_never_dead_letters_at_once,
             nack::nack_with_stale_lease_is_lease_lost_and_changes_nothing,
             nack::nack_with_invalid_delay_is_rejected_and_changes_nothing,
+            nack::nack_on_an_expired_lease_nobody_took_succeeds,
             heartbeat::heartbeat_extends_a_live_lease,
             heartbeat::heartbeat_on_expired_lease_returns_false,
             heartbeat::heartbeat_on_foreign_lease_returns_false,
@@ -55,17 +58,21 @@ macro_rules! for_each_case {
             heartbeat::heartbeat_with_invalid_duration_is_rejected,
             release::release_returns_job_without_burning_an_attempt,
             release::release_with_stale_lease_returns_false,
+            release::release_on_an_expired_lease_nobody_took_succeeds,
             reclaim::reclaim_returns_stalled_jobs_to_pending,
             reclaim::reclaim_dead_letters_stalled_jobs_without_attempts_left,
             reclaim::reclaim_respects_its_batch_limit_oldest_lease_first,
+            reclaim::reclaim_picks_the_earliest_lease_end_not_the_lowest_id,
             reclaim::reclaim_leaves_running_and_pending_jobs_alone,
             reclaim::reclaim_with_invalid_limit_is_rejected,
             inspect::stats_count_each_state_per_queue,
             inspect::stats_report_oldest_pending_age,
+            inspect::stats_age_a_retrying_job_from_when_it_came_due,
             inspect::stats_list_paused_queues_without_jobs,
             inspect::get_job_and_get_history_see_one_place_each,
             inspect::list_history_filters_by_queue_and_status,
             inspect::list_history_pages_by_keyset,
+            inspect::list_history_orders_by_id_not_finish_time,
             inspect::list_dead_letters_lists_only_dead_letters,
             inspect::list_history_with_invalid_limit_is_rejected,
             admin::discard_archives_a_live_job_as_discarded,
@@ -80,21 +87,47 @@ macro_rules! for_each_case {
             admin::pause_and_resume_are_idempotent,
             concurrency::concurrent_dequeuers_complete_every_job_exactly_once,
             concurrency::concurrent_enqueues_of_one_key_make_one_job,
+            concurrency::dequeue_never_hands_a_held_job_to_a_second_worker,
         }
     };
 }
 
-/// Expands one `#[tokio::test]` per conformance case, each on a fresh
-/// storage from `$factory` (an expression building a
-/// [`StorageFactory`](crate::suite::StorageFactory), evaluated per test).
+/// Expands a module of tests, one `#[test]` per conformance case, each on a
+/// fresh storage from the factory (an expression building a
+/// [`StorageFactory`](crate::suite::StorageFactory), evaluated inside each
+/// test's runtime, with the calling module's names in scope).
 ///
 /// ```ignore
+/// // A module named `conformance`:
 /// queue_testkit::conformance_tests!(my_backend::TestFactory::from_env());
+/// // Or name it, so that two backends share one file:
+/// queue_testkit::conformance_tests!(postgres_suite: PgFactory);
+/// queue_testkit::conformance_tests!(mysql_suite: MySqlFactory);
 /// ```
+///
+/// The only dependency the expansion needs is `queue-testkit` itself (as a
+/// dev-dependency under that name): each test builds its own multi-threaded
+/// tokio runtime through [`suite::block_on`](crate::suite::block_on), so the
+/// calling crate needs no tokio features. Test names are the case names,
+/// e.g. `conformance::ack_twice_is_lease_lost`.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($factory:expr) => {
-        $crate::for_each_case!([$crate::__queue_testkit_conformance_test] $factory);
+    () => {
+        ::core::compile_error!(
+            "conformance_tests! needs a StorageFactory: conformance_tests!(MyFactory) \
+             or, to name the module, conformance_tests!(my_module: MyFactory)"
+        );
+    };
+    ($module:ident : $factory:expr $(,)?) => {
+        #[cfg(test)]
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::for_each_case!([$crate::__queue_testkit_conformance_test] $factory);
+        }
+    };
+    ($factory:expr $(,)?) => {
+        $crate::conformance_tests!(conformance: $factory);
     };
 }
 
@@ -104,12 +137,14 @@ macro_rules! conformance_tests {
 macro_rules! __queue_testkit_conformance_test {
     ($factory:expr; $($area:ident :: $name:ident),* $(,)?) => {
         $(
-            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() {
-                $crate::suite::run_case(&$factory, |ctx| {
-                    ::std::boxed::Box::pin($crate::suite::$area::$name(ctx))
-                })
-                .await;
+            #[test]
+            fn $name() {
+                $crate::suite::block_on(async {
+                    $crate::suite::run_case(&$factory, |ctx| {
+                        ::std::boxed::Box::pin($crate::suite::$area::$name(ctx))
+                    })
+                    .await;
+                });
             }
         )*
     };

@@ -5,6 +5,7 @@
 //! backends against, a check that the conformance suite itself is right,
 //! and a fast storage for users' unit tests of their handlers.
 
+mod steps;
 mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,12 +26,14 @@ pub struct MemoryStorage {
     state: Mutex<State>,
 }
 
+/// What a [`MemoryStorage`] holds; the crate's deliberately broken storages
+/// (`crate::broken`) reach in to plant their bugs.
 #[derive(Debug, Default)]
-struct State {
+pub(crate) struct State {
     last_id: i64,
-    jobs: BTreeMap<JobId, Job>,
-    history: BTreeMap<JobId, HistoryRecord>,
-    paused: BTreeSet<QueueName>,
+    pub(crate) jobs: BTreeMap<JobId, Job>,
+    pub(crate) history: BTreeMap<JobId, HistoryRecord>,
+    pub(crate) paused: BTreeSet<QueueName>,
 }
 
 impl MemoryStorage {
@@ -47,13 +50,13 @@ impl MemoryStorage {
         }
     }
 
-    fn current_time(&self) -> DateTime<Utc> {
+    pub(crate) fn current_time(&self) -> DateTime<Utc> {
         self.clock
             .fixed_now()
             .unwrap_or_else(|| truncate_to_micros(Utc::now()))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -98,7 +101,7 @@ impl State {
     }
 
     /// The live job the lease is current for (see the `Storage` docs).
-    fn held(&mut self, lease: &Lease) -> Option<&mut Job> {
+    pub(crate) fn held(&mut self, lease: &Lease) -> Option<&mut Job> {
         self.jobs.get_mut(&lease.job_id).filter(|job| {
             job.lease_until.is_some()
                 && job.locked_by.as_ref() == Some(&lease.worker_id)

@@ -10,11 +10,11 @@ use queue_core::{
     Job, JobId, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PruneRequest, QueueError,
     QueueName, QueueStats, ReclaimOutcome, Result, Retry, Storage, validate_lease, validate_limit,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Archive, MemoryStorage, State};
 
-fn after(now: DateTime<Utc>, by: Duration) -> DateTime<Utc> {
+pub(super) fn after(now: DateTime<Utc>, by: Duration) -> DateTime<Utc> {
     truncate_to_micros(now + to_time_delta(by))
 }
 
@@ -83,40 +83,8 @@ impl Storage for MemoryStorage {
     async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let now = self.current_time();
         let mut state = self.lock();
-        let mut ready: Vec<&Job> = state
-            .jobs
-            .values()
-            .filter(|job| request.queues().contains(&job.queue))
-            .filter(|job| !state.paused.contains(&job.queue))
-            .filter(|job| job.state(now) == JobState::Pending)
-            .collect();
-        ready.sort_by(|a, b| {
-            (b.priority, a.available_at, a.id).cmp(&(a.priority, b.available_at, b.id))
-        });
-        let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
-        let ids: Vec<JobId> = ready
-            .into_iter()
-            .filter(|job| {
-                let count = taken.entry(&job.queue).or_default();
-                *count += 1;
-                *count <= request.queue_limit(&job.queue)
-            })
-            .take(request.limit() as usize)
-            .map(|job| job.id)
-            .collect();
-        let lease_until = after(now, request.lease());
-        let mut claimed = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(job) = state.jobs.get_mut(&id) {
-                job.attempts += 1;
-                job.lease_until = Some(lease_until);
-                job.locked_by = Some(request.worker_id().clone());
-                job.first_locked_at.get_or_insert(now);
-                job.updated_at = now;
-                claimed.push(job.clone());
-            }
-        }
-        Ok(claimed)
+        let ids = state.claimable(request, now);
+        Ok(state.claim(&ids, request, now))
     }
 
     async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
@@ -204,50 +172,9 @@ impl Storage for MemoryStorage {
         validate_limit("limit", limit, MAX_BATCH)?;
         let now = self.current_time();
         let mut state = self.lock();
-        let mut stalled: Vec<(DateTime<Utc>, JobId)> = Vec::new();
-        let mut exhausted: Vec<JobId> = Vec::new();
-        for job in state.jobs.values() {
-            match (job.state(now), job.lease_until) {
-                (JobState::Stalled, Some(until)) => stalled.push((until, job.id)),
-                (JobState::Exhausted, _) => exhausted.push(job.id),
-                _ => {}
-            }
-        }
-        stalled.sort();
-        let chosen = stalled
-            .into_iter()
-            .map(|(_, id)| id)
-            .chain(exhausted)
-            .take(limit as usize);
-        let mut outcome = ReclaimOutcome::default();
-        for id in chosen.collect::<Vec<_>>() {
-            let Some(job) = state.jobs.get_mut(&id) else {
-                continue;
-            };
-            if let Some(worker) = job.locked_by.take() {
-                job.last_error = Some(json!({
-                    "kind": "lease_expired",
-                    "worker_id": worker.as_str(),
-                    "attempt": job.attempts,
-                }));
-                job.lease_until = None;
-                job.available_at = now;
-                job.updated_at = now;
-            }
-            if job.attempts >= job.max_attempts {
-                let archive = Archive {
-                    status: FinalStatus::DeadLetter,
-                    result: None,
-                    last_error: None,
-                    processed_by: None,
-                };
-                state.archive(id, archive, now);
-                outcome.dead_lettered += 1;
-            } else {
-                outcome.requeued += 1;
-            }
-        }
-        Ok(outcome)
+        let mut ids = state.reclaimable(now);
+        ids.truncate(limit as usize);
+        Ok(state.reclaim(&ids, now))
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
@@ -364,12 +291,7 @@ impl Storage for MemoryStorage {
         filter.validate()?;
         let state = self.lock();
         let records: Vec<HistoryRecord> = state
-            .history
-            .values()
-            .rev()
-            .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
-            .filter(|r| filter.status.is_none_or(|s| s == r.status))
-            .filter(|r| filter.before.is_none_or(|before| r.id < before))
+            .history_matching(filter)
             .take(filter.limit as usize + 1)
             .cloned()
             .collect();

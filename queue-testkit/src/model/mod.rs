@@ -4,16 +4,47 @@
 //! Ids are the one thing allowed to differ (databases burn sequence values
 //! on conflicts and failed inserts), so the test keeps a map between the
 //! model's ids and the backend's and compares everything else exactly:
-//! outcomes, error kinds, claimed jobs in order, per-queue stats after every
-//! step, and every live job and history row at the end and every
-//! [`FULL_COMPARE_EVERY`] steps. Both storages read manual clocks that move
-//! together. On a difference proptest shrinks the sequence and the panic
-//! shows the smallest one it found.
+//! outcomes, error kinds, claimed jobs in order (and claims by racing
+//! workers, which must never share a job), `next_due`, history pages,
+//! per-queue stats after every step, and every live job and history row at
+//! the end and every [`FULL_COMPARE_EVERY`] steps. Both storages read manual
+//! clocks that move together. On a difference proptest shrinks the sequence
+//! and the panic shows the smallest one it found.
+//!
+//! # Deterministic by default
+//!
+//! The sequences come from a fixed list of seeds ([`SEEDS`]), so a run
+//! that passes passes again, and a failure names its seed. Two environment
+//! variables explore further:
+//!
+//! - `QUEUE_MODEL_SEEDS`: a comma-separated list of seeds to use instead of
+//!   [`SEEDS`], or `random` for fresh ones (printed on stderr, and in the
+//!   panic message on failure).
+//! - `QUEUE_MODEL_CASES`: sequences per seed, instead of the configured
+//!   [`ModelConfig::cases`].
+//!
+//! # Replaying a failure
+//!
+//! The panic prints the shrunk sequence as Rust values (`Debug` output:
+//! variants without the `Op::` prefix, statuses without `FinalStatus::`);
+//! paste it into a regression test that calls [`replay`]:
+//!
+//! ```ignore
+//! use queue_core::FinalStatus::*;
+//! use queue_testkit::model::{JobSpec, Op::*, replay};
+//!
+//! #[test]
+//! fn nack_then_reclaim_regression() {
+//!     replay(&MyFactory, &[Enqueue(JobSpec { queue: 0, key: None, priority: 0,
+//!         delay_secs: None, max_attempts: 1, invalid: false }), Reclaim(1)]);
+//! }
+//! ```
 
 mod ops;
 mod pair;
+mod queries;
 
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
 use crate::suite::StorageFactory;
 
@@ -22,53 +53,116 @@ pub use ops::{JobSpec, Op, QUEUES};
 /// Full live-job and history comparison happens every this many steps.
 pub const FULL_COMPARE_EVERY: usize = 10;
 
+/// The seeds every run uses unless `QUEUE_MODEL_SEEDS` says otherwise.
+pub const SEEDS: [u64; 4] = [0x5EED_0001, 0x0DD5_EED2, 0xC0FF_EE03, 0xBAD5_EED4];
+
 /// How much the model test explores.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelConfig {
-    /// Random sequences to try.
+    /// Random sequences per seed.
     pub cases: u32,
     /// The longest sequence.
     pub max_ops: usize,
 }
 
 impl Default for ModelConfig {
+    /// 64 sequences per seed (256 in all) of up to 100 steps: about a
+    /// second on `MemoryStorage`; database backends may choose fewer.
     fn default() -> Self {
         Self {
-            cases: 32,
-            max_ops: 40,
+            cases: 64,
+            max_ops: 100,
         }
     }
 }
 
-/// Runs the model test against storages from `factory`.
+/// The seeds to run: `QUEUE_MODEL_SEEDS` or [`SEEDS`].
+fn seeds() -> Vec<u64> {
+    match std::env::var("QUEUE_MODEL_SEEDS") {
+        Ok(value) if value.trim() == "random" => {
+            let fresh: Vec<u64> = (0..SEEDS.len()).map(|_| rand::random()).collect();
+            eprintln!("model test: QUEUE_MODEL_SEEDS={}", join(&fresh));
+            fresh
+        }
+        Ok(value) => value
+            .split(',')
+            .map(|seed| {
+                let seed = seed.trim();
+                seed.parse()
+                    .unwrap_or_else(|_| panic!("QUEUE_MODEL_SEEDS: {seed:?} is not a u64"))
+            })
+            .collect(),
+        Err(_) => SEEDS.to_vec(),
+    }
+}
+
+fn join(seeds: &[u64]) -> String {
+    seeds
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for the model test")
+}
+
+/// Runs the model test against storages from `factory`, `config.cases`
+/// sequences for each seed.
 ///
 /// Call it from a plain `#[test]` (not `#[tokio::test]`): it builds its own
 /// runtime, and every storage is made inside it.
 ///
 /// # Panics
-/// With the shrunk sequence of operations when the backend and the model
-/// disagree.
+/// With the seed and the shrunk sequence of operations when the backend and
+/// the model disagree.
 pub fn check_against_model<F: StorageFactory>(factory: &F, config: ModelConfig) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime for the model test");
-    let mut runner = TestRunner::new(Config {
-        cases: config.cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let cases = std::env::var("QUEUE_MODEL_CASES")
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(config.cases);
+    let runtime = runtime();
     let strategy = proptest::collection::vec(ops::op(), 1..=config.max_ops);
-    let result = runner.run(&strategy, |sequence| {
-        runtime.block_on(pair::run_sequence(factory, &sequence))
-    });
-    match result {
-        Ok(()) => {}
-        Err(proptest::test_runner::TestError::Abort(reason)) => {
-            eprintln!("SKIPPED: model test: {reason}");
+    for seed in seeds() {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+        let mut runner = TestRunner::new_with_rng(
+            Config {
+                cases,
+                failure_persistence: None,
+                ..Config::default()
+            },
+            rng,
+        );
+        let result = runner.run(&strategy, |sequence| {
+            runtime.block_on(pair::run_sequence(factory, &sequence))
+        });
+        match result {
+            Ok(()) => {}
+            Err(proptest::test_runner::TestError::Abort(reason)) => {
+                panic!("model test aborted (seed {seed}): {reason}")
+            }
+            Err(error) => panic!(
+                "backend and model disagree (seed {seed}; rerun with QUEUE_MODEL_SEEDS={seed}): {error}"
+            ),
         }
-        Err(error) => panic!("backend and model disagree: {error}"),
+    }
+}
+
+/// Runs one fixed sequence on a fresh backend and model, as a regression
+/// test for a sequence the model test once found.
+///
+/// # Panics
+/// With the step and the difference when the backend and the model disagree.
+pub fn replay<F: StorageFactory>(factory: &F, sequence: &[Op]) {
+    if let Err(error) = runtime().block_on(pair::run_sequence(factory, sequence)) {
+        panic!("backend and model disagree: {error}");
     }
 }
 

@@ -53,17 +53,58 @@ pub enum Op {
     Resume(usize),
     /// Prune history older than so many seconds, maybe by status, at most a limit.
     Prune(u64, Option<FinalStatus>, u32),
+    /// Claim from both queues with a cap per queue: at most `a` jobs of
+    /// queue a and `b` of queue b, by worker `w0` or `w1`, leased for 30 s.
+    DequeueCapped {
+        /// Cap for queue a.
+        a: u32,
+        /// Cap for queue b.
+        b: u32,
+        /// Worker `w0` or `w1`.
+        worker: u8,
+    },
+    /// `workers` workers (`c0`, `c1`, ...) claim up to `limit` jobs each of
+    /// both queues at once, leased for 30 s: no job may go to two of them,
+    /// and together they take only jobs a single claim of all their limits
+    /// would take. The model then records the backend's assignment.
+    ConcurrentClaims {
+        /// How many workers race.
+        workers: u8,
+        /// Jobs per worker.
+        limit: u32,
+    },
+    /// Ask `next_due` for queues 1 = a, 2 = b, 3 = both.
+    NextDue(u8),
+    /// List history, maybe by queue and status, below the job picked by
+    /// index, so many rows per page.
+    ListHistory {
+        /// Queue 0 or 1, or all.
+        queue: Option<usize>,
+        /// Final status, or all.
+        status: Option<FinalStatus>,
+        /// Pick of the job whose id pages start below.
+        before: Option<usize>,
+        /// Rows per page.
+        limit: u32,
+    },
 }
 
-/// A job to enqueue, small enough to print when a case fails.
+/// A job to enqueue, small enough to print when a case fails (the printed
+/// form is valid Rust, to paste into a [`super::replay`] regression test).
 #[derive(Debug, Clone)]
 pub struct JobSpec {
-    queue: usize,
-    key: Option<u8>,
-    priority: i32,
-    delay_secs: Option<u64>,
-    max_attempts: u32,
-    invalid: bool,
+    /// Index into [`QUEUES`].
+    pub queue: usize,
+    /// Unique key `k{n}`, if any.
+    pub key: Option<u8>,
+    /// Priority.
+    pub priority: i32,
+    /// Delay in seconds, if any.
+    pub delay_secs: Option<u64>,
+    /// Attempts allowed.
+    pub max_attempts: u32,
+    /// Make the job invalid (0 attempts allowed).
+    pub invalid: bool,
 }
 
 impl JobSpec {
@@ -133,6 +174,11 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0..QUEUES.len()).prop_map(Op::Pause),
         1 => (0..QUEUES.len()).prop_map(Op::Resume),
         1 => (0u64..=60, status(), 1u32..=4).prop_map(|(s, st, l)| Op::Prune(s, st, l)),
+        2 => (1u32..=3, 1u32..=3, 0u8..2).prop_map(|(a, b, worker)| Op::DequeueCapped { a, b, worker }),
+        2 => (1u8..=3).prop_map(Op::NextDue),
+        2 => (2u8..=4, 1u32..=2).prop_map(|(workers, limit)| Op::ConcurrentClaims { workers, limit }),
+        2 => (proptest::option::of(0..QUEUES.len()), status(), proptest::option::of(pick.clone()), 1u32..=4)
+            .prop_map(|(queue, status, before, limit)| Op::ListHistory { queue, status, before, limit }),
     ]
 }
 

@@ -28,7 +28,7 @@ pub(super) async fn run_sequence<F: StorageFactory>(
     let model_clock = ManualClock::new(start());
     let mut pair = Pair {
         model: MemoryStorage::with_clock(model_clock.clone()),
-        backend,
+        backend: std::sync::Arc::new(backend),
         clocks: [model_clock, backend_clock],
         ids: Vec::new(),
         leases: Vec::new(),
@@ -58,19 +58,19 @@ pub(super) async fn run_sequence<F: StorageFactory>(
     outcome
 }
 
-struct Pair<S> {
-    model: MemoryStorage,
-    backend: S,
-    clocks: [ManualClock; 2],
+pub(super) struct Pair<S> {
+    pub(super) model: MemoryStorage,
+    pub(super) backend: std::sync::Arc<S>,
+    pub(super) clocks: [ManualClock; 2],
     /// (model id, backend id) of every job either side reported.
-    ids: Vec<(JobId, JobId)>,
+    pub(super) ids: Vec<(JobId, JobId)>,
     /// Every lease handed out, in model ids; stale ones stay to be reused.
-    leases: Vec<Lease>,
-    serial: usize,
+    pub(super) leases: Vec<Lease>,
+    pub(super) serial: usize,
 }
 
 /// What a call returned, with errors reduced to their kind.
-fn kind<T>(result: Result<T>) -> Result<T, String> {
+pub(super) fn kind<T>(result: Result<T>) -> Result<T, String> {
     result.map_err(|error| match error {
         QueueError::InvalidInput { field, .. } => format!("InvalidInput({field})"),
         QueueError::LeaseLost { .. } => "LeaseLost".into(),
@@ -80,7 +80,11 @@ fn kind<T>(result: Result<T>) -> Result<T, String> {
     })
 }
 
-fn same<T: PartialEq + Debug>(what: &str, model: T, backend: T) -> Result<(), TestCaseError> {
+pub(super) fn same<T: PartialEq + Debug>(
+    what: &str,
+    model: T,
+    backend: T,
+) -> Result<(), TestCaseError> {
     if model == backend {
         Ok(())
     } else {
@@ -99,7 +103,7 @@ impl<S: Storage> Pair<S> {
             .ok_or_else(|| fail(format!("model job {model_id} has no backend twin")))
     }
 
-    fn to_model(&self, backend_id: JobId) -> Result<JobId, TestCaseError> {
+    pub(super) fn to_model(&self, backend_id: JobId) -> Result<JobId, TestCaseError> {
         self.ids
             .iter()
             .find(|(_, b)| *b == backend_id)
@@ -118,19 +122,22 @@ impl<S: Storage> Pair<S> {
         (!self.leases.is_empty()).then(|| self.leases[pick % self.leases.len()].clone())
     }
 
-    fn job(&self, pick: usize) -> Option<(JobId, JobId)> {
+    pub(super) fn job(&self, pick: usize) -> Option<(JobId, JobId)> {
         (!self.ids.is_empty()).then(|| self.ids[pick % self.ids.len()])
     }
 
     /// A backend job with the model's id, after checking the twins match.
-    fn normalise_job(&self, job: Job) -> Result<Job, TestCaseError> {
+    pub(super) fn normalise_job(&self, job: Job) -> Result<Job, TestCaseError> {
         Ok(Job {
             id: self.to_model(job.id)?,
             ..job
         })
     }
 
-    fn normalise_record(&self, record: HistoryRecord) -> Result<HistoryRecord, TestCaseError> {
+    pub(super) fn normalise_record(
+        &self,
+        record: HistoryRecord,
+    ) -> Result<HistoryRecord, TestCaseError> {
         Ok(HistoryRecord {
             id: self.to_model(record.id)?,
             ..record
@@ -205,20 +212,7 @@ impl<S: Storage> Pair<S> {
                     WorkerId::new(format!("w{worker}")).expect("valid worker id"),
                 )
                 .expect("model requests are valid");
-                let model = kind(self.model.dequeue(&request).await);
-                let backend = kind(self.backend.dequeue(&request).await);
-                match (model, backend) {
-                    (Ok(m), Ok(b)) => {
-                        let b = b
-                            .into_iter()
-                            .map(|job| self.normalise_job(job))
-                            .collect::<Result<Vec<_>, _>>()?;
-                        same("claimed jobs", &m, &b)?;
-                        self.leases.extend(m.iter().filter_map(Job::lease));
-                        Ok(())
-                    }
-                    (m, b) => same("dequeue", m.map(|_| ()), b.map(|_| ())),
-                }
+                self.claim(&request).await
             }
             Op::Ack(pick) => {
                 let Some(lease) = self.lease(*pick) else {
@@ -345,6 +339,17 @@ impl<S: Storage> Pair<S> {
                 let backend = kind(self.backend.prune_history(&request).await);
                 same("prune_history", model, backend)
             }
+            Op::DequeueCapped { a, b, worker } => self.dequeue_capped([*a, *b], *worker).await,
+            Op::NextDue(queues) => self.next_due(*queues).await,
+            Op::ConcurrentClaims { workers, limit } => {
+                self.concurrent_claims(*workers, *limit).await
+            }
+            Op::ListHistory {
+                queue,
+                status,
+                before,
+                limit,
+            } => self.list_history(*queue, *status, *before, *limit).await,
         }
     }
 

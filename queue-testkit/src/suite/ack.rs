@@ -154,3 +154,31 @@ pub async fn ack_batch_reports_each_lease<S: Storage>(ctx: Ctx<S>) {
             .is_empty()
     );
 }
+
+/// A lease repeated within one batch is acked once: the first entry wins
+/// and the repeat reports a lost lease.
+pub async fn ack_batch_acks_a_repeated_lease_once<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    let other = ctx.enqueue_and_claim("q", 3).await;
+    let acks = vec![
+        Ack {
+            lease: lease_of(&job),
+            result: Some(json!("first")),
+        },
+        Ack {
+            lease: lease_of(&other),
+            result: None,
+        },
+        Ack {
+            lease: lease_of(&job),
+            result: Some(json!("second")),
+        },
+    ];
+    let acked = ctx.storage.ack_batch(&acks).await.expect("ack_batch");
+    assert_eq!(acked, [true, true, false]);
+    let record = ctx.archived(job.id).await;
+    assert_eq!(record.result, Some(json!("first")));
+    assert_eq!(record.status, FinalStatus::Completed);
+    let history = ctx.all_history().await;
+    assert_eq!(history.len(), 2, "one history row per job: {history:?}");
+}

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use queue_core::{FinalStatus, NewJob, Storage};
+use queue_core::{FinalStatus, JobId, NewJob, Storage};
 use serde_json::json;
 
 use super::{Ctx, lease_of, request};
@@ -15,56 +15,9 @@ const DEQUEUERS: usize = 8;
 /// once, none stays live, and no claim ever returns a job another holder
 /// still leases.
 pub async fn concurrent_dequeuers_complete_every_job_exactly_once<S: Storage>(ctx: Ctx<S>) {
-    for chunk in (0..JOBS).collect::<Vec<_>>().chunks(500) {
-        let batch = chunk
-            .iter()
-            .map(|i| NewJob::new("q", json!({"i": i})))
-            .collect();
-        ctx.storage
-            .enqueue_batch(batch)
-            .await
-            .expect("enqueue_batch");
-    }
-    let held = Arc::new(Mutex::new(HashSet::new()));
-    let workers: Vec<_> = (0..DEQUEUERS)
-        .map(|n| {
-            let ctx = ctx.clone();
-            let held = Arc::clone(&held);
-            tokio::spawn(async move {
-                let worker_name = format!("w{n}");
-                let mut completed = 0usize;
-                loop {
-                    let jobs = ctx
-                        .storage
-                        .dequeue(&request(&["q"], 10, &worker_name))
-                        .await
-                        .expect("dequeue");
-                    if jobs.is_empty() {
-                        return completed;
-                    }
-                    for job in &jobs {
-                        let fresh = held
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(job.id);
-                        assert!(
-                            fresh,
-                            "job {} handed out while another holder leases it",
-                            job.id
-                        );
-                    }
-                    for job in jobs {
-                        ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
-                        completed += 1;
-                    }
-                }
-            })
-        })
-        .collect();
-    let mut total = 0;
-    for worker in workers {
-        total += worker.await.expect("dequeuer task");
-    }
+    fill(&ctx, JOBS).await;
+    let completed = race(&ctx, 10, 0).await;
+    let total = completed.len();
     assert_eq!(total, JOBS);
     assert_eq!(ctx.live_count().await, 0);
     let mut filter = queue_core::HistoryFilter {
@@ -73,11 +26,7 @@ pub async fn concurrent_dequeuers_complete_every_job_exactly_once<S: Storage>(ct
     };
     let mut archived = HashSet::new();
     loop {
-        let page = ctx
-            .storage
-            .list_history(&filter)
-            .await
-            .expect("list_history");
+        let page = ctx.history_page(&filter).await;
         for record in &page.records {
             assert_eq!(record.status, FinalStatus::Completed);
             assert_eq!(record.attempts, 1);
@@ -121,4 +70,91 @@ pub async fn concurrent_enqueues_of_one_key_make_one_job<S: Storage>(ctx: Ctx<S>
         );
     }
     assert_eq!(ctx.live_count().await, 10);
+}
+
+/// Workers that hold their jobs across awaits before acking never see a
+/// job another worker holds: a claim that reads, awaits and then writes
+/// without a lock hands the same job out twice, and this catches it.
+pub async fn dequeue_never_hands_a_held_job_to_a_second_worker<S: Storage>(ctx: Ctx<S>) {
+    const HELD_JOBS: usize = 200;
+    fill(&ctx, HELD_JOBS).await;
+    let all = race(&ctx, 2, 4).await;
+    assert_eq!(all.len(), HELD_JOBS);
+    assert_eq!(ctx.live_count().await, 0);
+}
+
+/// [`DEQUEUERS`] workers, started together, drain queue `q`: each claims
+/// `limit` jobs at a time, checks that nobody else holds them, holds them
+/// across `hold` yields and a millisecond (when `hold > 0`), then acks them.
+/// Returns every completed id, checked to be completed once.
+async fn race<S: Storage>(ctx: &Ctx<S>, limit: u32, hold: usize) -> HashSet<JobId> {
+    let held = Arc::new(Mutex::new(HashSet::new()));
+    let start = Arc::new(tokio::sync::Barrier::new(DEQUEUERS));
+    let workers: Vec<_> = (0..DEQUEUERS)
+        .map(|n| {
+            let ctx = ctx.clone();
+            let held = Arc::clone(&held);
+            let start = Arc::clone(&start);
+            tokio::spawn(async move {
+                let worker_name = format!("w{n}");
+                let mut completed = Vec::new();
+                start.wait().await;
+                loop {
+                    let jobs = ctx
+                        .storage
+                        .dequeue(&request(&["q"], limit, &worker_name))
+                        .await
+                        .expect("dequeue");
+                    if jobs.is_empty() {
+                        return completed;
+                    }
+                    for job in &jobs {
+                        let fresh = held
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(job.id);
+                        assert!(
+                            fresh,
+                            "job {} handed out while another worker holds it",
+                            job.id
+                        );
+                    }
+                    if hold > 0 {
+                        for _ in 0..hold {
+                            tokio::task::yield_now().await;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    }
+                    for job in jobs {
+                        held.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&job.id);
+                        ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+                        completed.push(job.id);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for worker in workers {
+        for id in worker.await.expect("dequeuer task") {
+            assert!(all.insert(id), "job {id} completed twice");
+        }
+    }
+    all
+}
+
+/// Enqueues `jobs` jobs into queue `q`, 500 per batch.
+async fn fill<S: Storage>(ctx: &Ctx<S>, jobs: usize) {
+    for chunk in (0..jobs).collect::<Vec<_>>().chunks(500) {
+        let batch = chunk
+            .iter()
+            .map(|i| NewJob::new("q", json!({"i": i})))
+            .collect();
+        ctx.storage
+            .enqueue_batch(batch)
+            .await
+            .expect("enqueue_batch");
+    }
 }

@@ -299,3 +299,25 @@ pub async fn dequeue_takes_at_most_each_queues_limit<S: Storage>(ctx: Ctx<S>) {
         ]
     );
 }
+
+/// `next_due` counts a job waiting in backoff after a nack: it is unheld
+/// and due later, like any scheduled job.
+pub async fn next_due_counts_a_job_in_backoff_after_a_nack<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    assert_eq!(
+        next_due(&ctx, &["q"]).await,
+        None,
+        "a held job does not count"
+    );
+    ctx.storage
+        .nack(
+            &super::lease_of(&job),
+            json!("later"),
+            queue_core::Retry::After(secs(45)),
+        )
+        .await
+        .expect("nack");
+    assert_eq!(next_due(&ctx, &["q"]).await, Some(secs(45)));
+    ctx.clock.advance(secs(20));
+    assert_eq!(next_due(&ctx, &["q"]).await, Some(secs(25)));
+}

@@ -111,6 +111,17 @@ impl<S: Storage> Ctx<S> {
         stats.iter().map(|s| s.live()).sum()
     }
 
+    /// One page of history for `filter`.
+    pub async fn history_page(
+        &self,
+        filter: &queue_core::HistoryFilter,
+    ) -> queue_core::HistoryPage {
+        self.storage
+            .list_history(filter)
+            .await
+            .expect("list_history")
+    }
+
     /// Every history row, newest first (up to 1,000).
     pub async fn all_history(&self) -> Vec<HistoryRecord> {
         let filter = queue_core::HistoryFilter {

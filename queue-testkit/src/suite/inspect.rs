@@ -156,11 +156,7 @@ pub async fn list_history_filters_by_queue_and_status<S: Storage>(ctx: Ctx<S>) {
                 status,
                 ..HistoryFilter::default()
             };
-            let page = ctx
-                .storage
-                .list_history(&filter)
-                .await
-                .expect("list_history");
+            let page = ctx.history_page(&filter).await;
             let mut expected: Vec<JobId> = mix
                 .iter()
                 .filter(|(mq, ms, _)| q.is_none_or(|q| q == *mq) && status.is_none_or(|s| s == *ms))
@@ -189,11 +185,7 @@ pub async fn list_history_pages_by_keyset<S: Storage>(ctx: Ctx<S>) {
     };
     let mut pages = Vec::new();
     loop {
-        let page = ctx
-            .storage
-            .list_history(&filter)
-            .await
-            .expect("list_history");
+        let page = ctx.history_page(&filter).await;
         pages.push(page.records.iter().map(|r| r.id).collect::<Vec<_>>());
         match page.next {
             Some(next) => filter.before = Some(next),
@@ -206,11 +198,7 @@ pub async fn list_history_pages_by_keyset<S: Storage>(ctx: Ctx<S>) {
     );
     filter.before = Some(ids[1]);
     filter.limit = 3;
-    let page = ctx
-        .storage
-        .list_history(&filter)
-        .await
-        .expect("list_history");
+    let page = ctx.history_page(&filter).await;
     assert_eq!(
         page.records.iter().map(|r| r.id).collect::<Vec<_>>(),
         ids[2..5]
@@ -254,4 +242,48 @@ pub async fn list_history_with_invalid_limit_is_rejected<S: Storage>(ctx: Ctx<S>
         };
         assert_invalid(ctx.storage.list_history(&filter).await, "limit");
     }
+}
+
+/// History lists newest id first, whatever order the jobs finished in, and
+/// pages by id.
+pub async fn list_history_orders_by_id_not_finish_time<S: Storage>(ctx: Ctx<S>) {
+    let ids: Vec<JobId> = [
+        ctx.enqueue(NewJob::new("q", json!(0))).await,
+        ctx.enqueue(NewJob::new("q", json!(1))).await,
+        ctx.enqueue(NewJob::new("q", json!(2))).await,
+    ]
+    .to_vec();
+    let jobs = ctx.claim("q", 3).await;
+    assert_eq!(jobs.len(), 3);
+    // Finish the newest first and the oldest last.
+    for job in jobs.iter().rev() {
+        ctx.clock.advance(secs(1));
+        ctx.storage.ack(&lease_of(job), None).await.expect("ack");
+    }
+    let listed: Vec<JobId> = ctx.all_history().await.iter().map(|r| r.id).collect();
+    assert_eq!(listed, [ids[2], ids[1], ids[0]]);
+    let filter = HistoryFilter {
+        limit: 1,
+        before: Some(ids[2]),
+        ..HistoryFilter::default()
+    };
+    let page = ctx.history_page(&filter).await;
+    let got: Vec<JobId> = page.records.iter().map(|r| r.id).collect();
+    assert_eq!(got, [ids[1]], "the page before the newest id");
+    assert_eq!(page.next, Some(ids[1]));
+}
+
+/// A job retrying after a nack is pending from the moment it came due, not
+/// from its creation or its first claim.
+pub async fn stats_age_a_retrying_job_from_when_it_came_due<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    ctx.clock.advance(secs(100));
+    ctx.storage
+        .nack(&lease_of(&job), json!("x"), Retry::After(secs(10)))
+        .await
+        .expect("nack");
+    ctx.clock.advance(secs(15));
+    let stats = ctx.storage.stats().await.expect("stats");
+    assert_eq!(counts(&stats[0]), [1, 0, 0, 0, 0]);
+    assert_eq!(stats[0].oldest_pending_age, Some(secs(5)));
 }

@@ -131,6 +131,21 @@ pub async fn run_case<F: StorageFactory>(factory: &F, run: fn(Ctx<F::Storage>) -
     }
 }
 
+/// Runs `future` to completion on a fresh multi-threaded tokio runtime (two
+/// workers, time and I/O enabled), as every test made by
+/// [`conformance_tests!`](crate::conformance_tests) does.
+///
+/// # Panics
+/// When the runtime cannot be built, or with the future's panic.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime for a conformance case")
+        .block_on(future)
+}
+
 /// The outcome of [`run_all`].
 #[derive(Debug, Default)]
 pub struct Report {

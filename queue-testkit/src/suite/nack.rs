@@ -145,3 +145,21 @@ pub async fn nack_with_invalid_delay_is_rejected_and_changes_nothing<S: Storage>
     assert_invalid(result, "retry_delay");
     assert_eq!(ctx.live(job.id).await, job);
 }
+
+/// A lease that expired but nobody reclaimed or took is still current:
+/// nack schedules the retry as usual.
+pub async fn nack_on_an_expired_lease_nobody_took_succeeds<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    ctx.clock.advance(LEASE + secs(5));
+    let outcome = ctx
+        .storage
+        .nack(&lease_of(&job), json!("late"), Retry::After(secs(10)))
+        .await
+        .expect("nack");
+    let due = ctx.now() + TimeDelta::seconds(10);
+    assert_eq!(outcome, NackOutcome::Retrying { at: due });
+    let stored = ctx.live(job.id).await;
+    assert_eq!((stored.lease_until, stored.locked_by), (None, None));
+    assert_eq!(stored.available_at, due);
+    assert_eq!(stored.last_error, Some(json!("late")));
+}

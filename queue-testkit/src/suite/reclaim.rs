@@ -3,7 +3,7 @@
 use queue_core::{FinalStatus, JobState, ReclaimOutcome, Storage};
 use serde_json::json;
 
-use super::{Ctx, LEASE, assert_invalid, secs};
+use super::{Ctx, LEASE, assert_invalid, queue, secs, worker};
 
 /// A stalled job with attempts left returns to pending, noting why.
 pub async fn reclaim_returns_stalled_jobs_to_pending<S: Storage>(ctx: Ctx<S>) {
@@ -123,4 +123,36 @@ pub async fn reclaim_with_invalid_limit_is_rejected<S: Storage>(ctx: Ctx<S>) {
         ctx.storage.reclaim_stalled(queue_core::MAX_BATCH + 1).await,
         "limit",
     );
+}
+
+/// Reclaim picks the leases that ended first, not the lowest ids: leases
+/// claimed for different durations end in another order than their ids.
+pub async fn reclaim_picks_the_earliest_lease_end_not_the_lowest_id<S: Storage>(ctx: Ctx<S>) {
+    let mut ids = Vec::new();
+    for (q, lease) in [("a", 30), ("b", 20), ("c", 10)] {
+        let id = ctx
+            .enqueue(queue_core::NewJob::new(q, json!(lease)).max_attempts(3))
+            .await;
+        let claim = queue_core::DequeueRequest::new(vec![queue(q)], 1, secs(lease), worker("w1"))
+            .expect("valid request");
+        let jobs = ctx.storage.dequeue(&claim).await.expect("dequeue");
+        assert_eq!(jobs.len(), 1);
+        ids.push(id);
+    }
+    ctx.clock.advance(secs(31));
+    let expected_order = [ids[2], ids[1], ids[0]];
+    for (n, id) in expected_order.iter().enumerate() {
+        assert_eq!(
+            ctx.storage
+                .reclaim_stalled(1)
+                .await
+                .expect("reclaim")
+                .requeued,
+            1
+        );
+        for (m, later) in expected_order.iter().enumerate() {
+            let pending = ctx.live(*later).await.lease_until.is_none();
+            assert_eq!(pending, m <= n, "after reclaim {n}, job {later} (id {id})");
+        }
+    }
 }

@@ -36,3 +36,15 @@ pub async fn release_with_stale_lease_returns_false<S: Storage>(ctx: Ctx<S>) {
     );
     assert_eq!(ctx.live(first.id).await, second);
 }
+
+/// A lease that expired but nobody reclaimed or took is still current:
+/// release gives the job back and returns true.
+pub async fn release_on_an_expired_lease_nobody_took_succeeds<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    ctx.clock.advance(LEASE + secs(5));
+    assert!(ctx.storage.release(&lease_of(&job)).await.expect("release"));
+    let stored = ctx.live(job.id).await;
+    assert_eq!(stored.attempts, 0);
+    assert_eq!((stored.lease_until, stored.locked_by), (None, None));
+    assert_eq!(stored.available_at, ctx.now());
+}

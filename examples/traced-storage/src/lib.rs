@@ -1,0 +1,148 @@
+//! `TracedStorage`: wraps any [`Storage`] and logs each call, its arguments
+//! that matter and its outcome, at `debug` level (errors at `warn`).
+//!
+//! It exists as the repository's example of an out-of-tree backend: see
+//! `tests/` for the two lines that run the conformance suite and the model
+//! test against it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use queue_core::{
+    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
+    Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
+    Storage, async_trait,
+};
+use serde_json::Value;
+
+/// A storage that logs every call to the storage it wraps.
+#[derive(Debug, Default)]
+pub struct TracedStorage<S> {
+    inner: S,
+}
+
+impl<S> TracedStorage<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        Self { inner }
+    }
+
+    /// The wrapped storage.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
+/// Logs the outcome of `operation` and hands it back.
+fn traced<T: std::fmt::Debug>(operation: &'static str, outcome: Result<T>) -> Result<T> {
+    match &outcome {
+        Ok(value) => tracing::debug!(operation, ?value, "storage call"),
+        Err(error) => tracing::warn!(operation, %error, "storage call failed"),
+    }
+    outcome
+}
+
+#[async_trait]
+impl<S: Storage> Storage for TracedStorage<S> {
+    async fn now(&self) -> Result<DateTime<Utc>> {
+        traced("now", self.inner.now().await)
+    }
+
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        traced("enqueue", self.inner.enqueue(job).await)
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        traced("enqueue_batch", self.inner.enqueue_batch(jobs).await)
+    }
+
+    async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        let jobs = self.inner.dequeue(request).await;
+        match &jobs {
+            Ok(jobs) => {
+                let ids: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
+                tracing::debug!(operation = "dequeue", ?ids, "storage call");
+            }
+            Err(error) => tracing::warn!(operation = "dequeue", %error, "storage call failed"),
+        }
+        jobs
+    }
+
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        traced("next_due", self.inner.next_due(queues).await)
+    }
+
+    async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
+        traced("ack", self.inner.ack(lease, result).await)
+    }
+
+    async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+        traced("ack_batch", self.inner.ack_batch(acks).await)
+    }
+
+    async fn nack(&self, lease: &Lease, error: Value, retry: Retry) -> Result<NackOutcome> {
+        traced("nack", self.inner.nack(lease, error, retry).await)
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool> {
+        traced("release", self.inner.release(lease).await)
+    }
+
+    async fn heartbeat(&self, lease: &Lease, extend_by: Duration) -> Result<bool> {
+        traced("heartbeat", self.inner.heartbeat(lease, extend_by).await)
+    }
+
+    async fn heartbeat_batch(&self, leases: &[Lease], extend_by: Duration) -> Result<Vec<bool>> {
+        traced(
+            "heartbeat_batch",
+            self.inner.heartbeat_batch(leases, extend_by).await,
+        )
+    }
+
+    async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        traced("reclaim_stalled", self.inner.reclaim_stalled(limit).await)
+    }
+
+    async fn discard(&self, id: JobId) -> Result<()> {
+        traced("discard", self.inner.discard(id).await)
+    }
+
+    async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
+        traced("retry_dead_letter", self.inner.retry_dead_letter(id).await)
+    }
+
+    async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
+        traced("prune_history", self.inner.prune_history(request).await)
+    }
+
+    async fn stats(&self) -> Result<Vec<QueueStats>> {
+        traced("stats", self.inner.stats().await)
+    }
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+        traced("get_job", self.inner.get_job(id).await)
+    }
+
+    async fn get_history(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        traced("get_history", self.inner.get_history(id).await)
+    }
+
+    async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        traced("list_history", self.inner.list_history(filter).await)
+    }
+
+    async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        traced(
+            "list_dead_letters",
+            self.inner.list_dead_letters(filter).await,
+        )
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
+        traced("pause_queue", self.inner.pause_queue(queue).await)
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
+        traced("resume_queue", self.inner.resume_queue(queue).await)
+    }
+}

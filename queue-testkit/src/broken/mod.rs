@@ -1,0 +1,238 @@
+//! A catalogue of deliberately broken storages: what the conformance suite
+//! and the model test guarantee to catch.
+//!
+//! Each [`Bug`] is one realistic backend mistake, planted in a
+//! [`BrokenStorage`] that is otherwise [`MemoryStorage`]. The kit's own
+//! tests run the suite and the model test against every one of them and
+//! fail unless each is rejected, every run. Read the list as the promise the
+//! kit makes to a backend author: a backend with any of these bugs does not
+//! pass. A new contract bullet comes with its case and a bug here that only
+//! that case catches.
+
+mod storage;
+
+use queue_core::Clock;
+
+use crate::MemoryStorage;
+use crate::suite::{Fixture, StorageFactory};
+
+/// One planted bug; the case named in its docs is the one meant to catch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Bug {
+    /// Claims read the candidates, wait for the database, then write the
+    /// lease without a lock or a re-check, so two workers get one job.
+    /// Caught by `concurrency::dequeue_never_hands_a_held_job_to_a_second_worker`.
+    UnlockedClaim,
+    /// Claims ignore paused queues. Caught by `dequeue::dequeue_skips_paused_queues`.
+    ClaimIgnoresPause,
+    /// Claims take jobs by id, not by priority and `available_at`.
+    /// Caught by `dequeue::dequeue_orders_by_priority_then_available_at_then_id`.
+    ClaimOrdersById,
+    /// Claims ignore per-queue limits. Caught by
+    /// `dequeue::dequeue_takes_at_most_each_queues_limit`.
+    ClaimIgnoresQueueLimits,
+    /// Claims take jobs that are not due yet. Caught by
+    /// `dequeue::dequeue_skips_delayed_jobs_until_due`.
+    ClaimTakesDelayedJobs,
+    /// Every claim overwrites `first_locked_at`. Caught by
+    /// `dequeue::dequeue_keeps_first_locked_at_on_later_claims`.
+    ClaimResetsFirstLockedAt,
+    /// `next_due` only looks at jobs never tried, missing one in backoff
+    /// after a nack. Caught by `dequeue::next_due_counts_a_job_in_backoff_after_a_nack`.
+    NextDueIgnoresRetries,
+    /// `next_due` only looks at the first named queue. Caught by
+    /// `dequeue::next_due_is_the_time_until_the_earliest_scheduled_job`.
+    NextDueOnlyFirstQueue,
+    /// Ack checks the job id and attempt but not the worker. Caught by
+    /// `ack::ack_by_another_worker_is_lease_lost`.
+    AckIgnoresWorker,
+    /// Ack checks the job id and worker but not the attempt, so a reclaimed
+    /// and reclaimed-again job is acked by its old lease. Caught by
+    /// `ack::ack_with_stale_lease_is_lease_lost_and_changes_nothing`.
+    AckIgnoresAttempt,
+    /// A lease repeated within one `ack_batch` is reported acked twice.
+    /// Caught by `ack::ack_batch_acks_a_repeated_lease_once`.
+    AckBatchAcksRepeatsTwice,
+    /// Nack refuses a lease past its end that nobody took. Caught by
+    /// `nack::nack_on_an_expired_lease_nobody_took_succeeds`.
+    NackRefusesExpiredLease,
+    /// Nack retries while `attempts <= max_attempts` (one attempt too many).
+    /// Caught by `nack::nack_at_max_attempts_dead_letters`.
+    NackRetriesOnceTooOften,
+    /// A retrying nack clears `lease_until` but leaves `locked_by`. Caught by
+    /// `nack::nack_with_attempts_left_schedules_a_retry`.
+    NackKeepsLockedBy,
+    /// Release refuses a lease past its end that nobody took. Caught by
+    /// `release::release_on_an_expired_lease_nobody_took_succeeds`.
+    ReleaseRefusesExpiredLease,
+    /// Release keeps the attempt counted. Caught by
+    /// `release::release_returns_job_without_burning_an_attempt`.
+    ReleaseBurnsAnAttempt,
+    /// Heartbeat extends a lease that already expired. Caught by
+    /// `heartbeat::heartbeat_on_expired_lease_returns_false`.
+    HeartbeatRevivesExpiredLease,
+    /// Heartbeat does not check the worker. Caught by
+    /// `heartbeat::heartbeat_on_foreign_lease_returns_false`.
+    HeartbeatIgnoresWorker,
+    /// Reclaim picks stalled jobs by id instead of by lease end. Caught by
+    /// `reclaim::reclaim_picks_the_earliest_lease_end_not_the_lowest_id`.
+    ReclaimOrdersById,
+    /// Reclaim ignores its batch limit. Caught by
+    /// `reclaim::reclaim_respects_its_batch_limit_oldest_lease_first`.
+    ReclaimIgnoresLimit,
+    /// Reclaim does not note why the attempt ended. Caught by
+    /// `reclaim::reclaim_returns_stalled_jobs_to_pending`.
+    ReclaimForgetsLastError,
+    /// Unique keys collide across queues. Caught by
+    /// `enqueue::enqueue_same_key_in_another_queue_is_a_new_job`.
+    UniqueKeyAcrossQueues,
+    /// A finished job's unique key keeps blocking new jobs. Caught by
+    /// `enqueue::enqueue_key_is_free_again_once_job_is_archived`.
+    UniqueKeyHeldByHistory,
+    /// A batch with an invalid job writes the valid jobs before it. Caught
+    /// by `enqueue::enqueue_batch_with_an_invalid_job_writes_nothing`.
+    BatchWritesUntilTheInvalidJob,
+    /// Discarding an unknown id succeeds. Caught by
+    /// `admin::discard_of_an_unknown_job_is_not_found`.
+    DiscardOfUnknownSucceeds,
+    /// A retried dead letter keeps its attempts. Caught by
+    /// `admin::retry_dead_letter_requeues_it_under_its_id`.
+    RetryKeepsAttempts,
+    /// Prune ignores its status filter. Caught by
+    /// `admin::prune_respects_status_and_limit`.
+    PruneIgnoresStatus,
+    /// Stats leave out queues without live jobs, paused ones included.
+    /// Caught by `inspect::stats_list_paused_queues_without_jobs`.
+    StatsSkipEmptyQueues,
+    /// The pending age is measured from `created_at`, so a retrying job
+    /// looks old. Caught by `inspect::stats_age_a_retrying_job_from_when_it_came_due`.
+    AgeFromCreation,
+    /// History lists by finish time instead of id. Caught by
+    /// `inspect::list_history_orders_by_id_not_finish_time`.
+    HistoryByFinishTime,
+    /// A history page always offers a next page. Caught by
+    /// `inspect::list_history_pages_by_keyset`.
+    HistoryAlwaysHasNext,
+}
+
+impl Bug {
+    /// Every bug in the catalogue.
+    pub const ALL: [Bug; 31] = [
+        Bug::UnlockedClaim,
+        Bug::ClaimIgnoresPause,
+        Bug::ClaimOrdersById,
+        Bug::ClaimIgnoresQueueLimits,
+        Bug::ClaimTakesDelayedJobs,
+        Bug::ClaimResetsFirstLockedAt,
+        Bug::NextDueIgnoresRetries,
+        Bug::NextDueOnlyFirstQueue,
+        Bug::AckIgnoresWorker,
+        Bug::AckIgnoresAttempt,
+        Bug::AckBatchAcksRepeatsTwice,
+        Bug::NackRefusesExpiredLease,
+        Bug::NackRetriesOnceTooOften,
+        Bug::NackKeepsLockedBy,
+        Bug::ReleaseRefusesExpiredLease,
+        Bug::ReleaseBurnsAnAttempt,
+        Bug::HeartbeatRevivesExpiredLease,
+        Bug::HeartbeatIgnoresWorker,
+        Bug::ReclaimOrdersById,
+        Bug::ReclaimIgnoresLimit,
+        Bug::ReclaimForgetsLastError,
+        Bug::UniqueKeyAcrossQueues,
+        Bug::UniqueKeyHeldByHistory,
+        Bug::BatchWritesUntilTheInvalidJob,
+        Bug::DiscardOfUnknownSucceeds,
+        Bug::RetryKeepsAttempts,
+        Bug::PruneIgnoresStatus,
+        Bug::StatsSkipEmptyQueues,
+        Bug::AgeFromCreation,
+        Bug::HistoryByFinishTime,
+        Bug::HistoryAlwaysHasNext,
+    ];
+
+    /// The case, as `area::name`, that this bug is planted for: the kit's
+    /// own test checks that this case fails on it (others may too).
+    pub fn caught_by(self) -> &'static str {
+        match self {
+            Bug::UnlockedClaim => "concurrency::dequeue_never_hands_a_held_job_to_a_second_worker",
+            Bug::ClaimIgnoresPause => "dequeue::dequeue_skips_paused_queues",
+            Bug::ClaimOrdersById => "dequeue::dequeue_orders_by_priority_then_available_at_then_id",
+            Bug::ClaimIgnoresQueueLimits => "dequeue::dequeue_takes_at_most_each_queues_limit",
+            Bug::ClaimTakesDelayedJobs => "dequeue::dequeue_skips_delayed_jobs_until_due",
+            Bug::ClaimResetsFirstLockedAt => {
+                "dequeue::dequeue_keeps_first_locked_at_on_later_claims"
+            }
+            Bug::NextDueIgnoresRetries => "dequeue::next_due_counts_a_job_in_backoff_after_a_nack",
+            Bug::NextDueOnlyFirstQueue => {
+                "dequeue::next_due_is_the_time_until_the_earliest_scheduled_job"
+            }
+            Bug::AckIgnoresWorker => "ack::ack_by_another_worker_is_lease_lost",
+            Bug::AckIgnoresAttempt => "ack::ack_with_stale_lease_is_lease_lost_and_changes_nothing",
+            Bug::AckBatchAcksRepeatsTwice => "ack::ack_batch_acks_a_repeated_lease_once",
+            Bug::NackRefusesExpiredLease => "nack::nack_on_an_expired_lease_nobody_took_succeeds",
+            Bug::NackRetriesOnceTooOften => "nack::nack_at_max_attempts_dead_letters",
+            Bug::NackKeepsLockedBy => "nack::nack_with_attempts_left_schedules_a_retry",
+            Bug::ReleaseRefusesExpiredLease => {
+                "release::release_on_an_expired_lease_nobody_took_succeeds"
+            }
+            Bug::ReleaseBurnsAnAttempt => "release::release_returns_job_without_burning_an_attempt",
+            Bug::HeartbeatRevivesExpiredLease => {
+                "heartbeat::heartbeat_on_expired_lease_returns_false"
+            }
+            Bug::HeartbeatIgnoresWorker => "heartbeat::heartbeat_on_foreign_lease_returns_false",
+            Bug::ReclaimOrdersById => {
+                "reclaim::reclaim_picks_the_earliest_lease_end_not_the_lowest_id"
+            }
+            Bug::ReclaimIgnoresLimit => {
+                "reclaim::reclaim_respects_its_batch_limit_oldest_lease_first"
+            }
+            Bug::ReclaimForgetsLastError => "reclaim::reclaim_returns_stalled_jobs_to_pending",
+            Bug::UniqueKeyAcrossQueues => "enqueue::enqueue_same_key_in_another_queue_is_a_new_job",
+            Bug::UniqueKeyHeldByHistory => {
+                "enqueue::enqueue_key_is_free_again_once_job_is_archived"
+            }
+            Bug::BatchWritesUntilTheInvalidJob => {
+                "enqueue::enqueue_batch_with_an_invalid_job_writes_nothing"
+            }
+            Bug::DiscardOfUnknownSucceeds => "admin::discard_of_an_unknown_job_is_not_found",
+            Bug::RetryKeepsAttempts => "admin::retry_dead_letter_requeues_it_under_its_id",
+            Bug::PruneIgnoresStatus => "admin::prune_respects_status_and_limit",
+            Bug::StatsSkipEmptyQueues => "inspect::stats_list_paused_queues_without_jobs",
+            Bug::AgeFromCreation => "inspect::stats_age_a_retrying_job_from_when_it_came_due",
+            Bug::HistoryByFinishTime => "inspect::list_history_orders_by_id_not_finish_time",
+            Bug::HistoryAlwaysHasNext => "inspect::list_history_pages_by_keyset",
+        }
+    }
+}
+
+/// [`MemoryStorage`] with one [`Bug`] planted.
+#[derive(Debug)]
+pub struct BrokenStorage {
+    inner: MemoryStorage,
+    bug: Bug,
+}
+
+impl BrokenStorage {
+    /// An empty storage reading `clock`, broken by `bug`.
+    pub fn new(bug: Bug, clock: impl Into<Clock>) -> Self {
+        Self {
+            inner: MemoryStorage::with_clock(clock),
+            bug,
+        }
+    }
+}
+
+/// Makes a fresh [`BrokenStorage`] with its bug per case.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokenFactory(pub Bug);
+
+#[async_trait::async_trait]
+impl StorageFactory for BrokenFactory {
+    type Storage = BrokenStorage;
+
+    async fn create(&self, clock: Clock) -> Option<Fixture<BrokenStorage>> {
+        Some(Fixture::new(BrokenStorage::new(self.0, clock)))
+    }
+}

@@ -1,0 +1,378 @@
+//! The `Storage` implementation of `BrokenStorage`: the reference storage,
+//! except where the planted bug says otherwise.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use queue_core::{
+    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
+    JobState, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, Storage,
+};
+use serde_json::Value;
+
+use super::{BrokenStorage, Bug};
+
+impl BrokenStorage {
+    fn now_time(&self) -> DateTime<Utc> {
+        self.inner.current_time()
+    }
+
+    /// The stored job the lease names, if its lease has ended.
+    fn expired(&self, lease: &Lease) -> bool {
+        let now = self.now_time();
+        self.inner
+            .lock()
+            .jobs
+            .get(&lease.job_id)
+            .and_then(|job| job.lease_until)
+            .is_some_and(|until| until <= now)
+    }
+
+    /// `lease` with the worker or the attempt taken from the stored job, as
+    /// a backend that checks too little sees it.
+    fn loosen(&self, lease: &Lease) -> Lease {
+        let mut lease = lease.clone();
+        if let Some(job) = self.inner.lock().jobs.get(&lease.job_id) {
+            match self.bug {
+                Bug::AckIgnoresWorker | Bug::HeartbeatIgnoresWorker => {
+                    if let Some(worker) = &job.locked_by {
+                        lease.worker_id = worker.clone();
+                    }
+                }
+                Bug::AckIgnoresAttempt => lease.attempt = job.attempts,
+                _ => {}
+            }
+        }
+        lease
+    }
+
+    /// A claim that picks every unheld job of the named queues (paused and
+    /// not yet due included when the bug says so) by id.
+    fn claim_by_id(&self, request: &DequeueRequest) -> Vec<Job> {
+        let now = self.now_time();
+        let mut state = self.inner.lock();
+        let ids: Vec<JobId> = state
+            .jobs
+            .values()
+            .filter(|job| request.queues().contains(&job.queue))
+            .filter(|job| !state.paused.contains(&job.queue))
+            .filter(|job| match self.bug {
+                Bug::ClaimTakesDelayedJobs => job.lease_until.is_none(),
+                _ => job.state(now) == JobState::Pending,
+            })
+            .map(|job| job.id)
+            .take(request.limit() as usize)
+            .collect();
+        state.claim(&ids, request, now)
+    }
+}
+
+#[async_trait]
+impl Storage for BrokenStorage {
+    async fn now(&self) -> Result<DateTime<Utc>> {
+        self.inner.now().await
+    }
+
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        let valid = job.validate()?;
+        if let Some(key) = valid.unique_key {
+            let state = self.inner.lock();
+            let existing = match self.bug {
+                Bug::UniqueKeyAcrossQueues => state
+                    .jobs
+                    .values()
+                    .find(|j| j.unique_key.as_ref() == Some(&key))
+                    .map(|j| j.id),
+                Bug::UniqueKeyHeldByHistory => state
+                    .history
+                    .values()
+                    .find(|r| r.queue == valid.queue && r.unique_key.as_ref() == Some(&key))
+                    .map(|r| r.id),
+                _ => None,
+            };
+            if let Some(id) = existing {
+                return Ok(EnqueueOutcome { id, existed: true });
+            }
+        }
+        self.inner.enqueue(job).await
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        if self.bug != Bug::BatchWritesUntilTheInvalidJob {
+            return self.inner.enqueue_batch(jobs).await;
+        }
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            outcomes.push(self.inner.enqueue(job).await?);
+        }
+        Ok(outcomes)
+    }
+
+    async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        let now = self.now_time();
+        match self.bug {
+            Bug::UnlockedClaim => {
+                let ids = self.inner.lock().claimable(request, now);
+                // The round trip between the select and the update; one yield
+                // is all the suite needs to see the double claim.
+                tokio::task::yield_now().await;
+                Ok(self.inner.lock().claim(&ids, request, now))
+            }
+            Bug::ClaimIgnoresPause => {
+                let mut state = self.inner.lock();
+                let paused = std::mem::take(&mut state.paused);
+                let ids = state.claimable(request, now);
+                state.paused = paused;
+                Ok(state.claim(&ids, request, now))
+            }
+            Bug::ClaimOrdersById | Bug::ClaimTakesDelayedJobs => Ok(self.claim_by_id(request)),
+            Bug::ClaimIgnoresQueueLimits => {
+                let plain = DequeueRequest::new(
+                    request.queues().to_vec(),
+                    request.limit(),
+                    request.lease(),
+                    request.worker_id().clone(),
+                )?;
+                self.inner.dequeue(&plain).await
+            }
+            Bug::ClaimResetsFirstLockedAt => {
+                let mut jobs = self.inner.dequeue(request).await?;
+                let mut state = self.inner.lock();
+                for job in &mut jobs {
+                    job.first_locked_at = Some(now);
+                    if let Some(stored) = state.jobs.get_mut(&job.id) {
+                        stored.first_locked_at = Some(now);
+                    }
+                }
+                Ok(jobs)
+            }
+            _ => self.inner.dequeue(request).await,
+        }
+    }
+
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        match self.bug {
+            Bug::NextDueOnlyFirstQueue => self.inner.next_due(&queues[..queues.len().min(1)]).await,
+            Bug::NextDueIgnoresRetries => {
+                let now = self.now_time();
+                Ok(self
+                    .inner
+                    .lock()
+                    .jobs
+                    .values()
+                    .filter(|job| queues.contains(&job.queue) && job.attempts == 0)
+                    .filter(|job| job.lease_until.is_none() && job.available_at > now)
+                    .map(|job| job.available_at)
+                    .min()
+                    .map(|due| (due - now).to_std().unwrap_or_default()))
+            }
+            _ => self.inner.next_due(queues).await,
+        }
+    }
+
+    async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
+        self.inner.ack(&self.loosen(lease), result).await
+    }
+
+    async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+        let loosened: Vec<Ack> = acks
+            .iter()
+            .map(|ack| Ack {
+                lease: self.loosen(&ack.lease),
+                result: ack.result.clone(),
+            })
+            .collect();
+        let mut acked = self.inner.ack_batch(&loosened).await?;
+        if self.bug == Bug::AckBatchAcksRepeatsTwice {
+            for i in 0..acks.len() {
+                let earlier = (0..i).any(|j| acked[j] && acks[j].lease == acks[i].lease);
+                acked[i] |= earlier;
+            }
+        }
+        Ok(acked)
+    }
+
+    async fn nack(&self, lease: &Lease, error: Value, retry: Retry) -> Result<NackOutcome> {
+        match self.bug {
+            Bug::NackRefusesExpiredLease if self.expired(lease) => Err(QueueError::LeaseLost {
+                lease: lease.clone(),
+            }),
+            Bug::NackRetriesOnceTooOften => {
+                if let Some(job) = self.inner.lock().held(lease) {
+                    job.max_attempts += 1;
+                }
+                let outcome = self.inner.nack(lease, error, retry).await;
+                if let Some(job) = self.inner.lock().jobs.get_mut(&lease.job_id) {
+                    job.max_attempts -= 1;
+                }
+                outcome
+            }
+            Bug::NackKeepsLockedBy => {
+                let outcome = self.inner.nack(lease, error, retry).await?;
+                if let Some(job) = self.inner.lock().jobs.get_mut(&lease.job_id) {
+                    job.locked_by = Some(lease.worker_id.clone());
+                }
+                Ok(outcome)
+            }
+            _ => self.inner.nack(lease, error, retry).await,
+        }
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool> {
+        if self.bug == Bug::ReleaseRefusesExpiredLease && self.expired(lease) {
+            return Ok(false);
+        }
+        let released = self.inner.release(lease).await?;
+        if released
+            && self.bug == Bug::ReleaseBurnsAnAttempt
+            && let Some(job) = self.inner.lock().jobs.get_mut(&lease.job_id)
+        {
+            job.attempts += 1;
+        }
+        Ok(released)
+    }
+
+    async fn heartbeat(&self, lease: &Lease, extend_by: Duration) -> Result<bool> {
+        let lease = self.loosen(lease);
+        if self.bug == Bug::HeartbeatRevivesExpiredLease && self.expired(&lease) {
+            queue_core::validate_lease("extend_by", extend_by)?;
+            let now = self.now_time();
+            if let Some(job) = self.inner.lock().held(&lease) {
+                job.lease_until = Some(now + queue_core::time::to_time_delta(extend_by));
+                return Ok(true);
+            }
+        }
+        self.inner.heartbeat(&lease, extend_by).await
+    }
+
+    async fn heartbeat_batch(&self, leases: &[Lease], extend_by: Duration) -> Result<Vec<bool>> {
+        let loosened: Vec<Lease> = leases.iter().map(|lease| self.loosen(lease)).collect();
+        self.inner.heartbeat_batch(&loosened, extend_by).await
+    }
+
+    async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        let outcome = match self.bug {
+            Bug::ReclaimOrdersById | Bug::ReclaimIgnoresLimit => {
+                queue_core::validate_limit("limit", limit, queue_core::MAX_BATCH)?;
+                let now = self.now_time();
+                let mut state = self.inner.lock();
+                let mut ids = state.reclaimable(now);
+                if self.bug == Bug::ReclaimOrdersById {
+                    ids.sort();
+                    ids.truncate(limit as usize);
+                }
+                return Ok(state.reclaim(&ids, now));
+            }
+            Bug::ReclaimForgetsLastError => {
+                let before: Vec<(JobId, Option<Value>)> = {
+                    let state = self.inner.lock();
+                    state
+                        .jobs
+                        .values()
+                        .map(|j| (j.id, j.last_error.clone()))
+                        .collect()
+                };
+                let outcome = self.inner.reclaim_stalled(limit).await?;
+                let mut state = self.inner.lock();
+                for (id, error) in before {
+                    if let Some(job) = state.jobs.get_mut(&id) {
+                        job.last_error = error;
+                    } else if let Some(record) = state.history.get_mut(&id) {
+                        record.last_error = error;
+                    }
+                }
+                outcome
+            }
+            _ => self.inner.reclaim_stalled(limit).await?,
+        };
+        Ok(outcome)
+    }
+
+    async fn discard(&self, id: JobId) -> Result<()> {
+        match self.inner.discard(id).await {
+            Err(QueueError::NotFound { .. }) if self.bug == Bug::DiscardOfUnknownSucceeds => Ok(()),
+            other => other,
+        }
+    }
+
+    async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
+        let attempts = self.inner.lock().history.get(&id).map(|r| r.attempts);
+        self.inner.retry_dead_letter(id).await?;
+        if self.bug == Bug::RetryKeepsAttempts
+            && let (Some(job), Some(attempts)) = (self.inner.lock().jobs.get_mut(&id), attempts)
+        {
+            job.attempts = attempts;
+        }
+        Ok(())
+    }
+
+    async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
+        if self.bug == Bug::PruneIgnoresStatus {
+            let mut request = *request;
+            request.status = None;
+            return self.inner.prune_history(&request).await;
+        }
+        self.inner.prune_history(request).await
+    }
+
+    async fn stats(&self) -> Result<Vec<QueueStats>> {
+        let mut stats = self.inner.stats().await?;
+        match self.bug {
+            Bug::StatsSkipEmptyQueues => stats.retain(|s| s.live() > 0),
+            Bug::AgeFromCreation => {
+                let now = self.now_time();
+                let state = self.inner.lock();
+                for entry in &mut stats {
+                    entry.oldest_pending_age = state
+                        .jobs
+                        .values()
+                        .filter(|j| j.queue == entry.queue && j.state(now) == JobState::Pending)
+                        .map(|j| (now - j.created_at).to_std().unwrap_or_default())
+                        .max();
+                }
+            }
+            _ => {}
+        }
+        Ok(stats)
+    }
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+        self.inner.get_job(id).await
+    }
+
+    async fn get_history(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        self.inner.get_history(id).await
+    }
+
+    async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        match self.bug {
+            Bug::HistoryByFinishTime => {
+                filter.validate()?;
+                let state = self.inner.lock();
+                let mut records: Vec<HistoryRecord> =
+                    state.history_matching(filter).cloned().collect();
+                records.sort_by_key(|r| std::cmp::Reverse(r.finished_at));
+                records.truncate(filter.limit as usize + 1);
+                Ok(HistoryPage::from_overfetch(records, filter.limit))
+            }
+            Bug::HistoryAlwaysHasNext => {
+                let mut page = self.inner.list_history(filter).await?;
+                if page.next.is_none() {
+                    page.next = page.records.last().map(|r| r.id);
+                }
+                Ok(page)
+            }
+            _ => self.inner.list_history(filter).await,
+        }
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
+        self.inner.pause_queue(queue).await
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
+        self.inner.resume_queue(queue).await
+    }
+}

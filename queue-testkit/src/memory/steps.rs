@@ -1,0 +1,130 @@
+//! The steps `MemoryStorage` composes its claims, reclaims and history
+//! listings from; the crate's broken storages recombine them.
+
+use chrono::{DateTime, Utc};
+use queue_core::{
+    DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobId, JobState, QueueName,
+    ReclaimOutcome,
+};
+use serde_json::json;
+
+use super::storage::after;
+use super::{Archive, State};
+
+impl State {
+    /// The ids a claim by `request` takes at `now`, in dequeue order.
+    pub(crate) fn claimable(&self, request: &DequeueRequest, now: DateTime<Utc>) -> Vec<JobId> {
+        let mut ready: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|job| request.queues().contains(&job.queue))
+            .filter(|job| !self.paused.contains(&job.queue))
+            .filter(|job| job.state(now) == JobState::Pending)
+            .collect();
+        ready.sort_by(|a, b| {
+            (b.priority, a.available_at, a.id).cmp(&(a.priority, b.available_at, b.id))
+        });
+        let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
+        ready
+            .into_iter()
+            .filter(|job| {
+                let count = taken.entry(&job.queue).or_default();
+                *count += 1;
+                *count <= request.queue_limit(&job.queue)
+            })
+            .take(request.limit() as usize)
+            .map(|job| job.id)
+            .collect()
+    }
+
+    /// Leases the live jobs `ids` to `request`'s worker, whatever their state.
+    pub(crate) fn claim(
+        &mut self,
+        ids: &[JobId],
+        request: &DequeueRequest,
+        now: DateTime<Utc>,
+    ) -> Vec<Job> {
+        let lease_until = after(now, request.lease());
+        let mut claimed = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(job) = self.jobs.get_mut(id) {
+                job.attempts += 1;
+                job.lease_until = Some(lease_until);
+                job.locked_by = Some(request.worker_id().clone());
+                job.first_locked_at.get_or_insert(now);
+                job.updated_at = now;
+                claimed.push(job.clone());
+            }
+        }
+        claimed
+    }
+}
+
+impl State {
+    /// The history rows `filter` selects (its limit aside), newest id first.
+    pub(crate) fn history_matching<'a>(
+        &'a self,
+        filter: &'a HistoryFilter,
+    ) -> impl Iterator<Item = &'a HistoryRecord> + 'a {
+        self.history
+            .values()
+            .rev()
+            .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
+            .filter(|r| filter.status.is_none_or(|s| s == r.status))
+            .filter(|r| filter.before.is_none_or(|before| r.id < before))
+    }
+
+    /// The jobs reclaim takes at `now`, in its order: stalled ones by lease
+    /// end, then exhausted ones.
+    pub(crate) fn reclaimable(&self, now: DateTime<Utc>) -> Vec<JobId> {
+        let mut stalled: Vec<(DateTime<Utc>, JobId)> = Vec::new();
+        let mut exhausted: Vec<JobId> = Vec::new();
+        for job in self.jobs.values() {
+            match (job.state(now), job.lease_until) {
+                (JobState::Stalled, Some(until)) => stalled.push((until, job.id)),
+                (JobState::Exhausted, _) => exhausted.push(job.id),
+                _ => {}
+            }
+        }
+        stalled.sort();
+        stalled
+            .into_iter()
+            .map(|(_, id)| id)
+            .chain(exhausted)
+            .collect()
+    }
+
+    /// Reclaims the jobs `ids`: requeues those with attempts left, dead
+    /// letters the rest.
+    pub(crate) fn reclaim(&mut self, ids: &[JobId], now: DateTime<Utc>) -> ReclaimOutcome {
+        let mut outcome = ReclaimOutcome::default();
+        for &id in ids {
+            let Some(job) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            if let Some(worker) = job.locked_by.take() {
+                job.last_error = Some(json!({
+                    "kind": "lease_expired",
+                    "worker_id": worker.as_str(),
+                    "attempt": job.attempts,
+                }));
+                job.lease_until = None;
+                job.available_at = now;
+                job.updated_at = now;
+            }
+            if job.attempts >= job.max_attempts {
+                let archive = Archive {
+                    status: FinalStatus::DeadLetter,
+                    result: None,
+                    last_error: None,
+                    processed_by: None,
+                };
+                self.archive(id, archive, now);
+                outcome.dead_lettered += 1;
+            } else {
+                outcome.requeued += 1;
+            }
+        }
+        outcome
+    }
+}

@@ -1,0 +1,167 @@
+//! The model test's newer operations: capped and concurrent claims,
+//! `next_due` and history listings, compared between the backend and the
+//! model.
+
+use std::time::Duration;
+
+use proptest::test_runner::TestCaseError;
+use queue_core::{DequeueRequest, HistoryFilter, Job, QueueName, Storage, WorkerId};
+
+use super::fail;
+use super::ops::QUEUES;
+use super::pair::{Pair, kind, same};
+
+fn queue_name(index: usize) -> QueueName {
+    QueueName::new(QUEUES[index]).expect("model queue names are valid")
+}
+
+impl<S: Storage> Pair<S> {
+    pub(super) async fn dequeue_capped(
+        &mut self,
+        caps: [u32; 2],
+        worker: u8,
+    ) -> Result<(), TestCaseError> {
+        let request = DequeueRequest::with_queue_limits(
+            vec![(queue_name(0), caps[0]), (queue_name(1), caps[1])],
+            Duration::from_secs(30),
+            WorkerId::new(format!("w{worker}")).expect("valid worker id"),
+        )
+        .expect("model requests are valid");
+        self.claim(&request).await
+    }
+
+    pub(super) async fn claim(&mut self, request: &DequeueRequest) -> Result<(), TestCaseError> {
+        let model = kind(self.model.dequeue(request).await);
+        let backend = kind(self.backend.dequeue(request).await);
+        match (model, backend) {
+            (Ok(m), Ok(b)) => {
+                let b = b
+                    .into_iter()
+                    .map(|job| self.normalise_job(job))
+                    .collect::<Result<Vec<_>, _>>()?;
+                same("claimed jobs", &m, &b)?;
+                self.leases.extend(m.iter().filter_map(Job::lease));
+                Ok(())
+            }
+            (m, b) => same("dequeue", m.map(|_| ()), b.map(|_| ())),
+        }
+    }
+
+    pub(super) async fn next_due(&self, queues: u8) -> Result<(), TestCaseError> {
+        let names: Vec<QueueName> = (0..QUEUES.len())
+            .filter(|i| queues & (1 << i) != 0)
+            .map(queue_name)
+            .collect();
+        let model = kind(self.model.next_due(&names).await);
+        let backend = kind(self.backend.next_due(&names).await);
+        same("next_due", model, backend)
+    }
+
+    pub(super) async fn list_history(
+        &self,
+        queue: Option<usize>,
+        status: Option<queue_core::FinalStatus>,
+        before: Option<usize>,
+        limit: u32,
+    ) -> Result<(), TestCaseError> {
+        let before = before.and_then(|pick| self.job(pick));
+        let model_filter = HistoryFilter {
+            queue: queue.map(queue_name),
+            status,
+            before: before.map(|(m, _)| m),
+            limit,
+        };
+        let backend_filter = HistoryFilter {
+            before: before.map(|(_, b)| b),
+            ..model_filter.clone()
+        };
+        let model = kind(self.model.list_history(&model_filter).await);
+        let backend = kind(self.backend.list_history(&backend_filter).await);
+        match (model, backend) {
+            (Ok(m), Ok(b)) => {
+                let records = b
+                    .records
+                    .into_iter()
+                    .map(|r| self.normalise_record(r))
+                    .collect::<Result<Vec<_>, _>>()?;
+                same("history page", &m.records, &records)?;
+                let next = b.next.map(|id| self.to_model(id)).transpose()?;
+                same("next page", m.next, next)
+            }
+            (m, b) => same("list_history", m.map(|_| ()), b.map(|_| ())),
+        }
+    }
+
+    pub(super) async fn concurrent_claims(
+        &mut self,
+        workers: u8,
+        limit: u32,
+    ) -> Result<(), TestCaseError> {
+        let both = || (0..QUEUES.len()).map(queue_name).collect::<Vec<_>>();
+        let request = |worker: u8| {
+            DequeueRequest::new(
+                both(),
+                limit,
+                Duration::from_secs(30),
+                WorkerId::new(format!("c{worker}")).expect("valid worker id"),
+            )
+            .expect("model requests are valid")
+        };
+        let mut racers = tokio::task::JoinSet::new();
+        for worker in 0..workers {
+            let backend = std::sync::Arc::clone(&self.backend);
+            let request = request(worker);
+            racers.spawn(async move { (worker, backend.dequeue(&request).await) });
+        }
+        let mut claims = Vec::new();
+        while let Some(joined) = racers.join_next().await {
+            let (worker, claimed) = joined.map_err(|e| fail(format!("claim task: {e}")))?;
+            let claimed = claimed.map_err(|e| fail(format!("concurrent claim: {e}")))?;
+            let jobs = claimed
+                .into_iter()
+                .map(|job| self.normalise_job(job))
+                .collect::<Result<Vec<_>, _>>()?;
+            claims.push((worker, jobs));
+        }
+        claims.sort_by_key(|(worker, _)| *worker);
+        let now = self.model.current_time();
+        let all = DequeueRequest::new(
+            both(),
+            limit * u32::from(workers),
+            Duration::from_secs(30),
+            WorkerId::new("c").expect("valid worker id"),
+        )
+        .expect("model requests are valid");
+        let eligible = self.model.lock().claimable(&all, now);
+        let mut seen = std::collections::HashSet::new();
+        for (worker, jobs) in &claims {
+            same(
+                &format!("at most {limit} jobs for c{worker}"),
+                true,
+                jobs.len() <= limit as usize,
+            )?;
+            for job in jobs {
+                if !seen.insert(job.id) {
+                    return Err(fail(format!(
+                        "job {} claimed by two racing workers",
+                        job.id
+                    )));
+                }
+                if !eligible.contains(&job.id) {
+                    return Err(fail(format!(
+                        "c{worker} claimed job {}, outside the best {} jobs {eligible:?}",
+                        job.id,
+                        all.limit()
+                    )));
+                }
+            }
+        }
+        for (worker, jobs) in claims {
+            let ids: Vec<_> = jobs.iter().map(|job| job.id).collect();
+            let model = self.model.lock().claim(&ids, &request(worker), now);
+            same(&format!("jobs claimed by c{worker}"), &model, &jobs)?;
+            self.leases.extend(model.iter().filter_map(Job::lease));
+        }
+        Ok(())
+    }
+}
