@@ -320,3 +320,42 @@ async fn the_dashboard_serves_the_overview_on_postgres() {
     assert!(overview.contains(">emails</a>"), "{overview}");
     schema.drop_schema().await;
 }
+
+/// Bytes that are not UTF-8 on standard input: a usage error in one line,
+/// nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_that_is_not_utf8_is_refused_and_nothing_is_written() {
+    use std::io::Write as _;
+
+    let Some(schema) = TestSchema::create().await else {
+        unreachable!("the harness fails instead of skipping");
+    };
+    ok(schema.url(), Some(schema.name()), &["migrate"], None);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_queue"))
+        .args(["enqueue", "emails"])
+        .env("QUEUE_DATABASE_URL", schema.url())
+        .env("QUEUE_SCHEMA", schema.name())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"{\"to\": \"\xff\xfe\"}")
+        .expect("write");
+    let out = child.wait_with_output().expect("finishes");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let stats = json_of(&ok(
+        schema.url(),
+        Some(schema.name()),
+        &["stats", "--json"],
+        None,
+    ));
+    assert_eq!(stats, json!([]), "nothing written");
+    schema.drop_schema().await;
+}

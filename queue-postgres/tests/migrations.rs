@@ -173,3 +173,64 @@ async fn a_lease_without_a_holder_is_refused_by_the_schema() {
     );
     finish(schema, pool).await;
 }
+
+/// A schema migrated by a newer release (a version this library does not
+/// know is recorded): migrating again applies nothing and fails nothing,
+/// so older workers keep running during a rolling upgrade.
+#[tokio::test]
+async fn a_schema_from_a_newer_release_is_left_alone() {
+    let Some((schema, pool)) = migrated().await else {
+        return;
+    };
+    sqlx::query(
+        "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES (999, 'from_the_future', 1)",
+    )
+    .execute(&pool)
+    .await
+    .expect("record a newer version");
+    assert_eq!(
+        migrate(&pool, schema.name()).await.expect("migrate"),
+        Vec::<u32>::new()
+    );
+    finish(schema, pool).await;
+}
+
+/// A read-only database (a replica, or a disk the server made read-only):
+/// every write is a typed error and nothing is half-written.
+#[tokio::test]
+async fn a_read_only_database_refuses_writes_with_a_typed_error() {
+    use queue_core::{NewJob, Storage};
+    use queue_postgres::PgStorage;
+    use sqlx::postgres::PgPoolOptions;
+
+    let Some((schema, pool)) = migrated().await else {
+        return;
+    };
+    let read_only = PgPoolOptions::new()
+        .max_connections(2)
+        .connect_with(
+            schema
+                .connect_options()
+                .options([("default_transaction_read_only", "on")]),
+        )
+        .await
+        .expect("connect read-only");
+    let storage = PgStorage::from_pool(read_only.clone())
+        .with_schema(schema.name())
+        .expect("schema");
+    let jobs = vec![
+        NewJob::new("emails", serde_json::json!({ "n": 1 })),
+        NewJob::new("emails", serde_json::json!({ "n": 2 })),
+    ];
+    let err = storage.enqueue_batch(jobs).await.expect_err("read-only");
+    assert!(matches!(err, QueueError::Backend(_)), "{err:?}");
+    assert!(err.to_string().contains("read-only"), "{err}");
+    assert!(storage.stats().await.expect("reads still work").is_empty());
+    let live: i64 = sqlx::query_scalar("SELECT count(*) FROM job_queue")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(live, 0, "nothing written");
+    read_only.close().await;
+    finish(schema, pool).await;
+}
