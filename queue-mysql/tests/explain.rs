@@ -22,9 +22,7 @@ fn request(queue: &str, limit: u32) -> DequeueRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_use_the_dequeue_index_and_lock_few_rows_on_a_100k_backlog() {
-    let Some((db, storage)) = common::storage_in_new_database().await else {
-        return;
-    };
+    let (db, storage) = common::storage_in_new_database().await;
     for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
         let batch = chunk
             .iter()

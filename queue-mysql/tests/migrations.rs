@@ -48,11 +48,11 @@ async fn tables(conn: &mut AsyncMysqlConnection) -> Vec<String> {
 }
 
 /// A migrated database and a connection to it.
-async fn migrated() -> Option<(TestDatabase, AsyncMysqlConnection)> {
-    let db = TestDatabase::create().await?;
+async fn migrated() -> (TestDatabase, AsyncMysqlConnection) {
+    let db = TestDatabase::create().await;
     let mut conn = connect(&db).await;
     migrate(&mut conn).await.expect("migrate");
-    Some((db, conn))
+    (db, conn)
 }
 
 #[test]
@@ -63,9 +63,7 @@ fn every_migration_file_is_embedded_unchanged() {
 
 #[tokio::test]
 async fn migrations_apply_to_an_empty_database() {
-    let Some(db) = TestDatabase::create().await else {
-        return;
-    };
+    let db = TestDatabase::create().await;
     let mut conn = connect(&db).await;
     assert_eq!(tables(&mut conn).await, Vec::<String>::new());
 
@@ -88,9 +86,7 @@ async fn migrations_apply_to_an_empty_database() {
 
 #[tokio::test]
 async fn applying_migrations_twice_is_a_no_op() {
-    let Some((db, mut conn)) = migrated().await else {
-        return;
-    };
+    let (db, mut conn) = migrated().await;
     assert_eq!(
         migrate(&mut conn).await.expect("second migrate"),
         Vec::<u32>::new()
@@ -101,9 +97,7 @@ async fn applying_migrations_twice_is_a_no_op() {
 
 #[tokio::test]
 async fn concurrent_migrations_apply_each_version_once() {
-    let Some(db) = TestDatabase::create().await else {
-        return;
-    };
+    let db = TestDatabase::create().await;
     let runs: Vec<_> = (0..4)
         .map(|_| {
             let url = db.url();
@@ -128,9 +122,7 @@ async fn concurrent_migrations_apply_each_version_once() {
 
 #[tokio::test]
 async fn an_edited_migration_is_a_conflict() {
-    let Some((db, mut conn)) = migrated().await else {
-        return;
-    };
+    let (db, mut conn) = migrated().await;
     diesel::sql_query(
         "UPDATE queue_schema_migrations SET checksum = checksum + 1 WHERE version = 1",
     )
@@ -145,9 +137,7 @@ async fn an_edited_migration_is_a_conflict() {
 
 #[tokio::test]
 async fn dequeue_index_is_queue_then_lease_then_priority_desc_then_available_at_then_id() {
-    let Some((db, mut conn)) = migrated().await else {
-        return;
-    };
+    let (db, mut conn) = migrated().await;
     let columns = names(
         &mut conn,
         "SELECT CAST(CONCAT(column_name, ' ', COALESCE(collation, '-')) AS CHAR) AS name \
@@ -172,9 +162,7 @@ async fn dequeue_index_is_queue_then_lease_then_priority_desc_then_available_at_
 
 #[tokio::test]
 async fn times_are_microsecond_datetimes_and_text_is_binary_utf8mb4() {
-    let Some((db, mut conn)) = migrated().await else {
-        return;
-    };
+    let (db, mut conn) = migrated().await;
     let columns = names(
         &mut conn,
         "SELECT CAST(CONCAT(table_name, '.', column_name, ' ', column_type) AS CHAR) AS name \
@@ -200,9 +188,7 @@ async fn times_are_microsecond_datetimes_and_text_is_binary_utf8mb4() {
 
 #[tokio::test]
 async fn unique_key_allows_many_nulls_but_one_key_per_queue() {
-    let Some((db, mut conn)) = migrated().await else {
-        return;
-    };
+    let (db, mut conn) = migrated().await;
     let insert = |key: &str| {
         format!(
             "INSERT INTO job_queue (queue_name, unique_key, payload, max_attempts, available_at, \

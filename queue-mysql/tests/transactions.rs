@@ -26,15 +26,15 @@ struct Status {
 }
 
 /// A migrated storage, an `orders` table, and a connection of the caller's own.
-async fn setup() -> Option<(TestDatabase, MySqlStorage, AsyncMysqlConnection)> {
-    let (db, storage) = common::storage_in_new_database().await?;
+async fn setup() -> (TestDatabase, MySqlStorage, AsyncMysqlConnection) {
+    let (db, storage) = common::storage_in_new_database().await;
     let mut conn = AsyncMysqlConnection::establish(&db.url())
         .await
         .expect("connect");
     conn.batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, status VARCHAR(20) NOT NULL)")
         .await
         .expect("business table");
-    Some((db, storage, conn))
+    (db, storage, conn)
 }
 
 async fn order_status(conn: &mut AsyncMysqlConnection, id: i64) -> Option<String> {
@@ -61,9 +61,7 @@ async fn claim(storage: &MySqlStorage) -> Job {
 
 #[tokio::test]
 async fn enqueue_in_commits_and_rolls_back_with_the_business_row() {
-    let Some((db, storage, mut conn)) = setup().await else {
-        return;
-    };
+    let (db, storage, mut conn) = setup().await;
     let committed = conn
         .transaction(async |conn| {
             conn.batch_execute("INSERT INTO orders VALUES (1, 'placed')")
@@ -108,9 +106,7 @@ async fn enqueue_in_commits_and_rolls_back_with_the_business_row() {
 
 #[tokio::test]
 async fn ack_in_commits_or_rolls_back_with_the_handlers_effect() {
-    let Some((db, storage, mut conn)) = setup().await else {
-        return;
-    };
+    let (db, storage, mut conn) = setup().await;
     conn.batch_execute("INSERT INTO orders VALUES (3, 'placed'), (4, 'placed')")
         .await
         .expect("orders");
@@ -192,9 +188,7 @@ async fn ack_in_commits_or_rolls_back_with_the_handlers_effect() {
 
 #[tokio::test]
 async fn times_stay_utc_in_a_non_utc_session() {
-    let Some((db, storage, mut conn)) = setup().await else {
-        return;
-    };
+    let (db, storage, mut conn) = setup().await;
     conn.batch_execute("SET time_zone = '+05:00'")
         .await
         .expect("session time zone");

@@ -19,11 +19,11 @@ async fn tables(pool: &PgPool, schema: &str) -> Vec<String> {
 }
 
 /// A migrated schema and a pool on it.
-async fn migrated() -> Option<(TestSchema, PgPool)> {
-    let schema = TestSchema::create().await?;
+async fn migrated() -> (TestSchema, PgPool) {
+    let schema = TestSchema::create().await;
     let pool = schema.pool().await;
     migrate(&pool, schema.name()).await.expect("migrate");
-    Some((schema, pool))
+    (schema, pool)
 }
 
 async fn finish(schema: TestSchema, pool: PgPool) {
@@ -43,9 +43,7 @@ fn every_migration_file_is_embedded_unchanged() {
 
 #[tokio::test]
 async fn migrations_apply_to_an_empty_schema() {
-    let Some(schema) = TestSchema::create().await else {
-        return;
-    };
+    let schema = TestSchema::create().await;
     let pool = schema.pool().await;
     assert_eq!(tables(&pool, schema.name()).await, Vec::<String>::new());
 
@@ -67,9 +65,7 @@ async fn migrations_apply_to_an_empty_schema() {
 
 #[tokio::test]
 async fn applying_migrations_twice_is_a_no_op() {
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     assert_eq!(
         migrate(&pool, schema.name()).await.expect("second migrate"),
         Vec::<u32>::new()
@@ -79,9 +75,7 @@ async fn applying_migrations_twice_is_a_no_op() {
 
 #[tokio::test]
 async fn concurrent_migrations_apply_each_version_once() {
-    let Some(schema) = TestSchema::create().await else {
-        return;
-    };
+    let schema = TestSchema::create().await;
     let pool = schema.pool().await;
     let runs: Vec<_> = (0..4)
         .map(|_| {
@@ -100,9 +94,7 @@ async fn concurrent_migrations_apply_each_version_once() {
 
 #[tokio::test]
 async fn an_edited_migration_is_a_conflict() {
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     sqlx::query("UPDATE queue_schema_migrations SET checksum = checksum + 1 WHERE version = 1")
         .execute(&pool)
         .await
@@ -116,9 +108,7 @@ async fn an_edited_migration_is_a_conflict() {
 
 #[tokio::test]
 async fn dequeue_index_is_partial_and_led_by_queue_then_priority_desc() {
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     let definition: String = sqlx::query_scalar(
         "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'job_queue_dequeue'",
     )
@@ -136,9 +126,7 @@ async fn dequeue_index_is_partial_and_led_by_queue_then_priority_desc() {
 
 #[tokio::test]
 async fn an_application_can_upsert_on_the_unique_key_itself() {
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     let insert = "INSERT INTO job_queue (queue_name, unique_key, payload, max_attempts) \
                   VALUES ('q', 'k', '{}', 1) ON CONFLICT (queue_name, unique_key) DO NOTHING";
     for _ in 0..2 {
@@ -157,9 +145,7 @@ async fn an_application_can_upsert_on_the_unique_key_itself() {
 
 #[tokio::test]
 async fn a_lease_without_a_holder_is_refused_by_the_schema() {
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     let err = sqlx::query(
         "INSERT INTO job_queue (queue_name, payload, max_attempts, lease_until) \
          VALUES ('q', '{}', 1, now())",
@@ -179,9 +165,7 @@ async fn a_lease_without_a_holder_is_refused_by_the_schema() {
 /// so older workers keep running during a rolling upgrade.
 #[tokio::test]
 async fn a_schema_from_a_newer_release_is_left_alone() {
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     sqlx::query(
         "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES (999, 'from_the_future', 1)",
     )
@@ -203,9 +187,7 @@ async fn a_read_only_database_refuses_writes_with_a_typed_error() {
     use queue_postgres::PgStorage;
     use sqlx::postgres::PgPoolOptions;
 
-    let Some((schema, pool)) = migrated().await else {
-        return;
-    };
+    let (schema, pool) = migrated().await;
     let read_only = PgPoolOptions::new()
         .max_connections(2)
         .connect_with(

@@ -33,9 +33,7 @@ fn queue(name: &str) -> Wakeup {
 
 #[tokio::test]
 async fn a_committed_enqueue_wakes_the_listener_and_a_rolled_back_one_does_not() {
-    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
-        return;
-    };
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     let mut wakeups = storage.listen().await.expect("listen");
 
     let mut tx = pool.begin().await.expect("begin");
@@ -69,9 +67,7 @@ async fn a_committed_enqueue_wakes_the_listener_and_a_rolled_back_one_does_not()
 
 #[tokio::test]
 async fn a_batch_signals_each_queue_once_not_each_row() {
-    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
-        return;
-    };
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     let mut wakeups = storage.listen().await.expect("listen");
     let mut batch: Vec<NewJob> = (0..50).map(|i| NewJob::new("a", json!(i))).collect();
     batch.extend((0..50).map(|i| NewJob::new("b", json!(i))));
@@ -88,9 +84,7 @@ async fn a_batch_signals_each_queue_once_not_each_row() {
 
 #[tokio::test]
 async fn a_duplicate_enqueue_signals_nothing() {
-    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
-        return;
-    };
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     let mut wakeups = storage.listen().await.expect("listen");
     storage
         .enqueue(NewJob::new("q", json!(1)).unique_key("k"))
@@ -115,9 +109,7 @@ async fn a_duplicate_enqueue_signals_nothing() {
 
 #[tokio::test]
 async fn a_dropped_listener_connection_reports_reconnected_and_keeps_listening() {
-    let Some((schema, pool, storage)) = common::storage_in_new_schema().await else {
-        return;
-    };
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     let mut wakeups = storage.listen().await.expect("listen");
     let listen_sql = format!("LISTEN \"{}\"", storage.channel());
     let killed: i64 = sqlx::query_scalar(

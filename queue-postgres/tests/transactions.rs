@@ -11,13 +11,13 @@ use sqlx::PgPool;
 const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A migrated storage plus a business table `orders` in the same schema.
-async fn setup() -> Option<(TestSchema, PgPool, PgStorage)> {
-    let (schema, pool, storage) = common::storage_in_new_schema().await?;
+async fn setup() -> (TestSchema, PgPool, PgStorage) {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     sqlx::query("CREATE TABLE orders (id BIGINT PRIMARY KEY, status TEXT NOT NULL)")
         .execute(&pool)
         .await
         .expect("business table");
-    Some((schema, pool, storage))
+    (schema, pool, storage)
 }
 
 async fn finish(schema: TestSchema, pool: PgPool) {
@@ -48,9 +48,7 @@ async fn claim(storage: &PgStorage) -> queue_core::Job {
 
 #[tokio::test]
 async fn enqueue_in_a_committed_transaction_creates_the_job_with_the_business_row() {
-    let Some((schema, pool, storage)) = setup().await else {
-        return;
-    };
+    let (schema, pool, storage) = setup().await;
     let mut tx = pool.begin().await.expect("begin");
     sqlx::query("INSERT INTO orders VALUES (1, 'placed')")
         .execute(&mut *tx)
@@ -77,9 +75,7 @@ async fn enqueue_in_a_committed_transaction_creates_the_job_with_the_business_ro
 
 #[tokio::test]
 async fn enqueue_in_a_rolled_back_transaction_leaves_neither() {
-    let Some((schema, pool, storage)) = setup().await else {
-        return;
-    };
+    let (schema, pool, storage) = setup().await;
     let mut tx = pool.begin().await.expect("begin");
     sqlx::query("INSERT INTO orders VALUES (2, 'placed')")
         .execute(&mut *tx)
@@ -99,9 +95,7 @@ async fn enqueue_in_a_rolled_back_transaction_leaves_neither() {
 
 #[tokio::test]
 async fn ack_in_a_committed_transaction_commits_effect_and_completion_together() {
-    let Some((schema, pool, storage)) = setup().await else {
-        return;
-    };
+    let (schema, pool, storage) = setup().await;
     sqlx::query("INSERT INTO orders VALUES (3, 'placed')")
         .execute(&pool)
         .await
@@ -138,9 +132,7 @@ async fn ack_in_a_committed_transaction_commits_effect_and_completion_together()
 
 #[tokio::test]
 async fn ack_in_a_rolled_back_transaction_leaves_effect_undone_and_job_leased() {
-    let Some((schema, pool, storage)) = setup().await else {
-        return;
-    };
+    let (schema, pool, storage) = setup().await;
     sqlx::query("INSERT INTO orders VALUES (4, 'placed')")
         .execute(&pool)
         .await
@@ -184,9 +176,7 @@ async fn ack_in_a_rolled_back_transaction_leaves_effect_undone_and_job_leased() 
 
 #[tokio::test]
 async fn nack_in_follows_the_callers_transaction() {
-    let Some((schema, pool, storage)) = setup().await else {
-        return;
-    };
+    let (schema, pool, storage) = setup().await;
     storage
         .enqueue(NewJob::new("orders", json!({"order": 5})).max_attempts(3))
         .await

@@ -22,8 +22,8 @@ struct WrongClock;
 impl StorageFactory for WrongClock {
     type Storage = MemoryStorage;
 
-    async fn create(&self, _clock: Clock) -> Option<Fixture<MemoryStorage>> {
-        Some(Fixture::new(MemoryStorage::with_clock(Clock::Database)))
+    async fn create(&self, _clock: Clock) -> Fixture<MemoryStorage> {
+        Fixture::new(MemoryStorage::with_clock(Clock::Database))
     }
 }
 

@@ -172,9 +172,7 @@ async fn kill_and_recover<S: Storage>(storage: Arc<S>, child_spec: String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_killed_workers_jobs_are_reclaimed_and_completed() {
-    let Some(schema) = TestSchema::create().await else {
-        return;
-    };
+    let schema = TestSchema::create().await;
     let storage = PgStorage::from_pool(schema.pool().await)
         .with_schema(schema.name())
         .expect("schema");
@@ -188,9 +186,7 @@ async fn postgres_a_killed_workers_jobs_are_reclaimed_and_completed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_killed_workers_jobs_are_reclaimed_and_completed() {
-    let Some(db) = TestDatabase::create().await else {
-        return;
-    };
+    let db = TestDatabase::create().await;
     let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool");
     storage.migrate().await.expect("migrate");
     let spec = format!("mysql\t{}", db.url());

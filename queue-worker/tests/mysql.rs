@@ -12,27 +12,23 @@ use serde_json::json;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-async fn storage() -> Option<(TestDatabase, MySqlStorage)> {
-    let db = TestDatabase::create().await?;
+async fn storage() -> (TestDatabase, MySqlStorage) {
+    let db = TestDatabase::create().await;
     let storage = MySqlStorage::connect_with_size(&db.url(), 8).expect("pool");
     storage.migrate().await.expect("migrate");
-    Some((db, storage))
+    (db, storage)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_thousand_jobs_complete_exactly_once_in_priority_order() {
-    let Some((db, storage)) = storage().await else {
-        return;
-    };
+    let (db, storage) = storage().await;
     common::five_thousand_jobs_complete_exactly_once_in_priority_order(Arc::new(storage)).await;
     db.drop_database().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_start_on_time_without_polling() {
-    let Some((db, storage)) = storage().await else {
-        return;
-    };
+    let (db, storage) = storage().await;
     common::delayed_jobs_start_on_time_without_polling(Arc::new(storage)).await;
     db.drop_database().await;
 }
@@ -45,9 +41,7 @@ struct Effect {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_completes_its_job_in_its_own_transaction() {
-    let Some((db, storage)) = storage().await else {
-        return;
-    };
+    let (db, storage) = storage().await;
     let mut conn = storage.pool().get().await.expect("conn");
     conn.batch_execute("CREATE TABLE effects (job BIGINT PRIMARY KEY)")
         .await
@@ -107,9 +101,7 @@ async fn a_handler_completes_its_job_in_its_own_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_fires_the_token_and_the_late_result_is_dropped() {
-    let Some((db, storage)) = storage().await else {
-        return;
-    };
+    let (db, storage) = storage().await;
     let clock = queue_core::ManualClock::new(chrono::Utc::now());
     let storage = Arc::new(storage.with_clock(clock.clone()));
     common::lost_lease_fires_the_token_and_drops_the_result(storage, clock).await;
@@ -118,9 +110,7 @@ async fn a_lost_lease_fires_the_token_and_the_late_result_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_acks_the_finished_and_releases_the_stuck() {
-    let Some((db, storage)) = storage().await else {
-        return;
-    };
+    let (db, storage) = storage().await;
     common::shutdown_acks_the_finished_and_releases_the_stuck(Arc::new(storage)).await;
     db.drop_database().await;
 }

@@ -9,13 +9,13 @@ use queue_testkit::harness::postgres::TestSchema;
 use queue_worker::{JobContext, JobError};
 use serde_json::json;
 
-async fn storage() -> Option<(TestSchema, PgStorage)> {
-    let schema = TestSchema::create().await?;
+async fn storage() -> (TestSchema, PgStorage) {
+    let schema = TestSchema::create().await;
     let storage = PgStorage::from_pool(schema.pool().await)
         .with_schema(schema.name())
         .expect("valid schema");
     storage.migrate().await.expect("migrate");
-    Some((schema, storage))
+    (schema, storage)
 }
 
 async fn finish(schema: TestSchema, storage: &PgStorage) {
@@ -25,9 +25,7 @@ async fn finish(schema: TestSchema, storage: &PgStorage) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_thousand_jobs_complete_exactly_once_in_priority_order() {
-    let Some((schema, storage)) = storage().await else {
-        return;
-    };
+    let (schema, storage) = storage().await;
     let storage = Arc::new(storage);
     common::five_thousand_jobs_complete_exactly_once_in_priority_order(Arc::clone(&storage)).await;
     finish(schema, &storage).await;
@@ -35,9 +33,7 @@ async fn five_thousand_jobs_complete_exactly_once_in_priority_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_completes_its_job_in_its_own_transaction() {
-    let Some((schema, storage)) = storage().await else {
-        return;
-    };
+    let (schema, storage) = storage().await;
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
         "CREATE TABLE \"{}\".effects (job BIGINT PRIMARY KEY)",
         schema.name()
@@ -91,9 +87,7 @@ async fn a_handler_completes_its_job_in_its_own_transaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_fires_the_token_and_the_late_result_is_dropped() {
-    let Some((schema, storage)) = storage().await else {
-        return;
-    };
+    let (schema, storage) = storage().await;
     let clock = queue_core::ManualClock::new(chrono::Utc::now());
     let storage = Arc::new(storage.with_clock(clock.clone()));
     common::lost_lease_fires_the_token_and_drops_the_result(Arc::clone(&storage), clock).await;
@@ -102,9 +96,7 @@ async fn a_lost_lease_fires_the_token_and_the_late_result_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_start_on_time_without_polling() {
-    let Some((schema, storage)) = storage().await else {
-        return;
-    };
+    let (schema, storage) = storage().await;
     let storage = Arc::new(storage);
     common::delayed_jobs_start_on_time_without_polling(Arc::clone(&storage)).await;
     finish(schema, &storage).await;
@@ -112,9 +104,7 @@ async fn delayed_jobs_start_on_time_without_polling() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_acks_the_finished_and_releases_the_stuck() {
-    let Some((schema, storage)) = storage().await else {
-        return;
-    };
+    let (schema, storage) = storage().await;
     let storage = Arc::new(storage);
     common::shutdown_acks_the_finished_and_releases_the_stuck(Arc::clone(&storage)).await;
     finish(schema, &storage).await;
@@ -131,9 +121,7 @@ async fn the_worker_wakes_itself_on_another_process_enqueue() {
     use queue_worker::{QueueOptions, WorkerBuilder, WorkerOptions};
     use tokio::sync::mpsc;
 
-    let Some((schema, storage)) = storage().await else {
-        return;
-    };
+    let (schema, storage) = storage().await;
     let producer = PgStorage::from_pool(schema.pool().await)
         .with_schema(schema.name())
         .expect("valid schema");

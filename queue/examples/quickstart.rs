@@ -8,7 +8,8 @@
 //! ```
 //!
 //! It migrates the database it is given (creating the queue's tables if
-//! they are missing) and leaves its jobs' history there.
+//! they are missing; on PostgreSQL in the schema `queue_demo`) and leaves
+//! its jobs' history there.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -37,6 +38,11 @@ async fn main() -> ExitCode {
 
 async fn run(url: &str) -> queue::Result<()> {
     let storage = queue::connect(url).await?;
+    // On PostgreSQL the demo keeps to a schema of its own.
+    let storage = match storage.backend() {
+        "postgres" => storage.with_schema("queue_demo")?,
+        _ => storage,
+    };
     storage.migrate().await?;
     println!(
         "database: {} ({})",

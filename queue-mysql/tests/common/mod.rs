@@ -15,16 +15,16 @@ pub(crate) struct MySqlFactory;
 impl StorageFactory for MySqlFactory {
     type Storage = MySqlStorage;
 
-    async fn create(&self, clock: Clock) -> Option<Fixture<MySqlStorage>> {
-        let (db, storage) = storage_in_new_database().await?;
-        Some(Fixture::new(storage.with_clock(clock)).with_teardown(db.drop_database()))
+    async fn create(&self, clock: Clock) -> Fixture<MySqlStorage> {
+        let (db, storage) = storage_in_new_database().await;
+        Fixture::new(storage.with_clock(clock)).with_teardown(db.drop_database())
     }
 }
 
 /// A migrated storage in a new database (4 connections at most).
-pub(crate) async fn storage_in_new_database() -> Option<(TestDatabase, MySqlStorage)> {
-    let db = TestDatabase::create().await?;
+pub(crate) async fn storage_in_new_database() -> (TestDatabase, MySqlStorage) {
+    let db = TestDatabase::create().await;
     let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool");
     storage.migrate().await.expect("migrate the test database");
-    Some((db, storage))
+    (db, storage)
 }

@@ -15,28 +15,28 @@ pub(crate) struct PgFactory;
 impl StorageFactory for PgFactory {
     type Storage = PgStorage;
 
-    async fn create(&self, clock: Clock) -> Option<Fixture<PgStorage>> {
-        let schema = TestSchema::create().await?;
+    async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
+        let schema = TestSchema::create().await;
         let pool = schema.pool().await;
         let storage = PgStorage::from_pool(pool.clone())
             .with_schema(schema.name())
             .expect("test schema names are valid")
             .with_clock(clock);
         storage.migrate().await.expect("migrate the test schema");
-        Some(Fixture::new(storage).with_teardown(async move {
+        Fixture::new(storage).with_teardown(async move {
             pool.close().await;
             schema.drop_schema().await;
-        }))
+        })
     }
 }
 
 /// A migrated storage in a new schema, and the pool it uses.
-pub(crate) async fn storage_in_new_schema() -> Option<(TestSchema, sqlx::PgPool, PgStorage)> {
-    let schema = TestSchema::create().await?;
+pub(crate) async fn storage_in_new_schema() -> (TestSchema, sqlx::PgPool, PgStorage) {
+    let schema = TestSchema::create().await;
     let pool = schema.pool().await;
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("test schema names are valid");
     storage.migrate().await.expect("migrate the test schema");
-    Some((schema, pool, storage))
+    (schema, pool, storage)
 }

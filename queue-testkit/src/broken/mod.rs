@@ -232,7 +232,7 @@ pub struct BrokenFactory(pub Bug);
 impl StorageFactory for BrokenFactory {
     type Storage = BrokenStorage;
 
-    async fn create(&self, clock: Clock) -> Option<Fixture<BrokenStorage>> {
-        Some(Fixture::new(BrokenStorage::new(self.0, clock)))
+    async fn create(&self, clock: Clock) -> Fixture<BrokenStorage> {
+        Fixture::new(BrokenStorage::new(self.0, clock))
     }
 }

@@ -15,13 +15,12 @@ pub struct TestDatabase {
 }
 
 impl TestDatabase {
-    /// Creates an empty database. Always `Some`: the `Option` remains for
-    /// factories written against the skip this used to allow.
+    /// Creates an empty database.
     ///
     /// # Panics
     /// When no server is configured, it cannot be reached, or the database
     /// cannot be created, with one line saying why.
-    pub async fn create() -> Option<Self> {
+    pub async fn create() -> Self {
         let server_url = database_url(URL_VAR, fallback());
         let name = unique_name();
         let mut conn = connect(&server_url).await;
@@ -31,7 +30,7 @@ impl TestDatabase {
         .await
         .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
         let _ = conn.disconnect().await;
-        Some(Self { server_url, name })
+        Self { server_url, name }
     }
 
     /// The database's name.

@@ -22,13 +22,11 @@ pub struct TestSchema {
 
 impl TestSchema {
     /// Creates an empty schema (and the database, when it is missing).
-    /// Always `Some`: the `Option` remains for factories written against
-    /// the skip this used to allow.
     ///
     /// # Panics
     /// When no database is configured, the database cannot be reached, or
     /// the schema cannot be created, with one line saying why.
-    pub async fn create() -> Option<Self> {
+    pub async fn create() -> Self {
         let url = database_url(URL_VAR, fallback());
         let name = unique_name();
         let mut conn = connect_creating_database(&url).await;
@@ -36,7 +34,7 @@ impl TestSchema {
             .execute(&mut conn)
             .await
             .unwrap_or_else(|e| panic!("cannot create schema {name}: {e}"));
-        Some(Self { url, name })
+        Self { url, name }
     }
 
     /// The schema's name.

@@ -157,7 +157,7 @@ pub struct MemoryFactory;
 impl crate::suite::StorageFactory for MemoryFactory {
     type Storage = MemoryStorage;
 
-    async fn create(&self, clock: Clock) -> Option<crate::suite::Fixture<MemoryStorage>> {
-        Some(crate::suite::Fixture::new(MemoryStorage::with_clock(clock)))
+    async fn create(&self, clock: Clock) -> crate::suite::Fixture<MemoryStorage> {
+        crate::suite::Fixture::new(MemoryStorage::with_clock(clock))
     }
 }

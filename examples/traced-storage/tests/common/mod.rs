@@ -13,9 +13,7 @@ pub(crate) struct TracedFactory;
 impl StorageFactory for TracedFactory {
     type Storage = TracedStorage<MemoryStorage>;
 
-    async fn create(&self, clock: Clock) -> Option<Fixture<Self::Storage>> {
-        Some(Fixture::new(TracedStorage::new(MemoryStorage::with_clock(
-            clock,
-        ))))
+    async fn create(&self, clock: Clock) -> Fixture<Self::Storage> {
+        Fixture::new(TracedStorage::new(MemoryStorage::with_clock(clock)))
     }
 }
