@@ -1,7 +1,7 @@
 //! The embedded SQLite migrations and the runner that applies them.
 
 use queue_core::Result;
-use queue_core::migration::{Migration, check_sequence};
+use queue_core::migration::{Migration, check_sequence, unapplied};
 use sqlx::{Row, SqlitePool};
 
 use crate::error::open_error;
@@ -30,28 +30,24 @@ pub async fn migrate(pool: &SqlitePool, path: &str) -> Result<Vec<u32>> {
         .execute(&mut *tx)
         .await
         .map_err(fail)?;
-    let applied = sqlx::query(sql::MIGRATE_APPLIED)
+    let recorded: Vec<(u32, i64)> = sqlx::query(sql::MIGRATE_APPLIED)
         .fetch_all(&mut *tx)
         .await
-        .map_err(fail)?;
+        .map_err(fail)?
+        .iter()
+        .map(|row| {
+            let version = u32::try_from(row.get::<i64, _>("version")).unwrap_or(u32::MAX);
+            (version, row.get::<i64, _>("checksum"))
+        })
+        .collect();
     let mut newly_applied = Vec::new();
-    for migration in MIGRATIONS {
-        let version = i64::from(migration.version);
-        let recorded = applied
-            .iter()
-            .find(|row| row.get::<i64, _>("version") == version)
-            .map(|row| row.get::<i64, _>("checksum"));
-        match recorded {
-            Some(checksum) if checksum == migration.checksum() => continue,
-            Some(_) => return Err(migration.edited_error()),
-            None => {}
-        }
+    for migration in unapplied(MIGRATIONS, &recorded)? {
         sqlx::raw_sql(migration.sql)
             .execute(&mut *tx)
             .await
             .map_err(fail)?;
         sqlx::query(sql::MIGRATE_RECORD)
-            .bind(version)
+            .bind(i64::from(migration.version))
             .bind(migration.name)
             .bind(migration.checksum())
             .execute(&mut *tx)

@@ -155,3 +155,18 @@ async fn file_locked_by_another_program_is_unavailable_naming_it() {
     lock.rollback().await.expect("holder lets go");
     assert_eq!(table_count(&path).await, 0, "something was migrated");
 }
+
+#[tokio::test]
+async fn edited_migration_is_a_conflict() {
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    sqlx::query("UPDATE queue_schema_migrations SET checksum = checksum + 1 WHERE version = 1")
+        .execute(storage.pool())
+        .await
+        .expect("edit the ledger");
+    let error = migrate(storage.pool(), storage.path())
+        .await
+        .expect_err("edited migration");
+    assert!(matches!(error, QueueError::Conflict { .. }), "{error:?}");
+}
