@@ -10,7 +10,10 @@
 -- millisecond digits), so a plain INSERT that omits a time gets "now".
 
 CREATE TABLE job_queue (
-    id              INTEGER PRIMARY KEY,
+    -- AUTOINCREMENT: an id is never reused after its job moves to history
+    -- (a plain rowid would hand out the largest id again). Explicit ids are
+    -- still accepted, so retrying a dead letter keeps its id.
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
     queue_name      TEXT    NOT NULL CHECK (length(CAST(queue_name AS BLOB)) BETWEEN 1 AND 191),
     priority        INTEGER NOT NULL DEFAULT 0,
     unique_key      TEXT             CHECK (length(CAST(unique_key AS BLOB)) BETWEEN 1 AND 191),

@@ -77,3 +77,47 @@ pub(crate) fn open_error(path: &str, error: sqlx::Error) -> QueueError {
         QueueError::backend(error)
     }
 }
+
+/// How many times a write transaction is tried when SQLite says busy
+/// after its own busy timeout: another process held the write lock
+/// through a checkpoint, or a deferred reader could not upgrade.
+pub(crate) const BUSY_ATTEMPTS: u32 = 8;
+
+/// The pause before the next try, growing with each busy answer.
+pub(crate) fn busy_pause(attempt: u32) -> std::time::Duration {
+    std::time::Duration::from_millis(5 << attempt.min(6))
+}
+
+/// Runs `$body` (an async block using `$conn: &mut SqliteConnection` and
+/// `$now: i64` microseconds) in a `BEGIN IMMEDIATE` transaction on a pooled
+/// connection, retried a bounded number of times on SQLITE_BUSY; evaluates
+/// to `queue_core::Result` of the body's value.
+macro_rules! write_tx {
+    ($storage:expr, |$conn:ident, $now:ident| $body:expr) => {{
+        let storage = $storage;
+        let mut attempt = 0;
+        loop {
+            let result: ::std::result::Result<_, ::sqlx::Error> = async {
+                let mut tx = storage.pool.begin_with("BEGIN IMMEDIATE").await?;
+                let value = {
+                    let $conn: &mut ::sqlx::SqliteConnection = &mut tx;
+                    let $now = storage.now_on(&mut *$conn).await?;
+                    $body.await?
+                };
+                tx.commit().await?;
+                Ok(value)
+            }
+            .await;
+            match result {
+                Err(error)
+                    if $crate::error::is_busy(&error)
+                        && attempt + 1 < $crate::error::BUSY_ATTEMPTS =>
+                {
+                    tokio::time::sleep($crate::error::busy_pause(attempt)).await;
+                    attempt += 1;
+                }
+                other => break other.map_err($crate::interpret_error),
+            }
+        }
+    }};
+}
