@@ -1,13 +1,10 @@
 //! Enqueue: any number of jobs in one write transaction, or in the
 //! caller's own transaction.
 
-use queue_core::time::{duration_micros, truncate_to_micros};
-use queue_core::{
-    EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob, first_occurrences,
-};
+use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, ValidJob, first_occurrences};
 use sqlx::SqliteConnection;
 
-use crate::rows::json_text;
+use crate::rows::{instant, json_text};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -78,11 +75,8 @@ async fn insert_one(
     now: i64,
     job: &ValidJob,
 ) -> Result<EnqueueOutcome, sqlx::Error> {
-    let available_at = match job.schedule {
-        Schedule::Now => now,
-        Schedule::After(delay) => now.saturating_add(duration_micros(delay)),
-        Schedule::At(at) => truncate_to_micros(at).timestamp_micros(),
-    };
+    let start = instant(now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let available_at = job.available_at(start).timestamp_micros();
     let key = job.unique_key.as_ref().map(|k| k.as_str());
     let payload = json_text(&job.payload).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let inserted: Option<i64> = sqlx::query_scalar(sql::ENQUEUE)
