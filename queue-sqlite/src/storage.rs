@@ -43,8 +43,9 @@ pub struct SqliteStorage {
 impl SqliteStorage {
     /// Opens the database at `url` and applies the embedded migrations.
     ///
-    /// `sqlite::memory:` opens a private in-memory database (shared by the
-    /// pool's connections, gone when the storage is dropped);
+    /// `sqlite::memory:` opens a private in-memory database on one
+    /// connection (gone when the storage is dropped; a transaction of the
+    /// caller's holds that connection, so use a file for `*_in` calls);
     /// `sqlite://path?mode=rwc` opens or creates a file. Files use WAL
     /// journaling and a busy timeout, so several processes can share one.
     ///
