@@ -42,6 +42,9 @@ pub(crate) enum Backend {
     Postgres,
     /// MySQL 8+ or MariaDB 10.6+ through diesel-async.
     Mysql,
+    /// SQLite in a local file through sqlx (the file is deleted and
+    /// recreated before every measurement).
+    Sqlite,
 }
 
 impl Backend {
@@ -49,6 +52,7 @@ impl Backend {
         match self {
             Backend::Postgres => "postgres://postgres@127.0.0.1:5432/postgres",
             Backend::Mysql => "mysql://root@127.0.0.1:3306/",
+            Backend::Sqlite => "sqlite://queue_bench.db?mode=rwc",
         }
     }
 }

@@ -19,6 +19,11 @@ impl Target for AnyStorage {
         Ok(match setup.backend {
             Backend::Postgres => PgStorage::fresh(setup).await?.into(),
             Backend::Mysql => MySqlStorage::fresh(setup).await?.into(),
+            Backend::Sqlite => {
+                return Err(BenchError::from(
+                    "--facade: the queue facade has no sqlite backend yet",
+                ));
+            }
         })
     }
 
@@ -46,6 +51,7 @@ impl Target for AnyStorage {
         match setup.backend {
             Backend::Postgres => PgStorage::notifies(setup),
             Backend::Mysql => MySqlStorage::notifies(setup),
+            Backend::Sqlite => false,
         }
     }
 }

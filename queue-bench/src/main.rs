@@ -23,6 +23,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
+use queue_sqlite::SqliteStorage;
 
 use crate::args::{Args, Backend};
 use crate::report::Report;
@@ -85,6 +86,7 @@ async fn main() -> ExitCode {
         (_, true) => run::<queue::AnyStorage>(&args, &setup).await,
         (Backend::Postgres, false) => run::<PgStorage>(&args, &setup).await,
         (Backend::Mysql, false) => run::<MySqlStorage>(&args, &setup).await,
+        (Backend::Sqlite, false) => run::<SqliteStorage>(&args, &setup).await,
     };
     match outcome {
         Ok(report) => {

@@ -6,6 +6,7 @@ use mysql_async::prelude::Queryable;
 use queue_core::Storage;
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
+use queue_sqlite::SqliteStorage;
 use sqlx::postgres::PgPoolOptions;
 
 use crate::BenchError;
@@ -179,6 +180,60 @@ fn with_database(url: &str, database: &str) -> String {
         .find('/')
         .map_or(base.len(), |i| authority_start + i);
     format!("{}/{database}{query}", &base[..host_end])
+}
+
+#[async_trait]
+impl Target for SqliteStorage {
+    const NAME: &'static str = "sqlite";
+
+    /// Deletes the database file (with its WAL and shared-memory files) and
+    /// opens it afresh; `--pool` does not apply (the storage sizes its own).
+    async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
+        if let Some(path) = sqlite_path(&setup.url) {
+            for suffix in ["", "-wal", "-shm"] {
+                match std::fs::remove_file(format!("{path}{suffix}")) {
+                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(BenchError::from(format!(
+                            "removing {path}{suffix}: {error}"
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(SqliteStorage::connect(&setup.url).await?)
+    }
+
+    async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM job_queue WHERE queue_name = ?1 AND priority >= 0",
+        )
+        .bind(queue)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
+        Ok(sqlx::query_scalar(
+            "SELECT count(*) FROM job_history \
+             WHERE queue_name = ?1 AND priority >= 0 AND status_final = 'completed'",
+        )
+        .bind(queue)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// Enqueues wake the workers of the same process (the benchmark's).
+    fn notifies(_setup: &Setup) -> bool {
+        true
+    }
+}
+
+/// The file of a `sqlite://path?query` URL; `None` for an in-memory one.
+fn sqlite_path(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite://")?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && !path.contains(":memory:")).then_some(path)
 }
 
 #[cfg(test)]

@@ -87,3 +87,24 @@ pub fn check_sequence(migrations: &[Migration]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The migrations still to apply, given the `(version, checksum)` pairs a
+/// database recorded: those not recorded, in order.
+///
+/// A recorded version whose checksum differs is the
+/// [`Migration::edited_error`]; recorded versions this library does not
+/// know (a newer release applied them) are ignored.
+pub fn unapplied(migrations: &[Migration], recorded: &[(u32, i64)]) -> Result<Vec<Migration>> {
+    let mut pending = Vec::new();
+    for migration in migrations {
+        match recorded
+            .iter()
+            .find(|(version, _)| *version == migration.version)
+        {
+            Some((_, checksum)) if *checksum == migration.checksum() => {}
+            Some(_) => return Err(migration.edited_error()),
+            None => pending.push(*migration),
+        }
+    }
+    Ok(pending)
+}

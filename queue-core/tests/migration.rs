@@ -1,6 +1,6 @@
 //! The migration helpers: statement splitting, checksums, numbering.
 
-use queue_core::migration::{Migration, check_sequence};
+use queue_core::migration::{Migration, check_sequence, unapplied};
 
 const SQL: &str = "-- a comment; not an end\nCREATE TABLE a (\n  x INT -- trailing;\n);\n\nCREATE INDEX b ON a (x);\n-- only a comment;\n";
 
@@ -46,4 +46,18 @@ fn versions_must_count_up_from_one_without_gaps() {
     let err = check_sequence(&[migration(1, ""), migration(3, "")]).expect_err("gap");
     assert_eq!(err.invalid_field(), Some("migrations"));
     assert!(check_sequence(&[migration(2, "")]).is_err());
+}
+
+#[test]
+fn unapplied_skips_recorded_ignores_unknown_and_rejects_edited() {
+    let all = [migration(1, "A;"), migration(2, "B;"), migration(3, "C;")];
+    let recorded = [(1, all[0].checksum()), (9, 0)];
+    let pending = unapplied(&all, &recorded).expect("pending");
+    assert_eq!(
+        pending.iter().map(|m| m.version).collect::<Vec<_>>(),
+        [2, 3]
+    );
+    let edited = [(2, all[2].checksum())];
+    let error = unapplied(&all, &edited).expect_err("edited migration");
+    assert!(error.to_string().contains("migration 2"), "{error}");
 }

@@ -1,0 +1,95 @@
+//! Reading: stats, one job, history listings, the next due time.
+
+use std::time::Duration;
+
+use queue_core::{
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
+};
+use sqlx::Row;
+
+use crate::{SqliteStorage, interpret_error, rows, sql};
+
+impl SqliteStorage {
+    pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
+        let now = self.now_pooled().await?;
+        let found = sqlx::query(sql::STATS)
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        found
+            .iter()
+            .map(|row| {
+                let get = |column: &str| -> Result<u64> {
+                    let value: Option<i64> = row.try_get(column).map_err(interpret_error)?;
+                    Ok(u64::try_from(value.unwrap_or(0)).unwrap_or(0))
+                };
+                let name: String = row.try_get("queue_name").map_err(interpret_error)?;
+                let oldest: Option<i64> = row.try_get("oldest_pending").map_err(interpret_error)?;
+                let mut stats = QueueStats::empty(QueueName::new(name)?);
+                stats.paused = get("paused")? != 0;
+                stats.pending = get("pending")?;
+                stats.scheduled = get("scheduled")?;
+                stats.running = get("running")?;
+                stats.stalled = get("stalled")?;
+                stats.exhausted = get("exhausted")?;
+                stats.oldest_pending_age = oldest.map(|at| micros_duration(now - at));
+                Ok(stats)
+            })
+            .collect()
+    }
+
+    pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
+        let found = sqlx::query(sql::GET_JOB)
+            .bind(id.get())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        found.as_ref().map(rows::job).transpose()
+    }
+
+    pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        let found = sqlx::query(sql::GET_HISTORY)
+            .bind(id.get())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        found.as_ref().map(rows::record).transpose()
+    }
+
+    pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        filter.validate()?;
+        let found = sqlx::query(sql::LIST_HISTORY)
+            .bind(filter.queue.as_ref().map(QueueName::as_str))
+            .bind(filter.status.map(|s| s.as_str()))
+            .bind(filter.before.map(JobId::get))
+            .bind(i64::from(filter.limit) + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        let records = found.iter().map(rows::record).collect::<Result<Vec<_>>>()?;
+        Ok(HistoryPage::from_overfetch(records, filter.limit))
+    }
+
+    pub(crate) async fn next_due_pooled(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        let now = self.now_pooled().await?;
+        let mut earliest: Option<i64> = None;
+        for queue in queues {
+            let due: Option<i64> = sqlx::query_scalar(sql::NEXT_DUE)
+                .bind(now)
+                .bind(queue.as_str())
+                .fetch_one(&self.pool)
+                .await
+                .map_err(interpret_error)?;
+            earliest = match (earliest, due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        Ok(earliest.map(|at| micros_duration(at - now)))
+    }
+}
+
+fn micros_duration(micros: i64) -> Duration {
+    Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+}

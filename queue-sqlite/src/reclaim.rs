@@ -1,0 +1,46 @@
+//! Reclaim: recovering jobs whose holder died, and exhausted jobs.
+
+use queue_core::{FinalStatus, JobId, MAX_BATCH, ReclaimOutcome, Result, validate_limit};
+use serde_json::json;
+use sqlx::Row;
+
+use crate::complete::archive;
+use crate::{SqliteStorage, sql};
+
+impl SqliteStorage {
+    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        validate_limit("limit", limit, MAX_BATCH)?;
+        write_tx!(self, |conn, now| async {
+            let chosen = sqlx::query(sql::RECLAIM_PICK)
+                .bind(now)
+                .bind(i64::from(limit))
+                .fetch_all(&mut *conn)
+                .await?;
+            let mut outcome = ReclaimOutcome::default();
+            for row in chosen {
+                let id: i64 = row.try_get("id")?;
+                let holder: Option<String> = row.try_get("locked_by")?;
+                let attempts: i64 = row.try_get("attempts")?;
+                let max_attempts: i64 = row.try_get("max_attempts")?;
+                let expired = holder.as_ref().map(|worker| {
+                    json!({"kind": "lease_expired", "worker_id": worker, "attempt": attempts})
+                        .to_string()
+                });
+                if attempts < max_attempts {
+                    sqlx::query(sql::RECLAIM_REQUEUE)
+                        .bind(now)
+                        .bind(id)
+                        .bind(expired)
+                        .execute(&mut *conn)
+                        .await?;
+                    outcome.requeued += 1;
+                } else {
+                    let status = FinalStatus::DeadLetter;
+                    archive(conn, now, JobId(id), status, None, expired.as_deref(), None).await?;
+                    outcome.dead_lettered += 1;
+                }
+            }
+            Ok::<_, sqlx::Error>(outcome)
+        })
+    }
+}

@@ -1,0 +1,180 @@
+//! Every SQL statement of the SQLite backend, named after its operation.
+
+/// The ledger of applied migrations.
+pub(crate) const MIGRATE_CREATE_LEDGER: &str =
+    "CREATE TABLE IF NOT EXISTS queue_schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    checksum   INTEGER NOT NULL,
+    applied_at INTEGER NOT NULL DEFAULT (CAST(unixepoch('subsec') * 1000000 AS INTEGER))
+)";
+
+/// The migrations recorded as applied.
+pub(crate) const MIGRATE_APPLIED: &str = "SELECT version, checksum FROM queue_schema_migrations";
+
+/// Records one applied migration.
+pub(crate) const MIGRATE_RECORD: &str =
+    "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES (?1, ?2, ?3)";
+
+/// Checks the file is a readable SQLite database before anything is written.
+pub(crate) const OPEN_CHECK: &str = "SELECT count(*) FROM sqlite_schema";
+
+/// The database's clock: UTC microseconds since the Unix epoch.
+pub(crate) const NOW_MICROS: &str = "SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER)";
+
+/// The columns of a live job, as `rows::job` reads them.
+macro_rules! job_columns {
+    () => {
+        "id, queue_name, priority, unique_key, payload, attempts, max_attempts, available_at, \
+         lease_until, locked_by, first_locked_at, last_error, created_at, updated_at"
+    };
+}
+
+/// The columns of a history row, as `rows::record` reads them.
+macro_rules! history_columns {
+    () => {
+        "id, queue_name, priority, unique_key, payload, status_final, result, last_error, \
+         attempts, max_attempts, processed_by, created_at, started_at, finished_at"
+    };
+}
+
+/// Inserts one job unless its unique key is live in its queue; returns the new id.
+/// ?1 now, ?2 queue, ?3 priority, ?4 key, ?5 payload, ?6 max attempts, ?7 available at.
+pub(crate) const ENQUEUE: &str = "INSERT INTO job_queue (queue_name, priority, unique_key, payload,
+    max_attempts, available_at, created_at, updated_at)
+VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?1, ?1)
+ON CONFLICT (queue_name, unique_key) DO NOTHING
+RETURNING id";
+
+/// The live job holding a unique key in a queue.
+pub(crate) const ENQUEUE_EXISTING: &str =
+    "SELECT id FROM job_queue WHERE queue_name = ?1 AND unique_key = ?2";
+
+/// Up to ?3 claimable jobs of queue ?2, best first. ?1 now.
+pub(crate) const DEQUEUE_PICK: &str = "SELECT id, priority, available_at FROM job_queue
+WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1 AND attempts < max_attempts
+  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
+ORDER BY priority DESC, available_at, id
+LIMIT ?3";
+
+/// Leases job ?2 until ?3 to worker ?4. ?1 now.
+pub(crate) const DEQUEUE_CLAIM: &str = concat!(
+    "UPDATE job_queue
+SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
+    first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
+WHERE id = ?2 AND lease_until IS NULL
+RETURNING ",
+    job_columns!()
+);
+
+/// Archives the live row ?2 into history as status ?3 with result ?4 and
+/// last error ?5 (NULL keeps the row's own); `processed_by` from ?6. ?1 now.
+pub(crate) const ARCHIVE: &str = "INSERT INTO job_history (id, queue_name, priority, unique_key,
+    payload, status_final, result, last_error, attempts, max_attempts, processed_by, created_at,
+    started_at, finished_at)
+SELECT id, queue_name, priority, unique_key, payload, ?3, ?4, COALESCE(?5, last_error), attempts,
+       max_attempts, ?6, created_at, first_locked_at, ?1
+FROM job_queue WHERE id = ?2";
+
+/// Deletes a live row.
+pub(crate) const DELETE_LIVE: &str = "DELETE FROM job_queue WHERE id = ?1";
+
+/// The current lease (?1 id, ?2 worker, ?3 attempt): attempts left.
+pub(crate) const COMPLETE_FIND_LEASE: &str = "SELECT max_attempts - attempts AS left FROM job_queue
+WHERE id = ?1 AND locked_by = ?2 AND attempts = ?3 AND lease_until IS NOT NULL";
+
+/// Releases job ?2 for a retry at ?3 with last error ?4. ?1 now.
+pub(crate) const NACK_RETRY: &str = "UPDATE job_queue
+SET lease_until = NULL, locked_by = NULL, last_error = ?4, available_at = ?3, updated_at = ?1
+WHERE id = ?2";
+
+/// Gives back the current lease (?2 id, ?3 worker, ?4 attempt) uncounted. ?1 now.
+pub(crate) const RELEASE: &str = "UPDATE job_queue
+SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, available_at = ?1, updated_at = ?1
+WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
+
+/// Extends the current, unexpired lease (?2 id, ?3 worker, ?4 attempt) to ?5. ?1 now.
+pub(crate) const HEARTBEAT: &str = "UPDATE job_queue SET lease_until = ?5, updated_at = ?1
+WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until > ?1";
+
+/// Up to ?2 jobs to reclaim: expired leases oldest first, then exhausted jobs. ?1 now.
+pub(crate) const RECLAIM_PICK: &str = "SELECT id, locked_by, attempts, max_attempts FROM (
+    SELECT * FROM (SELECT id, locked_by, attempts, max_attempts, 0 AS grp, lease_until AS k
+                     FROM job_queue WHERE lease_until <= ?1 ORDER BY lease_until, id LIMIT ?2)
+    UNION ALL
+    SELECT * FROM (SELECT id, locked_by, attempts, max_attempts, 1 AS grp, NULL AS k
+                     FROM job_queue WHERE lease_until IS NULL AND attempts >= max_attempts
+                     ORDER BY id LIMIT ?2)
+) ORDER BY grp, k, id LIMIT ?2";
+
+/// Returns stalled job ?2 to pending with last error ?3. ?1 now.
+pub(crate) const RECLAIM_REQUEUE: &str = "UPDATE job_queue
+SET lease_until = NULL, locked_by = NULL, available_at = ?1, updated_at = ?1, last_error = ?3
+WHERE id = ?2";
+
+/// A dead letter's queue and unique key.
+pub(crate) const RETRY_FIND: &str =
+    "SELECT queue_name, unique_key FROM job_history WHERE id = ?1 AND status_final = 'dead_letter'";
+
+/// Moves dead letter ?2 back to the live table under its id. ?1 now.
+pub(crate) const RETRY_RESTORE: &str =
+    "INSERT INTO job_queue (id, queue_name, priority, unique_key,
+    payload, attempts, max_attempts, available_at, last_error, created_at, updated_at)
+SELECT id, queue_name, priority, unique_key, payload, 0,
+       CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?1, last_error, created_at, ?1
+FROM job_history WHERE id = ?2";
+
+/// Deletes a history row.
+pub(crate) const DELETE_HISTORY: &str = "DELETE FROM job_history WHERE id = ?1";
+
+/// Deletes up to ?3 history rows finished before ?1, of status ?2 if set.
+pub(crate) const PRUNE: &str = "DELETE FROM job_history WHERE id IN (
+    SELECT id FROM job_history
+    WHERE finished_at < ?1 AND (?2 IS NULL OR status_final = ?2)
+    ORDER BY finished_at, id LIMIT ?3)";
+
+/// Counts per queue and derived state, and the oldest pending job. ?1 now.
+pub(crate) const STATS: &str = "SELECT queue_name,
+    COALESCE((SELECT paused FROM queue_config c WHERE c.queue_name = q.queue_name), 0) AS paused,
+    sum(lease_until IS NULL AND attempts < max_attempts AND available_at <= ?1) AS pending,
+    sum(lease_until IS NULL AND attempts < max_attempts AND available_at > ?1) AS scheduled,
+    sum(lease_until > ?1) AS running,
+    sum(lease_until <= ?1) AS stalled,
+    sum(lease_until IS NULL AND attempts >= max_attempts) AS exhausted,
+    min(CASE WHEN lease_until IS NULL AND attempts < max_attempts AND available_at <= ?1
+             THEN available_at END) AS oldest_pending
+FROM job_queue q GROUP BY queue_name
+UNION ALL
+SELECT queue_name, 1, 0, 0, 0, 0, 0, NULL FROM queue_config c
+WHERE paused AND NOT EXISTS (SELECT 1 FROM job_queue j WHERE j.queue_name = c.queue_name)
+ORDER BY queue_name";
+
+/// One live job.
+pub(crate) const GET_JOB: &str =
+    concat!("SELECT ", job_columns!(), " FROM job_queue WHERE id = ?1");
+
+/// One history row.
+pub(crate) const GET_HISTORY: &str = concat!(
+    "SELECT ",
+    history_columns!(),
+    " FROM job_history WHERE id = ?1"
+);
+
+/// One page plus one row of history, newest first.
+pub(crate) const LIST_HISTORY: &str = concat!(
+    "SELECT ",
+    history_columns!(),
+    " FROM job_history
+WHERE (?1 IS NULL OR queue_name = ?1) AND (?2 IS NULL OR status_final = ?2)
+  AND (?3 IS NULL OR id < ?3)
+ORDER BY id DESC LIMIT ?4"
+);
+
+/// Marks queue ?2 paused (?3 = 1) or not. ?1 now.
+pub(crate) const SET_PAUSED: &str = "INSERT INTO queue_config (queue_name, paused, updated_at)
+VALUES (?2, ?3, ?1)
+ON CONFLICT (queue_name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at";
+
+/// The earliest future due time of the unleased jobs of queue ?2. ?1 now.
+pub(crate) const NEXT_DUE: &str = "SELECT min(available_at) FROM job_queue
+WHERE queue_name = ?2 AND lease_until IS NULL AND available_at > ?1";

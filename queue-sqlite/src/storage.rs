@@ -1,0 +1,232 @@
+//! The SQLite storage type: opening the database and its options.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use queue_core::{
+    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job,
+    JobId, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, Storage, Wakeup, Wakeups,
+};
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{SqliteConnection, SqlitePool};
+use tokio::sync::broadcast;
+
+use crate::error::open_error;
+use crate::{migrate, sql};
+
+/// How long a connection waits for another writer's lock before SQLite
+/// reports the database busy.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections per pool for a file: SQLite has one writer at a time, so
+/// more connections only add readers.
+const FILE_CONNECTIONS: u32 = 8;
+
+/// How many wake-ups a slow subscriber may fall behind before it is told
+/// to look at every queue.
+const WAKEUP_BACKLOG: usize = 1024;
+
+/// A job queue stored in SQLite.
+///
+/// Clones share one connection pool and one set of wake-up subscribers.
+#[derive(Debug, Clone)]
+pub struct SqliteStorage {
+    pub(crate) pool: SqlitePool,
+    path: String,
+    clock: Clock,
+    wakeups: broadcast::Sender<QueueName>,
+}
+
+impl SqliteStorage {
+    /// Opens the database at `url` and applies the embedded migrations.
+    ///
+    /// `sqlite::memory:` opens a private in-memory database on one
+    /// connection (gone when the storage is dropped; a transaction of the
+    /// caller's holds that connection, so use a file for `*_in` calls);
+    /// `sqlite://path?mode=rwc` opens or creates a file. Files use WAL
+    /// journaling and a busy timeout, so several processes can share one.
+    ///
+    /// A path that is a directory, a file that is not a database, or one
+    /// that cannot be read or written returns an error naming the path,
+    /// and nothing is left half-migrated.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|error| QueueError::invalid("url", error.to_string()))?;
+        let path = options.get_filename().display().to_string();
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let options = options
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(false)
+            .synchronous(SqliteSynchronous::Normal);
+        let options = if in_memory {
+            options
+        } else {
+            options.journal_mode(SqliteJournalMode::Wal)
+        };
+        let pool = SqlitePoolOptions::new()
+            .max_connections(if in_memory { 1 } else { FILE_CONNECTIONS })
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|error| open_error(&path, error))?;
+        sqlx::query(sql::OPEN_CHECK)
+            .execute(&pool)
+            .await
+            .map_err(|error| open_error(&path, error))?;
+        migrate(&pool, &path).await?;
+        let (wakeups, _) = broadcast::channel(WAKEUP_BACKLOG);
+        Ok(Self {
+            pool,
+            path,
+            clock: Clock::Database,
+            wakeups,
+        })
+    }
+
+    /// The same storage reading `clock`: a [`queue_core::ManualClock`] in
+    /// tests, [`Clock::Database`] (SQLite's clock) otherwise.
+    pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {
+        self.clock = clock.into();
+        self
+    }
+
+    /// Now, in microseconds since the epoch: the manual clock's, or SQLite's.
+    pub(crate) async fn now_on(&self, conn: &mut SqliteConnection) -> Result<i64, sqlx::Error> {
+        match self.clock.fixed_now() {
+            Some(now) => Ok(now.timestamp_micros()),
+            None => sqlx::query_scalar(sql::NOW_MICROS).fetch_one(conn).await,
+        }
+    }
+
+    /// Wakes this process's subscribers: jobs of `queue` became claimable
+    /// in a committed transaction.
+    pub(crate) fn signal(&self, queue: &QueueName) {
+        // No subscriber is not an error: nobody is waiting.
+        let _ = self.wakeups.send(queue.clone());
+    }
+
+    /// A stream of this storage's wake-ups (shared by its clones).
+    pub(crate) fn wakeup_stream(&self) -> Wakeups {
+        let receiver = self.wakeups.subscribe();
+        Box::pin(futures_util::stream::unfold(
+            receiver,
+            |mut receiver| async move {
+                let next = match receiver.recv().await {
+                    Ok(queue) => Wakeup::Queue(queue),
+                    Err(broadcast::error::RecvError::Lagged(_)) => Wakeup::All,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                };
+                Some((Ok(next), receiver))
+            },
+        ))
+    }
+
+    /// The connection pool, for the caller's own queries and transactions.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// The database file this storage opened (a generated name in memory).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The database's clock: UTC, microsecond precision.
+    pub async fn database_now(&self) -> Result<DateTime<Utc>> {
+        let micros: i64 = sqlx::query_scalar(sql::NOW_MICROS)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(crate::interpret_error)?;
+        crate::rows::instant(micros)
+    }
+
+    /// Now on the storage's clock, read on a pooled connection.
+    pub(crate) async fn now_pooled(&self) -> Result<i64> {
+        let mut conn = self.pool.acquire().await.map_err(crate::interpret_error)?;
+        self.now_on(&mut conn).await.map_err(crate::interpret_error)
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for SqliteStorage {
+    async fn now(&self) -> Result<DateTime<Utc>> {
+        crate::rows::instant(self.now_pooled().await?)
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        self.enqueue_batch_pooled(jobs).await
+    }
+
+    async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        self.dequeue_pooled(request).await
+    }
+
+    async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        self.next_due_pooled(queues).await
+    }
+
+    async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+        self.ack_pooled(acks).await
+    }
+
+    async fn nack(&self, lease: &Lease, error: Value, retry: Retry) -> Result<NackOutcome> {
+        self.nack_pooled(lease, &error, retry).await
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool> {
+        self.release_pooled(lease).await
+    }
+
+    async fn heartbeat_batch(&self, leases: &[Lease], extend_by: Duration) -> Result<Vec<bool>> {
+        self.heartbeat_pooled(leases, extend_by).await
+    }
+
+    async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        self.reclaim_pooled(limit).await
+    }
+
+    async fn discard(&self, id: JobId) -> Result<()> {
+        self.discard_pooled(id).await
+    }
+
+    async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
+        self.retry_dead_letter_pooled(id).await
+    }
+
+    async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
+        self.prune_pooled(request).await
+    }
+
+    async fn stats(&self) -> Result<Vec<QueueStats>> {
+        self.stats_pooled().await
+    }
+
+    async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
+        self.get_job_pooled(id).await
+    }
+
+    async fn get_history(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+        self.get_history_pooled(id).await
+    }
+
+    async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+        self.list_history_pooled(filter).await
+    }
+
+    async fn subscribe(&self) -> Result<Option<Wakeups>> {
+        Ok(Some(self.wakeup_stream()))
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
+        self.set_paused(queue, true).await
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
+        self.set_paused(queue, false).await
+    }
+}

@@ -1,0 +1,172 @@
+//! Opening databases: migrations, defaults, and every kind of bad file.
+
+use queue_core::QueueError;
+use queue_sqlite::{MIGRATIONS, SqliteStorage, migrate};
+
+fn url(path: &std::path::Path, mode: &str) -> String {
+    format!("sqlite://{}?mode={mode}", path.display())
+}
+
+fn assert_names_path(error: &QueueError, path: &std::path::Path) {
+    let message = std::error::Error::source(error)
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        message.contains(&path.display().to_string()),
+        "error does not name {}: {message}",
+        path.display()
+    );
+}
+
+async fn table_count(path: &std::path::Path) -> i64 {
+    let pool = sqlx::SqlitePool::connect(&url(path, "ro"))
+        .await
+        .expect("open read-only");
+    sqlx::query_scalar("SELECT count(*) FROM sqlite_schema")
+        .fetch_one(&pool)
+        .await
+        .expect("count")
+}
+
+#[tokio::test]
+async fn memory_database_migrates_once_and_fills_defaults() {
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    let again = migrate(storage.pool(), storage.path())
+        .await
+        .expect("migrate");
+    assert!(again.is_empty(), "second migrate applied {again:?}");
+    let before = storage
+        .database_now()
+        .await
+        .expect("now")
+        .timestamp_micros();
+    sqlx::query("INSERT INTO job_queue (queue_name, payload) VALUES ('q', '{}')")
+        .execute(storage.pool())
+        .await
+        .expect("plain insert");
+    let (priority, attempts, max_attempts, available_at, created_at, updated_at): (
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+    ) = sqlx::query_as(
+        "SELECT priority, attempts, max_attempts, available_at, created_at, updated_at FROM job_queue",
+    )
+    .fetch_one(storage.pool())
+    .await
+    .expect("read back");
+    assert_eq!((priority, attempts, max_attempts), (0, 0, 20));
+    for time in [available_at, created_at, updated_at] {
+        assert!(
+            (before - 1_000..=before + 60_000_000).contains(&time),
+            "default time {time} not near now {before}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn file_database_uses_wal_and_reopens_without_migrating() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("queue.db");
+    let first = SqliteStorage::connect(&url(&path, "rwc"))
+        .await
+        .expect("create");
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(first.pool())
+        .await
+        .expect("journal mode");
+    assert_eq!(mode, "wal");
+    let second = SqliteStorage::connect(&url(&path, "rwc"))
+        .await
+        .expect("reopen");
+    let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM queue_schema_migrations")
+        .fetch_all(second.pool())
+        .await
+        .expect("ledger");
+    assert_eq!(versions.len(), MIGRATIONS.len());
+}
+
+#[tokio::test]
+async fn directory_instead_of_file_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let error = SqliteStorage::connect(&url(dir.path(), "rwc"))
+        .await
+        .expect_err("a directory is not a database");
+    assert!(matches!(error, QueueError::Backend(_)), "{error:?}");
+    assert_names_path(&error, dir.path());
+}
+
+#[tokio::test]
+async fn corrupt_file_is_an_error_naming_it_and_is_left_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("corrupt.db");
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 13) as u8).collect();
+    std::fs::write(&path, &garbage).expect("write garbage");
+    let error = SqliteStorage::connect(&url(&path, "rwc"))
+        .await
+        .expect_err("garbage is not a database");
+    assert_names_path(&error, &path);
+    assert_eq!(std::fs::read(&path).expect("read back"), garbage);
+}
+
+#[tokio::test]
+async fn read_only_file_is_an_error_naming_it_and_nothing_is_migrated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("empty.db");
+    // An existing, empty database file opened without write access.
+    drop(
+        sqlx::SqlitePool::connect(&url(&path, "rwc"))
+            .await
+            .expect("create empty database"),
+    );
+    let error = SqliteStorage::connect(&url(&path, "ro"))
+        .await
+        .expect_err("a read-only database cannot be migrated");
+    assert_names_path(&error, &path);
+    assert_eq!(table_count(&path).await, 0, "something was migrated");
+}
+
+#[tokio::test]
+async fn file_locked_by_another_program_is_unavailable_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("locked.db");
+    // Another program holds an exclusive lock on a database in rollback
+    // journal mode: nobody else may read or write until it lets go.
+    let holder = sqlx::SqlitePool::connect(&url(&path, "rwc"))
+        .await
+        .expect("holder opens");
+    let mut lock = holder
+        .begin_with("BEGIN EXCLUSIVE")
+        .await
+        .expect("holder locks");
+    sqlx::query("CREATE TABLE other_program (x INTEGER)")
+        .execute(&mut *lock)
+        .await
+        .expect("holder writes");
+    let error = SqliteStorage::connect(&url(&path, "rwc"))
+        .await
+        .expect_err("the lock is held");
+    assert!(error.is_transient(), "busy should be transient: {error:?}");
+    assert_names_path(&error, &path);
+    lock.rollback().await.expect("holder lets go");
+    assert_eq!(table_count(&path).await, 0, "something was migrated");
+}
+
+#[tokio::test]
+async fn edited_migration_is_a_conflict() {
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    sqlx::query("UPDATE queue_schema_migrations SET checksum = checksum + 1 WHERE version = 1")
+        .execute(storage.pool())
+        .await
+        .expect("edit the ledger");
+    let error = migrate(storage.pool(), storage.path())
+        .await
+        .expect_err("edited migration");
+    assert!(matches!(error, QueueError::Conflict { .. }), "{error:?}");
+}
