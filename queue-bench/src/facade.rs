@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use queue::AnyStorage;
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
+use queue_sqlite::SqliteStorage;
 
 use crate::BenchError;
 use crate::args::Backend;
@@ -19,18 +20,15 @@ impl Target for AnyStorage {
         Ok(match setup.backend {
             Backend::Postgres => PgStorage::fresh(setup).await?.into(),
             Backend::Mysql => MySqlStorage::fresh(setup).await?.into(),
-            Backend::Sqlite => {
-                return Err(BenchError::from(
-                    "--facade: the queue facade has no sqlite backend yet",
-                ));
-            }
+            Backend::Sqlite => SqliteStorage::fresh(setup).await?.into(),
         })
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
-        match (self.as_postgres(), self.as_mysql()) {
-            (Some(pg), _) => pg.count_live(queue).await,
-            (_, Some(mysql)) => mysql.count_live(queue).await,
+        match (self.as_postgres(), self.as_mysql(), self.as_sqlite()) {
+            (Some(pg), _, _) => pg.count_live(queue).await,
+            (_, Some(mysql), _) => mysql.count_live(queue).await,
+            (_, _, Some(sqlite)) => sqlite.count_live(queue).await,
             _ => Err(BenchError::from(
                 "a facade storage of no benchmarked backend",
             )),
@@ -38,9 +36,10 @@ impl Target for AnyStorage {
     }
 
     async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
-        match (self.as_postgres(), self.as_mysql()) {
-            (Some(pg), _) => pg.count_completed(queue).await,
-            (_, Some(mysql)) => mysql.count_completed(queue).await,
+        match (self.as_postgres(), self.as_mysql(), self.as_sqlite()) {
+            (Some(pg), _, _) => pg.count_completed(queue).await,
+            (_, Some(mysql), _) => mysql.count_completed(queue).await,
+            (_, _, Some(sqlite)) => sqlite.count_completed(queue).await,
             _ => Err(BenchError::from(
                 "a facade storage of no benchmarked backend",
             )),
@@ -51,7 +50,7 @@ impl Target for AnyStorage {
         match setup.backend {
             Backend::Postgres => PgStorage::notifies(setup),
             Backend::Mysql => MySqlStorage::notifies(setup),
-            Backend::Sqlite => false,
+            Backend::Sqlite => SqliteStorage::notifies(setup),
         }
     }
 }

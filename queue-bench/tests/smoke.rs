@@ -8,16 +8,19 @@
 
 use std::process::Command;
 
-fn smoke(backend: &str, url_var: &str, schema: &str) {
-    let url = std::env::var(url_var).unwrap_or_else(|_| {
+fn server_url(url_var: &str) -> String {
+    std::env::var(url_var).unwrap_or_else(|_| {
         panic!("{url_var} is not set: set it to a reachable server (scripts/test.sh does)")
-    });
+    })
+}
+
+fn smoke(backend: &str, url: &str, schema: &str) {
     let output = Command::new(env!("CARGO_BIN_EXE_queue-bench"))
         .args([
             "--backend",
             backend,
             "--url",
-            &url,
+            url,
             "--schema",
             schema,
             "smoke",
@@ -56,12 +59,25 @@ fn smoke(backend: &str, url_var: &str, schema: &str) {
 fn every_workload_runs_on_postgres() {
     smoke(
         "postgres",
-        "QUEUE_TEST_POSTGRES_URL",
+        &server_url("QUEUE_TEST_POSTGRES_URL"),
         "queue_test_bench_smoke",
     );
 }
 
 #[test]
 fn every_workload_runs_on_mysql() {
-    smoke("mysql", "QUEUE_TEST_MYSQL_URL", "queue_test_bench_smoke");
+    smoke(
+        "mysql",
+        &server_url("QUEUE_TEST_MYSQL_URL"),
+        "queue_test_bench_smoke",
+    );
+}
+
+#[test]
+fn every_workload_runs_on_sqlite() {
+    let url = format!(
+        "sqlite://{}/queue-bench-smoke.db?mode=rwc",
+        env!("CARGO_TARGET_TMPDIR")
+    );
+    smoke("sqlite", &url, "unused");
 }

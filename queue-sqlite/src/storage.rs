@@ -88,6 +88,16 @@ impl SqliteStorage {
         })
     }
 
+    /// Applies the embedded migrations not yet applied (`connect` already
+    /// did; this is for the same call as the other backends'), returning
+    /// their versions. Safe to repeat and to run in several processes.
+    ///
+    /// # Errors
+    /// As [`SqliteStorage::connect`]'s migration step.
+    pub async fn migrate(&self) -> Result<Vec<u32>> {
+        migrate(&self.pool, &self.path).await
+    }
+
     /// The same storage reading `clock`: a [`queue_core::ManualClock`] in
     /// tests, [`Clock::Database`] (SQLite's clock) otherwise.
     pub fn with_clock(mut self, clock: impl Into<Clock>) -> Self {

@@ -3,8 +3,9 @@
 //! dead letters; a worker runs them all and the history is printed.
 //!
 //! ```sh
-//! cargo run -p queue --example quickstart
-//! QUEUE_DATABASE_URL=mysql://root@127.0.0.1:3306/app cargo run -p queue --example quickstart --features mysql
+//! cargo run -p queue --example quickstart      # SQLite, in ./queue-demo.db
+//! QUEUE_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres cargo run -p queue --example quickstart
+//! QUEUE_DATABASE_URL=mysql://root@127.0.0.1:3306/app cargo run -p queue --example quickstart
 //! ```
 //!
 //! It migrates the database it is given (creating the queue's tables if
@@ -19,7 +20,7 @@ use queue::{FinalStatus, HistoryRecord, JobId};
 use serde_json::json;
 
 const URL_VAR: &str = "QUEUE_DATABASE_URL";
-const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const DEFAULT_URL: &str = "sqlite://queue-demo.db?mode=rwc";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -74,7 +75,7 @@ async fn run(url: &str) -> queue::Result<()> {
         ..QueueOptions::with_concurrency(2)
     };
     // The worker subscribes to the storage's wake-ups by itself (LISTEN/NOTIFY
-    // on PostgreSQL); elsewhere it polls.
+    // on PostgreSQL, in-process signals on SQLite); elsewhere it polls.
     let worker = WorkerBuilder::new(storage.clone())
         .queue(
             "emails",

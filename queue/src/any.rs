@@ -23,6 +23,9 @@ pub enum AnyStorage {
     /// MySQL or MariaDB.
     #[cfg(feature = "mysql")]
     MySql(queue_mysql::MySqlStorage),
+    /// SQLite.
+    #[cfg(feature = "sqlite")]
+    Sqlite(queue_sqlite::SqliteStorage),
 }
 
 /// Runs `$body` with `$s` bound to the backend storage inside `$any`.
@@ -33,18 +36,22 @@ macro_rules! each {
             AnyStorage::Postgres($s) => $body,
             #[cfg(feature = "mysql")]
             AnyStorage::MySql($s) => $body,
+            #[cfg(feature = "sqlite")]
+            AnyStorage::Sqlite($s) => $body,
         }
     };
 }
 
 impl AnyStorage {
-    /// The backend's name: `postgres` or `mysql`.
+    /// The backend's name: `postgres`, `mysql` or `sqlite`.
     pub fn backend(&self) -> &'static str {
         match self {
             #[cfg(feature = "postgres")]
             Self::Postgres(_) => "postgres",
             #[cfg(feature = "mysql")]
             Self::MySql(_) => "mysql",
+            #[cfg(feature = "sqlite")]
+            Self::Sqlite(_) => "sqlite",
         }
     }
 
@@ -94,6 +101,16 @@ impl AnyStorage {
             _ => None,
         }
     }
+
+    /// The SQLite storage, when this is one.
+    #[cfg(feature = "sqlite")]
+    pub fn as_sqlite(&self) -> Option<&queue_sqlite::SqliteStorage> {
+        #[allow(unreachable_patterns)]
+        match self {
+            Self::Sqlite(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for AnyStorage {
@@ -113,6 +130,13 @@ impl From<queue_postgres::PgStorage> for AnyStorage {
 impl From<queue_mysql::MySqlStorage> for AnyStorage {
     fn from(storage: queue_mysql::MySqlStorage) -> Self {
         Self::MySql(storage)
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl From<queue_sqlite::SqliteStorage> for AnyStorage {
+    fn from(storage: queue_sqlite::SqliteStorage) -> Self {
+        Self::Sqlite(storage)
     }
 }
 

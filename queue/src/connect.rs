@@ -5,6 +5,7 @@ use queue_core::{QueueError, Result, redact_url};
 use crate::AnyStorage;
 
 /// Connects to the database at `url`, choosing the backend by its scheme:
+/// `sqlite://path?mode=rwc` or `sqlite::memory:` (feature `sqlite`),
 /// `postgres://` or `postgresql://` (feature `postgres`), `mysql://` or
 /// `mariadb://` (feature `mysql`). Call [`AnyStorage::migrate`] before use.
 ///
@@ -15,14 +16,15 @@ use crate::AnyStorage;
 /// - The backend's error when the server cannot be reached; its message
 ///   names the URL with its password hidden.
 pub async fn connect(url: &str) -> Result<AnyStorage> {
-    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+    let scheme = url.split_once(':').map_or("", |(scheme, _)| scheme);
     let storage = match scheme.to_ascii_lowercase().as_str() {
         "postgres" | "postgresql" => postgres(url).await,
         "mysql" | "mariadb" => mysql(url),
+        "sqlite" => sqlite(url).await,
         _ => Err(QueueError::invalid(
             "url",
             format!(
-                "{}: expected postgres://, postgresql://, mysql:// or mariadb://",
+                "{}: expected sqlite://, postgres://, postgresql://, mysql:// or mariadb://",
                 redact_url(url)
             ),
         )),
@@ -63,7 +65,21 @@ fn mysql(url: &str) -> Result<AnyStorage> {
     Err(feature_off(url, "mysql"))
 }
 
-#[cfg(any(not(feature = "postgres"), not(feature = "mysql")))]
+#[cfg(feature = "sqlite")]
+async fn sqlite(url: &str) -> Result<AnyStorage> {
+    Ok(queue_sqlite::SqliteStorage::connect(url).await?.into())
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn sqlite(url: &str) -> Result<AnyStorage> {
+    Err(feature_off(url, "sqlite"))
+}
+
+#[cfg(any(
+    not(feature = "postgres"),
+    not(feature = "mysql"),
+    not(feature = "sqlite")
+))]
 fn feature_off(url: &str, feature: &str) -> QueueError {
     QueueError::invalid(
         "url",

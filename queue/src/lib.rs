@@ -26,16 +26,22 @@
 //!
 //! | feature | URL | storage |
 //! |---|---|---|
+//! | `sqlite` (default) | `sqlite://path?mode=rwc`, `sqlite::memory:` | [`sqlite::SqliteStorage`] |
 //! | `postgres` (default) | `postgres://…`, `postgresql://…` | [`postgres::PgStorage`] |
-//! | `mysql` | `mysql://…`, `mariadb://…` | [`mysql::MySqlStorage`] |
+//! | `mysql` (default) | `mysql://…`, `mariadb://…` | [`mysql::MySqlStorage`] |
+//!
+//! Every backend is on by default, so that a URL alone picks one; an
+//! application trims the others with `default-features = false`.
 //!
 //! What needs a backend's own types (enqueue or ack in your transaction,
 //! a schema other than the default) is reached through the backend's
 //! module, [`AnyStorage::as_postgres`] and its siblings, or by building the
 //! backend's storage and converting it with `AnyStorage::from`.
 
-#[cfg(not(any(feature = "postgres", feature = "mysql")))]
-compile_error!("the `queue` crate needs at least one backend feature: `postgres` or `mysql`");
+#[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
+compile_error!(
+    "the `queue` crate needs at least one backend feature: `sqlite`, `postgres` or `mysql`"
+);
 
 mod any;
 mod connect;
@@ -55,3 +61,6 @@ pub use queue_mysql as mysql;
 /// The PostgreSQL backend (`queue-postgres`).
 #[cfg(feature = "postgres")]
 pub use queue_postgres as postgres;
+/// The SQLite backend (`queue-sqlite`).
+#[cfg(feature = "sqlite")]
+pub use queue_sqlite as sqlite;

@@ -13,11 +13,11 @@ pub(crate) struct SqliteFactory;
 impl StorageFactory for SqliteFactory {
     type Storage = SqliteStorage;
 
-    async fn create(&self, clock: Clock) -> Option<Fixture<SqliteStorage>> {
+    async fn create(&self, clock: Clock) -> Fixture<SqliteStorage> {
         let storage = SqliteStorage::connect("sqlite::memory:")
             .await
             .expect("open an in-memory database")
             .with_clock(clock);
-        Some(Fixture::new(storage))
+        Fixture::new(storage)
     }
 }
