@@ -10,17 +10,13 @@
 
 mod common;
 
-use std::time::Duration;
-
 use diesel::QueryableByName;
 use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use queue_core::{
-    DequeueRequest, FinalStatus, HistoryFilter, JobId, JobState, Lease, NewJob, QueueName, Storage,
-    WorkerId,
-};
+use queue_core::{FinalStatus, JobId, NewJob, Storage};
 use queue_mysql::MySqlStorage;
 use queue_testkit::harness::mysql::TestDatabase;
+use queue_testkit::interop;
 use serde_json::json;
 
 #[derive(QueryableByName)]
@@ -58,23 +54,6 @@ async fn ids(conn: &mut AsyncMysqlConnection, sql: &str) -> Vec<i64> {
         .collect()
 }
 
-async fn claim(storage: &MySqlStorage, queue: &str, worker: &str) -> Lease {
-    let request = DequeueRequest::new(
-        vec![QueueName::new(queue).expect("name")],
-        1,
-        Duration::from_secs(30),
-        WorkerId::new(worker).expect("worker"),
-    )
-    .expect("request");
-    let job = storage
-        .dequeue(&request)
-        .await
-        .expect("dequeue")
-        .pop()
-        .expect("a job");
-    job.lease().expect("leased")
-}
-
 const ENQUEUE: &str = "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, available_at)
 VALUES ('emails', 5, 'welcome-ada', '{\"to\": \"ada\"}', 3, TIMESTAMPADD(SECOND, 0, CURRENT_TIMESTAMP(6)))
 ON DUPLICATE KEY UPDATE id = id";
@@ -99,7 +78,7 @@ async fn the_designs_enqueue_runs_and_the_storage_claims_and_acks_its_job() {
         age.num_seconds().abs() < 60,
         "created_at defaults to UTC: {age}"
     );
-    let lease = claim(&storage, "emails", "w1").await;
+    let lease = interop::claim(&storage, "emails", "w1").await;
     assert_eq!(lease.job_id, id);
     storage.ack(&lease, Some(json!("sent"))).await.expect("ack");
     let record = storage
@@ -177,39 +156,7 @@ WHERE id = {id} AND locked_by = 'w1' AND lease_until > CURRENT_TIMESTAMP(6)"
     .await;
     assert_eq!(beat, 1);
 
-    let lease = Lease {
-        job_id: JobId(id),
-        worker_id: WorkerId::new("w1").expect("worker"),
-        attempt: 1,
-    };
-    let job = storage
-        .get_job(JobId(id))
-        .await
-        .expect("read")
-        .expect("live");
-    assert_eq!(
-        job.state(storage.now().await.expect("now")),
-        JobState::Running
-    );
-    assert!(
-        storage
-            .heartbeat(&lease, Duration::from_secs(30))
-            .await
-            .expect("heartbeat")
-    );
-    storage
-        .ack(&lease, None)
-        .await
-        .expect("the storage acks the design's lease");
-    let record = storage
-        .get_history(JobId(id))
-        .await
-        .expect("read")
-        .expect("archived");
-    assert_eq!(
-        record.processed_by.as_ref().map(WorkerId::as_str),
-        Some("w1")
-    );
+    interop::claimed_by_hand_is_acked_by_the_storage(&storage, JobId(id), "w1").await;
     db.drop_database().await;
 }
 
@@ -221,7 +168,7 @@ async fn the_designs_nack_and_reclaim_return_jobs_the_storage_claims_again() {
         .await
         .expect("enqueue")
         .id;
-    let lease = claim(&storage, "flaky", "w1").await;
+    let lease = interop::claim(&storage, "flaky", "w1").await;
     // §2.4, MySQL, with base 10 s and jitter 0.2.
     let released = exec(
         &mut conn,
@@ -239,24 +186,7 @@ WHERE id={flaky} AND locked_by='w1'"
     )
     .await;
     assert_eq!(released, 1);
-    let job = storage.get_job(flaky).await.expect("read").expect("live");
-    assert_eq!(
-        job.state(storage.now().await.expect("now")),
-        JobState::Scheduled
-    );
-    let due = storage
-        .next_due(&[QueueName::new("flaky").expect("name")])
-        .await
-        .expect("next due")
-        .expect("a scheduled job");
-    assert!(
-        due > Duration::from_secs(7) && due <= Duration::from_secs(12),
-        "{due:?}"
-    );
-    assert!(matches!(
-        storage.ack(&lease, None).await,
-        Err(queue_core::QueueError::LeaseLost { .. })
-    ));
+    interop::nacked_by_hand_waits(&storage, &lease, "flaky").await;
 
     // §2.6: an expired lease released by the design's reclaim.
     let stuck = storage
@@ -264,7 +194,7 @@ WHERE id={flaky} AND locked_by='w1'"
         .await
         .expect("enqueue")
         .id;
-    claim(&storage, "stuck", "w2").await;
+    interop::claim(&storage, "stuck", "w2").await;
     exec(
         &mut conn,
         &format!("UPDATE job_queue SET lease_until = TIMESTAMPADD(SECOND, -5, CURRENT_TIMESTAMP(6)) WHERE id = {stuck}"),
@@ -282,7 +212,7 @@ LIMIT 1000",
     )
     .await;
     assert_eq!(reclaimed, 1);
-    let again = claim(&storage, "stuck", "w3").await;
+    let again = interop::claim(&storage, "stuck", "w3").await;
     assert_eq!((again.job_id, again.attempt), (stuck, 2));
     db.drop_database().await;
 }
@@ -296,8 +226,8 @@ async fn rows_archived_by_the_designs_statements_read_back_and_retry() {
             .await
             .expect("enqueue");
     }
-    let done = claim(&storage, "billing", "w1").await.job_id;
-    let dead = claim(&storage, "billing", "w1").await.job_id;
+    let done = interop::claim(&storage, "billing", "w1").await.job_id;
+    let dead = interop::claim(&storage, "billing", "w1").await.job_id;
     // §2.3, in one transaction.
     conn.batch_execute("START TRANSACTION")
         .await
@@ -345,40 +275,6 @@ WHERE id={dead}"
     exec(&mut conn, &format!("DELETE FROM job_queue WHERE id={dead}")).await;
     conn.batch_execute("COMMIT").await.expect("commit");
 
-    let record = storage
-        .get_history(done)
-        .await
-        .expect("read")
-        .expect("archived");
-    assert_eq!(record.status, FinalStatus::Completed);
-    assert_eq!(record.result, Some(json!("done")));
-    assert_eq!(
-        (record.attempts, record.max_attempts),
-        (1, 0),
-        "0: not recorded"
-    );
-    let page = storage
-        .list_dead_letters(&HistoryFilter::default())
-        .await
-        .expect("dead letters");
-    assert_eq!(
-        page.records.iter().map(|r| r.id).collect::<Vec<_>>(),
-        [dead]
-    );
-    assert_eq!(
-        page.records[0].result,
-        Some(json!({ "error": { "message": "boom" } }))
-    );
-    storage.retry_dead_letter(dead).await.expect("retry");
-    let job = storage
-        .get_job(dead)
-        .await
-        .expect("read")
-        .expect("live again");
-    assert_eq!(
-        (job.attempts, job.max_attempts),
-        (0, 20),
-        "the default allowance"
-    );
+    interop::archived_by_hand_reads_back_and_retries(&storage, done, dead).await;
     db.drop_database().await;
 }

@@ -6,13 +6,8 @@
 
 mod common;
 
-use std::time::Duration;
-
-use queue_core::{
-    DequeueRequest, FinalStatus, HistoryFilter, JobId, JobState, Lease, NewJob, QueueName, Storage,
-    WorkerId,
-};
-use queue_postgres::PgStorage;
+use queue_core::{FinalStatus, JobId, NewJob, Storage};
+use queue_testkit::interop;
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -25,23 +20,6 @@ RETURNING id";
 
 const FIND_BY_KEY: &str =
     "SELECT id FROM job_queue WHERE queue_name='emails' AND unique_key='welcome-ada'";
-
-async fn claim(storage: &PgStorage, queue: &str, worker: &str) -> Lease {
-    let request = DequeueRequest::new(
-        vec![QueueName::new(queue).expect("name")],
-        1,
-        Duration::from_secs(30),
-        WorkerId::new(worker).expect("worker"),
-    )
-    .expect("request");
-    let job = storage
-        .dequeue(&request)
-        .await
-        .expect("dequeue")
-        .pop()
-        .expect("a job");
-    job.lease().expect("leased")
-}
 
 async fn exec(pool: &PgPool, sql: String) -> u64 {
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
@@ -77,7 +55,7 @@ async fn the_designs_enqueue_runs_and_the_storage_claims_and_acks_its_job() {
         .expect("live");
     assert_eq!((job.priority, job.attempts, job.max_attempts), (5, 0, 3));
     assert_eq!(job.payload, json!({ "to": "ada" }));
-    let lease = claim(&storage, "emails", "w1").await;
+    let lease = interop::claim(&storage, "emails", "w1").await;
     assert_eq!(lease.job_id, JobId(id));
     storage.ack(&lease, Some(json!("sent"))).await.expect("ack");
     let record = storage
@@ -147,39 +125,7 @@ WHERE id = {id} AND locked_by = 'w1' AND lease_until > CURRENT_TIMESTAMP(6)"
     .await;
     assert_eq!(beat, 1);
 
-    let lease = Lease {
-        job_id: JobId(id),
-        worker_id: WorkerId::new("w1").expect("worker"),
-        attempt: 1,
-    };
-    let job = storage
-        .get_job(JobId(id))
-        .await
-        .expect("read")
-        .expect("live");
-    assert_eq!(
-        job.state(storage.now().await.expect("now")),
-        JobState::Running
-    );
-    assert!(
-        storage
-            .heartbeat(&lease, Duration::from_secs(30))
-            .await
-            .expect("heartbeat")
-    );
-    storage
-        .ack(&lease, None)
-        .await
-        .expect("the storage acks the design's lease");
-    let record = storage
-        .get_history(JobId(id))
-        .await
-        .expect("read")
-        .expect("archived");
-    assert_eq!(
-        record.processed_by.as_ref().map(WorkerId::as_str),
-        Some("w1")
-    );
+    interop::claimed_by_hand_is_acked_by_the_storage(&storage, JobId(id), "w1").await;
     pool.close().await;
     schema.drop_schema().await;
 }
@@ -192,7 +138,7 @@ async fn the_designs_nack_schedules_the_job_and_the_storage_sees_it_waiting() {
         .await
         .expect("enqueue")
         .id;
-    let lease = claim(&storage, "flaky", "w1").await;
+    let lease = interop::claim(&storage, "flaky", "w1").await;
     // §2.4, PostgreSQL, with base 10 s and jitter 0.2.
     let released = exec(
         &pool,
@@ -211,24 +157,7 @@ WHERE id={id} AND locked_by='w1'"
     )
     .await;
     assert_eq!(released, 1);
-    let job = storage.get_job(id).await.expect("read").expect("live");
-    assert_eq!(
-        job.state(storage.now().await.expect("now")),
-        JobState::Scheduled
-    );
-    let due = storage
-        .next_due(&[QueueName::new("flaky").expect("name")])
-        .await
-        .expect("next due")
-        .expect("a scheduled job");
-    assert!(
-        due > Duration::from_secs(7) && due <= Duration::from_secs(12),
-        "{due:?}"
-    );
-    assert!(matches!(
-        storage.ack(&lease, None).await,
-        Err(queue_core::QueueError::LeaseLost { .. })
-    ));
+    interop::nacked_by_hand_waits(&storage, &lease, "flaky").await;
     pool.close().await;
     schema.drop_schema().await;
 }
@@ -242,8 +171,8 @@ async fn rows_archived_by_the_designs_statements_read_back_and_retry() {
             .await
             .expect("enqueue");
     }
-    let done = claim(&storage, "billing", "w1").await.job_id;
-    let dead = claim(&storage, "billing", "w1").await.job_id;
+    let done = interop::claim(&storage, "billing", "w1").await.job_id;
+    let dead = interop::claim(&storage, "billing", "w1").await.job_id;
     // §2.3, in one transaction.
     exec(
         &pool,
@@ -283,41 +212,7 @@ COMMIT;"
     )
     .await;
 
-    let record = storage
-        .get_history(done)
-        .await
-        .expect("read")
-        .expect("archived");
-    assert_eq!(record.status, FinalStatus::Completed);
-    assert_eq!(record.result, Some(json!("done")));
-    assert_eq!(
-        (record.attempts, record.max_attempts),
-        (1, 0),
-        "0: not recorded"
-    );
-    let page = storage
-        .list_dead_letters(&HistoryFilter::default())
-        .await
-        .expect("dead letters");
-    assert_eq!(
-        page.records.iter().map(|r| r.id).collect::<Vec<_>>(),
-        [dead]
-    );
-    assert_eq!(
-        page.records[0].result,
-        Some(json!({ "error": { "message": "boom" } }))
-    );
-    storage.retry_dead_letter(dead).await.expect("retry");
-    let job = storage
-        .get_job(dead)
-        .await
-        .expect("read")
-        .expect("live again");
-    assert_eq!(
-        (job.attempts, job.max_attempts),
-        (0, 20),
-        "the default allowance"
-    );
+    interop::archived_by_hand_reads_back_and_retries(&storage, done, dead).await;
     pool.close().await;
     schema.drop_schema().await;
 }

@@ -14,6 +14,7 @@
 
 pub mod broken;
 pub mod harness;
+pub mod interop;
 pub mod latency;
 mod macros;
 mod memory;
