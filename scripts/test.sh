@@ -51,7 +51,7 @@ fi
 
 # The chaos runs (queue-chaos): kills, freezes and cuts on every backend;
 # with the restart commands, also a server restart mid-run.
-chaos_tests=(postgres_survives_kills_freezes_and_cuts_in_plain_mode mysql_survives_kills_freezes_and_cuts_in_plain_mode)
+chaos_tests=(postgres_survives_kills_freezes_and_cuts_in_plain_mode mysql_survives_kills_freezes_and_cuts_in_plain_mode sqlite_survives_kills_and_freezes_in_both_modes)
 restart_tests=()
 if [ -n "${QUEUE_TEST_POSTGRES_STOP:-}" ]; then
     restart_tests+=(postgres_restart_mid_run_loses_nothing)

@@ -30,6 +30,9 @@ pub(crate) enum Backend {
     Postgres,
     /// MySQL / MariaDB: the run works in the URL's database.
     Mysql,
+    /// SQLite: the run works in the URL's file, recreated (no network, so
+    /// no connection cuts and no server restart).
+    Sqlite,
 }
 
 /// How a handler completes its job.

@@ -112,15 +112,24 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         match args.backend {
             Backend::Postgres => "postgres://postgres@127.0.0.1:5432/queue_test",
             Backend::Mysql => "mysql://root@127.0.0.1:3306/queue_chaos",
+            Backend::Sqlite => "sqlite://queue-chaos.db?mode=rwc",
         }
         .to_owned()
     });
     let storage = target::prepare(args.backend, &url).await?;
-    let proxy = Proxy::start(target::server_address(&url)).await?;
-    let mut workers = Workers::start(&args, &target::via_proxy(&url, proxy.port()))?;
+    // A file has no connection to cut: SQLite's workers open it directly.
+    let proxy = match args.backend {
+        Backend::Sqlite => None,
+        _ => Some(Proxy::start(target::server_address(&url)).await?),
+    };
+    let worker_url = match &proxy {
+        Some(proxy) => target::via_proxy(&url, proxy.port()),
+        None => url.clone(),
+    };
+    let mut workers = Workers::start(&args, &worker_url)?;
     let producer = tokio::spawn(producer::produce(storage.clone(), args.rate, args.duration));
 
-    let faults = inject(&args, &mut workers, &proxy).await?;
+    let faults = inject(&args, &mut workers, proxy.as_deref()).await?;
     let produced = producer
         .await
         .map_err(|e| Failure(format!("the producer panicked: {e}")))??;
@@ -197,7 +206,11 @@ async fn live_jobs(storage: &queue::AnyStorage, queue: &QueueName) -> Result<u64
 /// The fault schedule, for `args.duration`: a kill every `kill_every`;
 /// freezes and cuts spread evenly (every other cut a 1 s stall); one
 /// restart half-way when commands are given.
-async fn inject(args: &RunArgs, workers: &mut Workers, proxy: &Proxy) -> Result<Faults, Failure> {
+async fn inject(
+    args: &RunArgs,
+    workers: &mut Workers,
+    proxy: Option<&Proxy>,
+) -> Result<Faults, Failure> {
     let start = Instant::now();
     let at = |i: u32, n: u32| args.duration.mul_f64(f64::from(i + 1) / f64::from(n + 1));
     let mut faults = Faults::default();
@@ -220,7 +233,10 @@ async fn inject(args: &RunArgs, workers: &mut Workers, proxy: &Proxy) -> Result<
             )));
             faults.stops += 1;
         }
-        if faults.cuts < args.cuts && now >= at(faults.cuts, args.cuts) {
+        if let Some(proxy) = proxy
+            && faults.cuts < args.cuts
+            && now >= at(faults.cuts, args.cuts)
+        {
             if faults.cuts % 2 == 0 {
                 proxy.cut();
             } else {

@@ -8,6 +8,7 @@ use diesel_async::{AsyncConnection, RunQueryDsl};
 use mysql_async::prelude::Queryable;
 use queue::mysql::MySqlStorage;
 use queue::postgres::PgStorage;
+use queue::sqlite::SqliteStorage;
 use queue::{AnyStorage, JobContext, JobError};
 
 use crate::Failure;
@@ -65,7 +66,33 @@ pub(crate) async fn prepare(backend: Backend, url: &str) -> Result<AnyStorage, F
             storage.migrate().await?;
             Ok(storage.into())
         }
+        Backend::Sqlite => {
+            let path = sqlite_path(url);
+            for file in [
+                path.to_owned(),
+                format!("{path}-wal"),
+                format!("{path}-shm"),
+            ] {
+                match std::fs::remove_file(&file) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                    _ => {}
+                }
+            }
+            let storage = SqliteStorage::connect(url).await?;
+            sqlx::raw_sql(
+                "CREATE TABLE chaos_effects (job_id INTEGER NOT NULL, attempt INTEGER NOT NULL, worker TEXT NOT NULL)",
+            )
+            .execute(storage.pool())
+            .await?;
+            Ok(storage.into())
+        }
     }
+}
+
+/// The file of a `sqlite://path?...` URL.
+fn sqlite_path(url: &str) -> &str {
+    let rest = url.trim_start_matches("sqlite://");
+    rest.split('?').next().unwrap_or(rest)
 }
 
 /// The run's storage at `url` (already prepared).
@@ -76,6 +103,7 @@ pub(crate) async fn open(backend: Backend, url: &str) -> Result<AnyStorage, Fail
             .with_schema(PG_SCHEMA)?
             .into(),
         Backend::Mysql => MySqlStorage::connect(url)?.into(),
+        Backend::Sqlite => SqliteStorage::connect(url).await?.into(),
     })
 }
 
@@ -86,6 +114,13 @@ pub(crate) async fn effects(storage: &AnyStorage, url: &str) -> Result<Vec<Effec
         return Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .fetch_all(pg.pool())
             .await?);
+    }
+    if let Some(sqlite) = storage.as_sqlite() {
+        return Ok(
+            sqlx::query_as("SELECT job_id, attempt, worker FROM chaos_effects")
+                .fetch_all(sqlite.pool())
+                .await?,
+        );
     }
     let opts = mysql_async::Opts::from_url(url).map_err(|e| Failure(e.to_string()))?;
     let mut conn = mysql_async::Conn::new(opts).await?;
@@ -123,6 +158,27 @@ pub(crate) async fn handle(
             .await?;
         if mode == Mode::Transactional {
             pg.ack_in(&mut tx, &lease, None)
+                .await
+                .map_err(JobError::retry)?;
+            tx.commit().await?;
+            ctx.mark_completed();
+        } else {
+            tx.commit().await?;
+        }
+        return Ok(None);
+    }
+    if let Some(sqlite) = storage.as_sqlite() {
+        // IMMEDIATE: take the write lock up front, as the storage does.
+        let mut tx = sqlite.pool().begin_with("BEGIN IMMEDIATE").await?;
+        sqlx::query("INSERT INTO chaos_effects (job_id, attempt, worker) VALUES (?, ?, ?)")
+            .bind(job)
+            .bind(attempt)
+            .bind(worker)
+            .execute(&mut *tx)
+            .await?;
+        if mode == Mode::Transactional {
+            sqlite
+                .ack_in(&mut tx, &lease, None)
                 .await
                 .map_err(JobError::retry)?;
             tx.commit().await?;

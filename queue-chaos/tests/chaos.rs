@@ -13,8 +13,15 @@
 use std::process::Command;
 
 fn run(backend: &str, url_var: &str, args: &[&str], restart: Option<&str>) {
-    let url = std::env::var(url_var)
-        .unwrap_or_else(|_| panic!("{url_var} is not set (scripts/test.sh sets it)"));
+    let url = match backend {
+        // The run recreates this file.
+        "sqlite" => format!(
+            "sqlite://{}/queue-chaos.db?mode=rwc",
+            env!("CARGO_TARGET_TMPDIR")
+        ),
+        _ => std::env::var(url_var)
+            .unwrap_or_else(|_| panic!("{url_var} is not set (scripts/test.sh sets it)")),
+    };
     let url = match backend {
         // The run recreates this database on the test server.
         "mysql" => format!("{}/queue_test_chaos", url.trim_end_matches('/')),
@@ -120,4 +127,23 @@ fn postgres_survives_kills_freezes_and_cuts_in_plain_mode() {
 #[ignore = "a minute of load: scripts/test.sh runs the chaos tests one at a time"]
 fn mysql_survives_kills_freezes_and_cuts_in_plain_mode() {
     run("mysql", "QUEUE_TEST_MYSQL_URL", &PLAIN, None);
+}
+
+#[test]
+#[ignore = "a minute of load: scripts/test.sh runs the chaos tests one at a time"]
+fn sqlite_survives_kills_and_freezes_in_both_modes() {
+    // A file has no connection to cut and no server to restart.
+    let schedule = [
+        "--duration",
+        "30s",
+        "--kill-every",
+        "1s",
+        "--freezes",
+        "3",
+        "--rate",
+        "100",
+    ];
+    run("sqlite", "", &schedule, None);
+    let plain = [&schedule[..], &["--mode", "plain"]].concat();
+    run("sqlite", "", &plain, None);
 }
