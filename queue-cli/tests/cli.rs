@@ -224,7 +224,10 @@ fn usage_errors_are_one_line_with_exit_code_2() {
         "queue: no database: pass --database-url or set QUEUE_DATABASE_URL"
     );
     let stderr = fails("redis://127.0.0.1/", None, &["stats"], 2);
-    assert!(stderr.contains("expected postgres://"), "{stderr}");
+    assert!(
+        stderr.contains("redis://127.0.0.1/: expected sqlite://, postgres://"),
+        "{stderr}"
+    );
 }
 
 #[test]
