@@ -8,6 +8,7 @@
 //! runtime: backends (`queue-postgres`, `queue-mysql`) do the talking and
 //! `queue-worker` does the running.
 
+pub mod backend;
 mod backoff;
 mod clock;
 mod dequeue;

@@ -7,7 +7,8 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
-use queue_core::{HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId};
+use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
+use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, UniqueKey, WorkerId};
 use serde_json::Value;
 
 /// The select list of a live job, matching [`JobRow`].
@@ -99,28 +100,6 @@ pub(crate) struct NowRow {
     pub(crate) now_ts: NaiveDateTime,
 }
 
-fn corrupt(column: &str, value: impl std::fmt::Display) -> QueueError {
-    QueueError::backend(format!(
-        "column {column} holds {value}, which the queue never writes"
-    ))
-}
-
-fn name<T>(column: &str, raw: String, parse: fn(String) -> Result<T>) -> Result<T> {
-    parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}")))
-}
-
-fn optional_name<T>(
-    column: &str,
-    raw: Option<String>,
-    parse: fn(String) -> Result<T>,
-) -> Result<Option<T>> {
-    raw.map(|raw| name(column, raw, parse)).transpose()
-}
-
-fn count(column: &str, value: i32) -> Result<u32> {
-    u32::try_from(value).map_err(|_| corrupt(column, value))
-}
-
 fn json(column: &str, raw: &str) -> Result<Value> {
     serde_json::from_str(raw).map_err(|e| corrupt(column, format!("invalid JSON ({e})")))
 }
@@ -138,15 +117,15 @@ impl JobRow {
     pub(crate) fn into_job(self) -> Result<Job> {
         Ok(Job {
             id: JobId(self.id),
-            queue: name("queue_name", self.queue_name, QueueName::new)?,
+            queue: stored("queue_name", self.queue_name, QueueName::new)?,
             priority: self.priority,
-            unique_key: optional_name("unique_key", self.unique_key, UniqueKey::new)?,
+            unique_key: stored_optional("unique_key", self.unique_key, UniqueKey::new)?,
             payload: json("payload", &self.payload)?,
-            attempts: count("attempts", self.attempts)?,
-            max_attempts: count("max_attempts", self.max_attempts)?,
+            attempts: stored_count("attempts", self.attempts)?,
+            max_attempts: stored_count("max_attempts", self.max_attempts)?,
             available_at: utc(self.available_at),
             lease_until: self.lease_until.map(utc),
-            locked_by: optional_name("locked_by", self.locked_by, WorkerId::new)?,
+            locked_by: stored_optional("locked_by", self.locked_by, WorkerId::new)?,
             first_locked_at: self.first_locked_at.map(utc),
             last_error: optional_json("last_error", self.last_error)?,
             created_at: utc(self.created_at),
@@ -159,9 +138,9 @@ impl HistoryRow {
     pub(crate) fn into_record(self) -> Result<HistoryRecord> {
         Ok(HistoryRecord {
             id: JobId(self.id),
-            queue: name("queue_name", self.queue_name, QueueName::new)?,
+            queue: stored("queue_name", self.queue_name, QueueName::new)?,
             priority: self.priority,
-            unique_key: optional_name("unique_key", self.unique_key, UniqueKey::new)?,
+            unique_key: stored_optional("unique_key", self.unique_key, UniqueKey::new)?,
             payload: json("payload", &self.payload)?,
             status: self
                 .status_final
@@ -169,9 +148,9 @@ impl HistoryRow {
                 .map_err(|_| corrupt("status_final", &self.status_final))?,
             result: optional_json("result", self.result)?,
             last_error: optional_json("last_error", self.last_error)?,
-            attempts: count("attempts", self.attempts)?,
-            max_attempts: count("max_attempts", self.max_attempts)?,
-            processed_by: optional_name("processed_by", self.processed_by, WorkerId::new)?,
+            attempts: stored_count("attempts", self.attempts)?,
+            max_attempts: stored_count("max_attempts", self.max_attempts)?,
+            processed_by: stored_optional("processed_by", self.processed_by, WorkerId::new)?,
             created_at: utc(self.created_at),
             started_at: self.started_at.map(utc),
             finished_at: utc(self.finished_at),

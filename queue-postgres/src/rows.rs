@@ -1,7 +1,8 @@
 //! Turning PostgreSQL rows into queue-core types.
 
 use chrono::{DateTime, Utc};
-use queue_core::{HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId};
+use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
+use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, UniqueKey, WorkerId};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -17,19 +18,11 @@ where
 
 /// A count column that the schema keeps non-negative.
 pub(crate) fn count(row: &PgRow, column: &str) -> Result<u32> {
-    let value: i32 = get(row, column)?;
-    u32::try_from(value).map_err(|_| corrupt(column, value))
-}
-
-fn corrupt(column: &str, value: impl std::fmt::Display) -> QueueError {
-    QueueError::backend(format!(
-        "column {column} holds {value}, which the queue never writes"
-    ))
+    stored_count(column, get::<i32>(row, column)?)
 }
 
 fn name<T>(row: &PgRow, column: &str, parse: fn(String) -> Result<T>) -> Result<T> {
-    let raw: String = get(row, column)?;
-    parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}")))
+    stored(column, get(row, column)?, parse)
 }
 
 fn optional_name<T>(
@@ -37,9 +30,7 @@ fn optional_name<T>(
     column: &str,
     parse: fn(String) -> Result<T>,
 ) -> Result<Option<T>> {
-    let raw: Option<String> = get(row, column)?;
-    raw.map(|raw| parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}"))))
-        .transpose()
+    stored_optional(column, get(row, column)?, parse)
 }
 
 /// A `job_queue` row.

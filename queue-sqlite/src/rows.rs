@@ -1,6 +1,7 @@
 //! Turning SQLite rows into queue-core types; times are integer microseconds.
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
 use queue_core::{HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId};
 use serde_json::Value;
 use sqlx::Row;
@@ -13,12 +14,6 @@ where
     T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
 {
     row.try_get(column).map_err(interpret_error)
-}
-
-fn corrupt(column: &str, value: impl std::fmt::Display) -> QueueError {
-    QueueError::backend(format!(
-        "column {column} holds {value}, which the queue never writes"
-    ))
 }
 
 /// An instant from microseconds since the epoch.
@@ -35,8 +30,7 @@ fn optional_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>>
 }
 
 fn count(row: &SqliteRow, column: &str) -> Result<u32> {
-    let value: i64 = get(row, column)?;
-    u32::try_from(value).map_err(|_| corrupt(column, value))
+    stored_count(column, get::<i64>(row, column)?)
 }
 
 fn json(row: &SqliteRow, column: &str) -> Result<Option<Value>> {
@@ -46,8 +40,7 @@ fn json(row: &SqliteRow, column: &str) -> Result<Option<Value>> {
 }
 
 fn name<T>(row: &SqliteRow, column: &str, parse: fn(String) -> Result<T>) -> Result<T> {
-    let raw: String = get(row, column)?;
-    parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}")))
+    stored(column, get(row, column)?, parse)
 }
 
 fn optional_name<T>(
@@ -55,9 +48,7 @@ fn optional_name<T>(
     column: &str,
     parse: fn(String) -> Result<T>,
 ) -> Result<Option<T>> {
-    let raw: Option<String> = get(row, column)?;
-    raw.map(|raw| parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}"))))
-        .transpose()
+    stored_optional(column, get(row, column)?, parse)
 }
 
 /// A `job_queue` row.

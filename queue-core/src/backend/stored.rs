@@ -1,0 +1,79 @@
+//! Values read back from a backend's own columns, checked on the way in.
+
+use std::fmt::Display;
+
+use crate::{QueueError, Result};
+
+/// The error for a column holding something the queue never writes (a
+/// hand edit, another program, or a bug): [`QueueError::Backend`] naming
+/// the column and the value.
+pub fn corrupt(column: &str, value: impl Display) -> QueueError {
+    QueueError::backend(format!(
+        "column {column} holds {value}, which the queue never writes"
+    ))
+}
+
+/// A validated name read from `column` (queue name, unique key, worker id):
+/// `parse` is the type's constructor, e.g. `QueueName::new`.
+///
+/// # Errors
+/// [`corrupt`] when `raw` is not a valid name.
+pub fn stored<T>(column: &str, raw: String, parse: fn(String) -> Result<T>) -> Result<T> {
+    parse(raw.clone()).map_err(|_| corrupt(column, format!("{raw:?}")))
+}
+
+/// [`stored`] for a nullable column.
+///
+/// # Errors
+/// [`corrupt`] when `raw` is set but not a valid name.
+pub fn stored_optional<T>(
+    column: &str,
+    raw: Option<String>,
+    parse: fn(String) -> Result<T>,
+) -> Result<Option<T>> {
+    raw.map(|raw| stored(column, raw, parse)).transpose()
+}
+
+/// A count column the schema keeps non-negative (attempts, max attempts).
+///
+/// # Errors
+/// [`corrupt`] when `value` is negative or above `u32::MAX`.
+pub fn stored_count<V>(column: &str, value: V) -> Result<u32>
+where
+    V: TryInto<u32> + Display + Copy,
+{
+    value.try_into().map_err(|_| corrupt(column, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{stored, stored_count, stored_optional};
+    use crate::{QueueError, QueueName};
+
+    #[test]
+    fn valid_values_pass_and_others_name_their_column() {
+        assert_eq!(
+            stored("queue_name", "emails".into(), QueueName::new)
+                .map(|q| q.into_string())
+                .ok(),
+            Some("emails".into())
+        );
+        let err = stored("queue_name", String::new(), QueueName::new).expect_err("empty");
+        assert!(
+            matches!(err, QueueError::Backend(_)) && err.to_string().contains("queue_name"),
+            "{err}"
+        );
+        assert!(
+            stored_optional("unique_key", None, QueueName::new)
+                .expect("null")
+                .is_none()
+        );
+        assert_eq!(stored_count("attempts", 3_i64).ok(), Some(3));
+        assert!(
+            stored_count("attempts", -1_i32)
+                .expect_err("negative")
+                .to_string()
+                .contains("-1")
+        );
+    }
+}
