@@ -45,8 +45,7 @@ pub(crate) fn stats(stats: &[QueueStats]) {
 /// A live job, field by field.
 pub(crate) fn job(job: &Job, now: DateTime<Utc>) {
     println!("id:            {}", job.id);
-    let state = serde_json::to_value(job.state(now)).unwrap_or_default();
-    println!("state:         {} (live)", state.as_str().unwrap_or("?"));
+    println!("state:         {} (live)", job.state(now));
     println!("queue:         {}", job.queue.as_str());
     println!("priority:      {}", job.priority);
     optional(

@@ -35,20 +35,10 @@ pub(crate) async fn metrics<S: Storage>(
     let paused = Family::<QueueLabel, Gauge>::default();
     let oldest = Family::<QueueLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     for s in &stats {
-        for job_state in [
-            JobState::Pending,
-            JobState::Scheduled,
-            JobState::Running,
-            JobState::Stalled,
-            JobState::Exhausted,
-        ] {
-            let label = serde_json::to_value(job_state)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+        for job_state in JobState::ALL {
             jobs.get_or_create(&QueueState {
                 queue: s.queue.as_str().to_owned(),
-                state: label,
+                state: job_state.as_str().to_owned(),
             })
             .set(i64::try_from(s.count(job_state)).unwrap_or(i64::MAX));
         }

@@ -63,15 +63,12 @@ pub(crate) async fn history<S: Storage>(
 ) -> Result<Markup, Failure> {
     let status = match query.status.as_deref().filter(|s| !s.is_empty()) {
         None => None,
-        Some("completed") => Some(FinalStatus::Completed),
-        Some("dead_letter") => Some(FinalStatus::DeadLetter),
-        Some("discarded") => Some(FinalStatus::Discarded),
-        Some(other) => {
-            return Err(Failure::new(
+        Some(text) => Some(text.parse::<FinalStatus>().map_err(|_| {
+            Failure::new(
                 axum::http::StatusCode::BAD_REQUEST,
-                format!("unknown status {other:?}: completed, dead_letter or discarded"),
-            ));
-        }
+                format!("unknown status {text:?}: completed, dead_letter or discarded"),
+            )
+        })?),
     };
     let queue = match query.queue.as_deref().filter(|q| !q.is_empty()) {
         Some(queue) => Some(QueueName::new(queue)?),
@@ -147,7 +144,7 @@ pub(crate) async fn job<S: Storage>(
         let now = state.storage.now().await?;
         let body = html! {
             dl {
-                dt { "state" } dd { (format!("{:?}", job.state(now)).to_lowercase()) " (live)" }
+                dt { "state" } dd { (job.state(now).as_str()) " (live)" }
                 dt { "queue" } dd { (job.queue.as_str()) }
                 dt { "priority" } dd { (job.priority) }
                 dt { "unique key" } dd { (job.unique_key.as_ref().map_or("-", |k| k.as_str())) }
