@@ -1,6 +1,8 @@
 //! What the workloads need of a backend beyond `Storage`: a fresh place to
 //! run in and counts to verify a run by.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use queue_core::Storage;
@@ -186,22 +188,34 @@ fn with_database(url: &str, database: &str) -> String {
 impl Target for SqliteStorage {
     const NAME: &'static str = "sqlite";
 
-    /// Deletes the database file (with its WAL and shared-memory files) and
-    /// opens it afresh; `--pool` does not apply (the storage sizes its own).
+    /// Opens a new file for each measurement, `<path>.<n>`, after deleting
+    /// the one of the measurement before and any stale copy (with their
+    /// WAL and shared-memory files). Reusing one path let connections of
+    /// the previous measurement's storage, still closing, read a file
+    /// deleted under them ("disk I/O error"). `--pool` does not apply (the
+    /// storage sizes its own).
     async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
-        if let Some(path) = sqlite_path(&setup.url) {
+        static MEASUREMENT: AtomicU32 = AtomicU32::new(0);
+        let Some(path) = sqlite_path(&setup.url) else {
+            return Ok(SqliteStorage::connect(&setup.url).await?);
+        };
+        let n = MEASUREMENT.fetch_add(1, Ordering::Relaxed);
+        let file = format!("{path}.{n}");
+        let previous = n.checked_sub(1).map(|p| format!("{path}.{p}"));
+        for stale in std::iter::once(file.clone()).chain(previous) {
             for suffix in ["", "-wal", "-shm"] {
-                match std::fs::remove_file(format!("{path}{suffix}")) {
+                match std::fs::remove_file(format!("{stale}{suffix}")) {
                     Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
                         return Err(BenchError::from(format!(
-                            "removing {path}{suffix}: {error}"
+                            "removing {stale}{suffix}: {error}"
                         )));
                     }
                     _ => {}
                 }
             }
         }
-        Ok(SqliteStorage::connect(&setup.url).await?)
+        let url = setup.url.replacen(path, &file, 1);
+        Ok(SqliteStorage::connect(&url).await?)
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {

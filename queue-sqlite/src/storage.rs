@@ -11,7 +11,7 @@ use queue_core::{
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::{Connection, SqliteConnection, SqlitePool};
 use tokio::sync::broadcast;
 
 use crate::error::open_error;
@@ -66,6 +66,16 @@ impl SqliteStorage {
         } else {
             options.journal_mode(SqliteJournalMode::Wal)
         };
+        if !in_memory {
+            // Switching a new file to WAL takes an exclusive lock for which
+            // SQLite does not wait: pool connections doing it at the same
+            // time fail with "database is locked". One connection does it
+            // first; WAL is kept in the file, so the others find it set.
+            let first = SqliteConnection::connect_with(&options)
+                .await
+                .map_err(|error| open_error(&path, error))?;
+            let _ = first.close().await;
+        }
         let pool = SqlitePoolOptions::new()
             .max_connections(if in_memory { 1 } else { FILE_CONNECTIONS })
             .min_connections(1)
