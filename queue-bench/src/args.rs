@@ -70,6 +70,8 @@ pub(crate) enum Workload {
     Scheduled(ScheduledArgs),
     /// Drain with a large backlog in another queue and in the same queue.
     Backlog(BacklogArgs),
+    /// The latency of each storage operation on its own, one at a time.
+    Ops(OpsArgs),
     /// Every workload at a tiny size: proves the benchmark still works.
     Smoke,
 }
@@ -89,6 +91,15 @@ pub(crate) struct EnqueueArgs {
     /// Concurrent producers of single jobs.
     #[arg(long, default_value_t = 16)]
     pub(crate) producers: usize,
+}
+
+/// `ops` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct OpsArgs {
+    /// Calls of each single-job operation (a tenth as many batched or
+    /// inspecting ones).
+    #[arg(long, default_value_t = 2_000)]
+    pub(crate) n: usize,
 }
 
 /// `drain` settings.

@@ -107,7 +107,7 @@ impl Target for MySqlStorage {
         ))
         .await?;
         conn.disconnect().await?;
-        let url = with_database(&setup.url, &setup.schema);
+        let url = queue_core::with_database(&setup.url, &setup.schema);
         let storage = MySqlStorage::connect_with_size(&url, setup.pool as usize)?;
         storage.migrate().await?;
         Ok(storage)
@@ -169,19 +169,6 @@ async fn mysql_count(
 async fn mysql_conn(url: &str) -> Result<mysql_async::Conn, BenchError> {
     let opts = mysql_async::Opts::from_url(url).map_err(|e| BenchError::from(e.to_string()))?;
     Ok(mysql_async::Conn::new(opts).await?)
-}
-
-/// Replaces the database path of a `mysql://` URL, keeping its query string.
-fn with_database(url: &str, database: &str) -> String {
-    let authority_start = url.find("://").map_or(0, |i| i + 3);
-    let (base, query) = match url.find('?') {
-        Some(q) => (&url[..q], &url[q..]),
-        None => (url, ""),
-    };
-    let host_end = base[authority_start..]
-        .find('/')
-        .map_or(base.len(), |i| authority_start + i);
-    format!("{}/{database}{query}", &base[..host_end])
 }
 
 #[async_trait]
@@ -248,22 +235,4 @@ fn sqlite_path(url: &str) -> Option<&str> {
     let rest = url.strip_prefix("sqlite://")?;
     let path = rest.split('?').next().unwrap_or(rest);
     (!path.is_empty() && !path.contains(":memory:")).then_some(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn the_database_path_is_replaced_and_the_query_kept() {
-        assert_eq!(
-            with_database("mysql://root@h:3306/", "b"),
-            "mysql://root@h:3306/b"
-        );
-        assert_eq!(
-            with_database("mysql://root@h:3306/a?x=1", "b"),
-            "mysql://root@h:3306/b?x=1"
-        );
-        assert_eq!(with_database("mysql://h", "b"), "mysql://h/b");
-    }
 }

@@ -37,7 +37,7 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
-    for workload in ["enqueue", "drain", "latency", "scheduled", "backlog"] {
+    for workload in ["enqueue", "drain", "latency", "scheduled", "backlog", "ops"] {
         assert!(
             results
                 .iter()
@@ -46,8 +46,8 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         );
     }
     // enqueue batch + single, drain at two concurrencies, latency,
-    // scheduled, backlog empty + two variants.
-    assert_eq!(results.len(), 9, "{stdout}");
+    // scheduled, backlog empty + two variants, eleven storage operations.
+    assert_eq!(results.len(), 20, "{stdout}");
     assert!(
         stdout
             .lines()

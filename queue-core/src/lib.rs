@@ -16,7 +16,6 @@ mod error;
 mod history;
 mod ids;
 mod job;
-pub mod migration;
 mod new_job;
 mod outcome;
 mod state;
@@ -36,14 +35,12 @@ pub use history::{
 };
 pub use ids::{JobId, MAX_NAME_BYTES, QueueName, UniqueKey, WorkerId, validate_name};
 pub use job::{Job, Lease};
-pub use new_job::{
-    DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob, first_occurrences,
-};
+pub use new_job::{DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob};
 pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
 pub use state::{JobState, derive_state};
 pub use stats::QueueStats;
 pub use storage::Storage;
-pub use url::redact_url;
+pub use url::{redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};
 
 pub use async_trait::async_trait;

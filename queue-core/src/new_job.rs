@@ -187,21 +187,3 @@ fn contains_nul(value: &Value) -> bool {
         Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
-
-/// For each job, the index of the first job in `jobs` with the same queue
-/// and unique key (its own index when it has no key or comes first).
-///
-/// Backends use it to give later repeats of a key inside one batch the
-/// first job's outcome with `existed = true`, as if the batch were
-/// enqueued one job at a time.
-pub fn first_occurrences(jobs: &[ValidJob]) -> Vec<usize> {
-    let mut seen: std::collections::HashMap<(&QueueName, &UniqueKey), usize> =
-        std::collections::HashMap::new();
-    jobs.iter()
-        .enumerate()
-        .map(|(i, job)| match &job.unique_key {
-            Some(key) => *seen.entry((&job.queue, key)).or_insert(i),
-            None => i,
-        })
-        .collect()
-}

@@ -1,4 +1,5 @@
-//! Database URLs in messages: shown, but never with their password.
+//! Database URLs: shown in messages never with their password, and
+//! pointed at another database.
 
 /// `url` with its password replaced by `***`, for messages and logs.
 pub fn redact_url(url: &str) -> String {
@@ -14,6 +15,21 @@ pub fn redact_url(url: &str) -> String {
         Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
         None => url.to_owned(),
     }
+}
+
+/// `url` with its path replaced by `/database`, keeping its query string:
+/// the same server, another database (`mysql://root@h:3306/old?x=1` with
+/// `new` is `mysql://root@h:3306/new?x=1`).
+pub fn with_database(url: &str, database: &str) -> String {
+    let authority_start = url.find("://").map_or(0, |i| i + 3);
+    let (base, query) = match url.find('?') {
+        Some(q) => (&url[..q], &url[q..]),
+        None => (url, ""),
+    };
+    let host_end = base[authority_start..]
+        .find('/')
+        .map_or(base.len(), |i| authority_start + i);
+    format!("{}/{database}{query}", &base[..host_end])
 }
 
 #[cfg(test)]
@@ -32,5 +48,23 @@ mod tests {
         );
         assert_eq!(redact_url("postgres://db/app"), "postgres://db/app");
         assert_eq!(redact_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn with_database_replaces_or_adds_the_path() {
+        use super::with_database;
+        assert_eq!(
+            with_database("mysql://root@h:3306", "d"),
+            "mysql://root@h:3306/d"
+        );
+        assert_eq!(
+            with_database("mysql://root@h:3306/", "d"),
+            "mysql://root@h:3306/d"
+        );
+        assert_eq!(
+            with_database("mysql://root@h/old?x=1", "d"),
+            "mysql://root@h/d?x=1"
+        );
+        assert_eq!(with_database("mysql://h", "b"), "mysql://h/b");
     }
 }

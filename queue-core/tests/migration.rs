@@ -1,6 +1,6 @@
 //! The migration helpers: statement splitting, checksums, numbering.
 
-use queue_core::migration::{Migration, check_sequence, unapplied};
+use queue_core::backend::migration::{Migration, check_sequence, unapplied};
 
 const SQL: &str = "-- a comment; not an end\nCREATE TABLE a (\n  x INT -- trailing;\n);\n\nCREATE INDEX b ON a (x);\n-- only a comment;\n";
 

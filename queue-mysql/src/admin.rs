@@ -1,107 +1,37 @@
-//! Reclaim, discard, retry, prune, pause and resume.
+//! Operator actions: discard, retry a dead letter, prune, pause and resume.
 
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl};
 use queue_core::time::duration_micros;
-use queue_core::{
-    JobId, MAX_BATCH, PruneRequest, QueueError, QueueName, ReclaimOutcome, Result, validate_limit,
-};
+use queue_core::{JobId, PruneRequest, QueueError, QueueName, Result};
 
 use crate::MySqlStorage;
-use crate::bind::{Param, placeholders, query};
-use crate::claim::HeldRow;
+use crate::bind::{Param, query};
 use crate::complete::delete_live;
-use crate::error::{Failure, retrying};
+use crate::error::retrying;
 use crate::rows::IdRow;
-use crate::sql::{HISTORY_COLUMNS, PAUSE, PICK_EXHAUSTED, PICK_STALLED, PRUNE, RESUME};
-
-/// The error a reclaimed stalled job records (also on MariaDB, where
-/// JSON_OBJECT yields text): `{"kind":"lease_expired","worker_id":…,"attempt":…}`.
-const LEASE_EXPIRED: &str =
-    "JSON_OBJECT('kind', 'lease_expired', 'worker_id', locked_by, 'attempt', attempts)";
+use crate::sql::{
+    self, DISCARD_LOCK, PAUSE, PRUNE, RESUME, RETRY_DEAD_LETTER_DELETE, RETRY_DEAD_LETTER_LOCK,
+    RETRY_DEAD_LETTER_REQUEUE,
+};
 
 impl MySqlStorage {
-    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
-        validate_limit("limit", limit, MAX_BATCH)?;
-        retrying(true, || async {
-            let mut conn = self.connection().await?;
-            conn.transaction(async |conn| self.reclaim_on(conn, limit).await)
-                .await
-        })
-        .await
-    }
-
-    async fn reclaim_on(
-        &self,
-        conn: &mut AsyncMysqlConnection,
-        limit: u32,
-    ) -> Result<ReclaimOutcome, Failure> {
-        let now = self.resolve_now(conn).await?;
-        let mut chosen = query(
-            PICK_STALLED,
-            vec![Param::Time(now), Param::Int(i64::from(limit))],
-        )
-        .load::<HeldRow>(conn)
-        .await?;
-        let room = limit as usize - chosen.len();
-        if room > 0 {
-            let exhausted = query(PICK_EXHAUSTED, vec![Param::Int(room as i64)])
-                .load::<HeldRow>(conn)
-                .await?;
-            chosen.extend(exhausted);
-        }
-        let (dead, requeue): (Vec<&HeldRow>, Vec<&HeldRow>) = chosen
-            .iter()
-            .partition(|row| row.attempts >= row.max_attempts);
-        if !requeue.is_empty() {
-            // last_error first: assignments run left to right and it reads locked_by.
-            let sql = format!(
-                "UPDATE job_queue SET last_error = {LEASE_EXPIRED}, lease_until = NULL, locked_by = NULL, \
-                 available_at = ?, updated_at = ? WHERE id IN {}",
-                placeholders(requeue.len())
-            );
-            let mut params = vec![Param::Time(now), Param::Time(now)];
-            params.extend(requeue.iter().map(|row| Param::Int(row.id)));
-            query(&sql, params).execute(conn).await?;
-        }
-        if !dead.is_empty() {
-            let ids: Vec<i64> = dead.iter().map(|row| row.id).collect();
-            let sql = format!(
-                "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-                 SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
-                        CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
-                        attempts, max_attempts, NULL, created_at, first_locked_at, ? \
-                 FROM job_queue WHERE id IN {}",
-                placeholders(ids.len())
-            );
-            let mut params = vec![Param::Time(now)];
-            params.extend(ids.iter().map(|id| Param::Int(*id)));
-            query(&sql, params).execute(conn).await?;
-            delete_live(conn, &ids).await?;
-        }
-        Ok(ReclaimOutcome {
-            requeued: requeue.len() as u64,
-            dead_lettered: dead.len() as u64,
-        })
-    }
-
     pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
         let found = retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let now = self.resolve_now(conn).await?;
-                let locked = query("SELECT id FROM job_queue WHERE id = ? FOR UPDATE", vec![Param::Int(id.get())])
+                let locked = query(DISCARD_LOCK, vec![Param::Int(id.get())])
                     .load::<IdRow>(conn)
                     .await?;
                 if locked.is_empty() {
                     return Ok(false);
                 }
-                let sql = format!(
-                    "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-                     SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, \
-                            attempts, max_attempts, NULL, created_at, first_locked_at, ? \
-                     FROM job_queue WHERE id = ?"
-                );
-                query(&sql, vec![Param::Time(now), Param::Int(id.get())]).execute(conn).await?;
+                query(
+                    &sql::discard_archive(),
+                    vec![Param::Time(now), Param::Int(id.get())],
+                )
+                .execute(conn)
+                .await?;
                 delete_live(conn, &[id.get()]).await?;
                 Ok(true)
             })
@@ -120,29 +50,19 @@ impl MySqlStorage {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let now = self.resolve_now(conn).await?;
-                let locked = query(
-                    "SELECT id FROM job_history WHERE id = ? AND status_final = 'dead_letter' FOR UPDATE",
-                    vec![Param::Int(id.get())],
-                )
-                .load::<IdRow>(conn)
-                .await?;
+                let locked = query(RETRY_DEAD_LETTER_LOCK, vec![Param::Int(id.get())])
+                    .load::<IdRow>(conn)
+                    .await?;
                 if locked.is_empty() {
                     return Ok(false);
                 }
-                // A unique key live again fails this INSERT as a duplicate.
-                // max_attempts 0: archived by hand without it; the default
-                // allowance (20).
                 query(
-                    "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
-                     max_attempts, available_at, last_error, created_at, updated_at) \
-                     SELECT id, queue_name, priority, unique_key, payload, 0, \
-                            CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
-                            created_at, ? FROM job_history WHERE id = ?",
+                    RETRY_DEAD_LETTER_REQUEUE,
                     vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
                 )
                 .execute(conn)
                 .await?;
-                query("DELETE FROM job_history WHERE id = ?", vec![Param::Int(id.get())])
+                query(RETRY_DEAD_LETTER_DELETE, vec![Param::Int(id.get())])
                     .execute(conn)
                     .await?;
                 Ok(true)

@@ -1,4 +1,4 @@
-//! Ack and nack: finishing an attempt, in a transaction of ours or nested
+//! Ack, nack and release: finishing an attempt, in a transaction of ours or nested
 //! (as a savepoint) in the caller's, together with the handler's writes.
 
 use std::collections::HashSet;
@@ -7,31 +7,28 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 
+use queue_core::backend::LeaseKey;
+
 use crate::MySqlStorage;
-use crate::bind::{Param, bucket, cached, id_list, placeholders, query};
-use crate::claim::{HeldRow, later, lease_key, lock_leased};
+use crate::bind::{Param, bucket, cached, id_list, query};
 use crate::error::{Failure, interpret_failure, retrying};
+use crate::heartbeat::{HeldRow, later, lock_leased};
 use crate::rows::utc;
-use crate::sql::HISTORY_COLUMNS;
+use crate::sql::{self, NACK_RETRY, RELEASE};
 
 /// Copies live rows into history as `dead_letter` with `error`, then
-/// deletes them. Binds: error, finished_at, ids.
+/// deletes them.
 pub(crate) async fn dead_letter(
     conn: &mut AsyncMysqlConnection,
     ids: &[i64],
     error: Option<String>,
     now: chrono::NaiveDateTime,
 ) -> Result<(), Failure> {
-    let sql = format!(
-        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-         SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
-                max_attempts, locked_by, created_at, first_locked_at, ? \
-         FROM job_queue WHERE id IN {}",
-        placeholders(ids.len())
-    );
     let mut params = vec![Param::OptText(error), Param::Time(now)];
     params.extend(ids.iter().map(|id| Param::Int(*id)));
-    query(&sql, params).execute(conn).await?;
+    query(&sql::nack_dead_letter(ids.len()), params)
+        .execute(conn)
+        .await?;
     delete_live(conn, ids).await
 }
 
@@ -41,13 +38,12 @@ pub(crate) async fn delete_live(
     ids: &[i64],
 ) -> Result<(), Failure> {
     let ids = id_list(ids);
-    let sql = format!(
-        "DELETE FROM job_queue WHERE id IN {}",
-        placeholders(ids.len())
-    );
-    cached(sql, ids.iter().map(|id| Param::Int(*id)).collect())
-        .execute(conn)
-        .await?;
+    cached(
+        sql::delete_live(ids.len()),
+        ids.iter().map(|id| Param::Int(*id)).collect(),
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -148,7 +144,7 @@ impl MySqlStorage {
         let acked: Vec<bool> = acks
             .iter()
             .map(|a| {
-                let key = lease_key(&a.lease);
+                let key = LeaseKey::of(&a.lease);
                 current.contains(&key) && seen.insert(key)
             })
             .collect();
@@ -164,14 +160,7 @@ impl MySqlStorage {
         // The results as a derived table: portable to MySQL 8 and MariaDB.
         // Padded with (NULL, NULL) rows, which join nothing, to few shapes.
         let rows = bucket(winners.len());
-        let results = vec!["SELECT ? AS rid, ? AS result"; rows].join(" UNION ALL ");
-        let sql = format!(
-            "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-             SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
-                    j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
-                    j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)) \
-             FROM job_queue j JOIN ({results}) r ON r.rid = j.id"
-        );
+        let sql = sql::ack_archive(rows);
         // In the order of the `?`s: finished_at (the server's clock unless a
         // manual one is set: no separate clock read), then the derived table.
         let mut params = Vec::with_capacity(winners.len() * 2 + 1);
@@ -205,8 +194,8 @@ impl MySqlStorage {
         retry: Retry,
     ) -> Result<Option<NackOutcome>, Failure> {
         let now = self.resolve_now(conn).await?;
-        let key = lease_key(lease);
-        let held = lock_leased(conn, &[key.0], None).await?;
+        let key = LeaseKey::of(lease);
+        let held = lock_leased(conn, &[key.id], None).await?;
         let Some(row) = held.iter().find(|row| row.key().as_ref() == Some(&key)) else {
             return Ok(None);
         };
@@ -217,21 +206,36 @@ impl MySqlStorage {
                     Param::Text(error.to_string()),
                     Param::Time(at),
                     Param::Time(now),
-                    Param::Int(key.0),
+                    Param::Int(key.id),
                 ];
-                query(
-                    "UPDATE job_queue SET lease_until = NULL, locked_by = NULL, last_error = ?, \
-                     available_at = ?, updated_at = ? WHERE id = ?",
-                    params,
-                )
-                .execute(conn)
-                .await?;
+                query(NACK_RETRY, params).execute(conn).await?;
                 Ok(Some(NackOutcome::Retrying { at: utc(at) }))
             }
             _ => {
-                dead_letter(conn, &[key.0], Some(error.to_string()), now).await?;
+                dead_letter(conn, &[key.id], Some(error.to_string()), now).await?;
                 Ok(Some(NackOutcome::DeadLettered))
             }
         }
+    }
+
+    pub(crate) async fn release_pooled(&self, lease: &Lease) -> Result<bool> {
+        let LeaseKey {
+            id,
+            worker,
+            attempt,
+        } = LeaseKey::of(lease);
+        let now = self.now_override();
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            let params = vec![
+                Param::OptTime(now),
+                Param::OptTime(now),
+                Param::Int(id),
+                Param::Text(worker.clone()),
+                Param::Int(i64::from(attempt)),
+            ];
+            Ok(query(RELEASE, params).execute(&mut conn).await? == 1)
+        })
+        .await
     }
 }

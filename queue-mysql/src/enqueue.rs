@@ -14,15 +14,14 @@ use std::collections::HashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::{to_time_delta, truncate_to_micros};
-use queue_core::{
-    EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob, first_occurrences,
-};
+use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 
-use crate::MySqlStorage;
-use crate::bind::{Param, naive, query, tuples};
+use crate::bind::{Param, naive, query};
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::rows::{IdRow, utc};
+use crate::{MySqlStorage, sql};
 
 /// Rows per INSERT or lookup statement, well under the 65,535 placeholders
 /// a prepared statement may have.
@@ -65,7 +64,7 @@ impl MySqlStorage {
         conn: &mut AsyncMysqlConnection,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        let jobs = validate_all(&jobs)?;
+        let jobs = validate_batch(&jobs)?;
         self.insert_all(conn, &jobs)
             .await
             .map_err(interpret_failure)
@@ -75,7 +74,7 @@ impl MySqlStorage {
         &self,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        let jobs = validate_all(&jobs)?;
+        let jobs = validate_batch(&jobs)?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -173,7 +172,7 @@ impl MySqlStorage {
                 insert(conn, chunk.iter().map(|(i, w)| (&jobs[**i], &w.1)), now).await?;
             }
             let ids: HashMap<(String, String), i64> = if single {
-                let id = diesel::sql_query("SELECT LAST_INSERT_ID() AS id")
+                let id = diesel::sql_query(sql::ENQUEUE_LAST_ID)
                     .get_result::<IdRow>(conn)
                     .await?
                     .id;
@@ -199,13 +198,12 @@ impl MySqlStorage {
                 );
             }
             for chunk in markers.chunks(CHUNK) {
-                let sql = format!(
-                    "UPDATE job_queue SET unique_key = NULL WHERE id IN {}",
-                    crate::bind::placeholders(chunk.len())
-                );
-                query(&sql, chunk.iter().map(|id| Param::Int(*id)).collect())
-                    .execute(conn)
-                    .await?;
+                query(
+                    &sql::enqueue_clear_markers(chunk.len()),
+                    chunk.iter().map(|id| Param::Int(*id)).collect(),
+                )
+                .execute(conn)
+                .await?;
             }
         }
 
@@ -220,10 +218,6 @@ impl MySqlStorage {
             })
             .collect()
     }
-}
-
-fn validate_all(jobs: &[NewJob]) -> Result<Vec<ValidJob>> {
-    jobs.iter().map(NewJob::validate).collect()
 }
 
 /// (queue, key) of a job; keyless jobs get an empty key, which no lookup matches.
@@ -257,10 +251,7 @@ async fn lookup(
         if chunk.is_empty() {
             continue;
         }
-        let sql = format!(
-            "SELECT id, queue_name, unique_key FROM job_queue WHERE (queue_name, unique_key) IN ({})",
-            tuples(chunk.len(), 2)
-        );
+        let sql = sql::enqueue_find_keys(chunk.len());
         let params = chunk
             .iter()
             .flat_map(|(q, k)| [Param::Text(q.clone()), Param::Text(k.clone())])
@@ -298,11 +289,7 @@ async fn insert<'a>(
         ]);
         count += 1;
     }
-    let sql = format!(
-        "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at) VALUES {}",
-        tuples(count, 8)
-    );
+    let sql = sql::enqueue_insert(count);
     query(&sql, params).execute(conn).await?;
     Ok(())
 }

@@ -2,9 +2,9 @@
 //! the bounded retry of failures that are safe to repeat.
 
 use std::future::Future;
-use std::time::Duration;
 
 use diesel::result::{ConnectionError, DatabaseErrorKind, Error};
+use queue_core::backend::{self, RetryPolicy};
 use queue_core::{QueueError, Result};
 
 /// What went wrong, as far as retrying is concerned.
@@ -82,28 +82,22 @@ pub(crate) fn interpret_failure(failure: Failure) -> QueueError {
     }
 }
 
-/// How often a retryable failure is retried.
-const RETRIES: u32 = 3;
-
-/// Runs `operation`, retrying lock conflicts (any operation: InnoDB rolled
-/// it back) and, for `idempotent` ones, lost connections, up to three times
-/// with a short growing pause (10, 40, 160 ms); then maps the error.
-pub(crate) async fn retrying<T, F, Fut>(idempotent: bool, mut operation: F) -> Result<T>
+/// Runs `operation` under [`RetryPolicy::STATEMENT`]: lock conflicts
+/// (any operation: InnoDB rolled it back) and, for `idempotent` ones, lost
+/// connections are tried again; then maps the error.
+pub(crate) async fn retrying<T, F, Fut>(idempotent: bool, operation: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
-    let mut retries = 0;
-    loop {
-        match operation().await {
-            Ok(value) => return Ok(value),
-            Err(failure) if retries < RETRIES && is_retryable(&failure, idempotent) => {
-                retries += 1;
-                tokio::time::sleep(Duration::from_millis(10 * 4u64.pow(retries - 1))).await;
-            }
-            Err(failure) => return Err(interpret_failure(failure)),
-        }
-    }
+    backend::retrying(
+        RetryPolicy::STATEMENT,
+        |failure| is_retryable(failure, idempotent),
+        tokio::time::sleep,
+        operation,
+    )
+    .await
+    .map_err(interpret_failure)
 }
 
 fn is_retryable(failure: &Failure, idempotent: bool) -> bool {

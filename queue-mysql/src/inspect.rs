@@ -11,8 +11,8 @@ use queue_core::{
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, query};
 use crate::error::retrying;
-use crate::rows::{HISTORY_SELECT, HistoryRow, JOB_SELECT, JobRow, NowRow, utc};
-use crate::sql::{NEXT_DUE_STEP, SELECT_NOW, STATS};
+use crate::rows::{HistoryRow, JobRow, NowRow, utc};
+use crate::sql::{self, NEXT_DUE_STEP, NOW, STATS};
 
 #[derive(QueryableByName)]
 struct DueStep {
@@ -105,7 +105,7 @@ impl MySqlStorage {
     pub(crate) async fn now_pooled(&self) -> Result<chrono::DateTime<chrono::Utc>> {
         let row = retrying(true, || async {
             let mut conn = self.connection().await?;
-            Ok(query(SELECT_NOW, vec![Param::OptTime(self.now_override())])
+            Ok(query(NOW, vec![Param::OptTime(self.now_override())])
                 .get_result::<NowRow>(&mut conn)
                 .await?)
         })
@@ -152,7 +152,7 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
-        let sql = format!("SELECT {JOB_SELECT} FROM job_queue WHERE id = ?");
+        let sql = sql::get_job();
         let rows = retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(&sql, vec![Param::Int(id.get())])
@@ -164,7 +164,7 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
-        let sql = format!("SELECT {HISTORY_SELECT} FROM job_history WHERE id = ?");
+        let sql = sql::get_history();
         let rows = retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(&sql, vec![Param::Int(id.get())])
@@ -180,12 +180,7 @@ impl MySqlStorage {
 
     pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         filter.validate()?;
-        let sql = format!(
-            "SELECT {HISTORY_SELECT} FROM job_history \
-             WHERE (? IS NULL OR queue_name = ?) AND (? IS NULL OR status_final = ?) \
-               AND (? IS NULL OR id < ?) \
-             ORDER BY id DESC LIMIT ?"
-        );
+        let sql = sql::list_history();
         let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
         let status = filter.status.map(|s| s.as_str().to_owned());
         let before = filter.before.map(JobId::get);

@@ -30,19 +30,19 @@
 
 mod admin;
 mod bind;
-mod claim;
 mod complete;
-mod diagnose;
+mod dequeue;
 mod enqueue;
 mod error;
+mod explain;
+mod heartbeat;
 mod inspect;
 mod migrate;
+mod reclaim;
 mod rows;
 mod sql;
 mod storage;
-mod storage_impl;
 
-pub use diagnose::PlanStep;
 pub use diesel_async::AsyncMysqlConnection;
 pub use error::{interpret_connection_error, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};

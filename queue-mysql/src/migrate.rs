@@ -3,7 +3,7 @@
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Integer, Nullable};
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use queue_core::migration::{Migration, check_sequence};
+use queue_core::backend::migration::{Migration, check_sequence, unapplied};
 use queue_core::{QueueError, Result};
 
 use crate::interpret_error;
@@ -93,14 +93,13 @@ async fn apply_pending(conn: &mut AsyncMysqlConnection) -> Result<Vec<u32>> {
         .load::<Applied>(conn)
         .await
         .map_err(interpret_error)?;
+    let recorded: Vec<(u32, i64)> = applied
+        .iter()
+        .map(|row| (u32::try_from(row.version).unwrap_or(u32::MAX), row.checksum))
+        .collect();
     let mut newly_applied = Vec::new();
-    for migration in MIGRATIONS {
+    for migration in unapplied(MIGRATIONS, &recorded)? {
         let version = i32::try_from(migration.version).unwrap_or(i32::MAX);
-        match applied.iter().find(|row| row.version == version) {
-            Some(row) if row.checksum == migration.checksum() => continue,
-            Some(_) => return Err(migration.edited_error()),
-            None => {}
-        }
         // The text protocol: migrations may use statements (PREPARE,
         // EXECUTE) that the prepared-statement protocol refuses.
         for statement in migration.statements() {

@@ -1,6 +1,8 @@
-//! The fixed statements of `MySqlStorage`, in SQL that MySQL 8.0 and
-//! MariaDB 10.6+ both accept. Statements whose IN lists depend on the input
-//! are assembled next to the code that runs them.
+//! Every statement `MySqlStorage` runs, in SQL that MySQL 8.0 and
+//! MariaDB 10.6+ both accept, named after the contract operation it serves
+//! (`DEQUEUE_*`, `ACK_*`, …). Fixed statements are constants; those whose
+//! IN lists or VALUES rows depend on the input are functions of the list's
+//! length, so the text of each still lives here.
 //!
 //! Dialect notes that shaped them:
 //! - no RETURNING (MySQL has none; MariaDB only on INSERT/DELETE): changed
@@ -12,8 +14,11 @@
 //! - in a single-table UPDATE both servers assign left to right, so an
 //!   assignment that reads a column comes before the one that clears it.
 
-/// `SELECT {now}`.
-pub(crate) const SELECT_NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
+use crate::bind::{placeholders, tuples};
+use crate::rows::{HISTORY_SELECT, JOB_SELECT};
+
+/// The database's now (or the bound manual clock). Binds: now.
+pub(crate) const NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
 
 /// One step of `next_due`'s skip-scan over the distinct priorities of a
 /// queue's unleased jobs: the next priority below a bound, and the earliest
@@ -38,7 +43,7 @@ SELECT
           ORDER BY j.available_at LIMIT 1)) AS due_in_us";
 
 /// The history columns filled by archiving statements.
-pub(crate) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
+const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \
      started_at, finished_at";
 
@@ -48,7 +53,7 @@ pub(crate) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, 
 /// read and no read-back after its UPDATE (no RETURNING on MySQL): the
 /// claimed values are computed from these. Binds: now, queue, now, queue,
 /// limit.
-pub(crate) const PICK: &str = "
+pub(crate) const DEQUEUE_PICK: &str = "
 SELECT id, queue_name, priority, unique_key,
        CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
        locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
@@ -72,7 +77,7 @@ SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1,
 WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
 
 /// Stalled jobs, oldest lease first. Binds: now, limit.
-pub(crate) const PICK_STALLED: &str = "
+pub(crate) const RECLAIM_PICK_STALLED: &str = "
 SELECT id, locked_by, attempts, max_attempts FROM job_queue
 WHERE lease_until <= ?
 ORDER BY lease_until, id
@@ -81,7 +86,7 @@ FOR UPDATE SKIP LOCKED";
 
 /// Exhausted jobs, by id, through the index on the generated column.
 /// Binds: limit.
-pub(crate) const PICK_EXHAUSTED: &str = "
+pub(crate) const RECLAIM_PICK_EXHAUSTED: &str = "
 SELECT id, locked_by, attempts, max_attempts FROM job_queue
 WHERE is_exhausted = 1
 ORDER BY id
@@ -137,3 +142,195 @@ ON DUPLICATE KEY UPDATE paused = TRUE, updated_at = COALESCE(?, UTC_TIMESTAMP(6)
 pub(crate) const RESUME: &str = "
 UPDATE queue_config SET paused = FALSE, updated_at = COALESCE(?, UTC_TIMESTAMP(6))
 WHERE queue_name = ?";
+
+/// Leases the picked rows. Binds: lease_until, worker, now, now, the ids.
+pub(crate) fn dequeue_lease(ids: usize) -> String {
+    format!(
+        "UPDATE job_queue SET attempts = attempts + 1, lease_until = ?, locked_by = ?, \
+         first_locked_at = COALESCE(first_locked_at, ?), updated_at = ? WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Locks the leased rows among the ids (`unexpired`: only those whose
+/// lease has not run out) and reads their fencing columns.
+/// Binds: the ids, then now when `unexpired`.
+pub(crate) fn lock_leased(ids: usize, unexpired: bool) -> String {
+    format!(
+        "SELECT id, locked_by, attempts, max_attempts FROM job_queue \
+         WHERE id IN {} AND lease_until IS NOT NULL{} FOR UPDATE",
+        placeholders(ids),
+        if unexpired {
+            " AND lease_until > ?"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Extends the leases of the rows. Binds: lease_until, now, the ids.
+pub(crate) fn heartbeat_extend(ids: usize) -> String {
+    format!(
+        "UPDATE job_queue SET lease_until = ?, updated_at = ? WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Archives acked rows as `completed` with their results, read from a
+/// derived table of `rows` (id, result) pairs (portable to MySQL 8 and
+/// MariaDB). Binds: finished_at (or NULL for the server's now), then id and
+/// result per row.
+pub(crate) fn ack_archive(rows: usize) -> String {
+    let results = vec!["SELECT ? AS rid, ? AS result"; rows].join(" UNION ALL ");
+    format!(
+        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+         SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
+                j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
+                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)) \
+         FROM job_queue j JOIN ({results}) r ON r.rid = j.id"
+    )
+}
+
+/// Deletes live rows already copied to history. Binds: the ids.
+pub(crate) fn delete_live(ids: usize) -> String {
+    format!("DELETE FROM job_queue WHERE id IN {}", placeholders(ids))
+}
+
+/// Puts a nacked job back with its error, due later.
+/// Binds: error, available_at, now, id.
+pub(crate) const NACK_RETRY: &str = "
+UPDATE job_queue SET lease_until = NULL, locked_by = NULL, last_error = ?,
+    available_at = ?, updated_at = ?
+WHERE id = ?";
+
+/// Archives live rows as `dead_letter` with an error (a nack's, or none).
+/// Binds: error, finished_at, the ids.
+pub(crate) fn nack_dead_letter(ids: usize) -> String {
+    format!(
+        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+         SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
+                max_attempts, locked_by, created_at, first_locked_at, ? \
+         FROM job_queue WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// The error a reclaimed stalled job records (also on MariaDB, where
+/// JSON_OBJECT yields text): `{"kind":"lease_expired","worker_id":…,"attempt":…}`.
+const LEASE_EXPIRED: &str =
+    "JSON_OBJECT('kind', 'lease_expired', 'worker_id', locked_by, 'attempt', attempts)";
+
+/// Requeues stalled jobs, recording the expired lease as their error
+/// (`last_error` first: assignments run left to right and it reads
+/// `locked_by`). Binds: available_at, now, the ids.
+pub(crate) fn reclaim_requeue(ids: usize) -> String {
+    format!(
+        "UPDATE job_queue SET last_error = {LEASE_EXPIRED}, lease_until = NULL, locked_by = NULL, \
+         available_at = ?, updated_at = ? WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Archives exhausted or stalled-and-exhausted jobs as `dead_letter`.
+/// Binds: finished_at, the ids.
+pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
+    format!(
+        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+         SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
+                CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ? \
+         FROM job_queue WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Locks a live job. Binds: id.
+pub(crate) const DISCARD_LOCK: &str = "SELECT id FROM job_queue WHERE id = ? FOR UPDATE";
+
+/// Archives a live job, in any state, as `discarded`. Binds: finished_at, id.
+pub(crate) fn discard_archive() -> String {
+    format!(
+        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+         SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ? \
+         FROM job_queue WHERE id = ?"
+    )
+}
+
+/// Locks a dead letter. Binds: id.
+pub(crate) const RETRY_DEAD_LETTER_LOCK: &str =
+    "SELECT id FROM job_history WHERE id = ? AND status_final = 'dead_letter' FOR UPDATE";
+
+/// Copies a dead letter back to the live table under its id, due now; a
+/// unique key live again fails it as a duplicate. max_attempts 0 (archived
+/// by hand without it) gets the default allowance (20). Binds: now, now, id.
+pub(crate) const RETRY_DEAD_LETTER_REQUEUE: &str = "
+INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
+                       available_at, last_error, created_at, updated_at)
+SELECT id, queue_name, priority, unique_key, payload, 0,
+       CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, created_at, ?
+FROM job_history WHERE id = ?";
+
+/// Deletes the requeued dead letter. Binds: id.
+pub(crate) const RETRY_DEAD_LETTER_DELETE: &str = "DELETE FROM job_history WHERE id = ?";
+
+/// One live job. Binds: id.
+pub(crate) fn get_job() -> String {
+    format!("SELECT {JOB_SELECT} FROM job_queue WHERE id = ?")
+}
+
+/// One history row. Binds: id.
+pub(crate) fn get_history() -> String {
+    format!("SELECT {HISTORY_SELECT} FROM job_history WHERE id = ?")
+}
+
+/// A page of history, newest first. Binds: queue, queue, status, status,
+/// before (text or NULL), before, limit.
+pub(crate) fn list_history() -> String {
+    format!(
+        "SELECT {HISTORY_SELECT} FROM job_history \
+         WHERE (? IS NULL OR queue_name = ?) AND (? IS NULL OR status_final = ?) \
+           AND (? IS NULL OR id < ?) \
+         ORDER BY id DESC LIMIT ?"
+    )
+}
+
+/// Inserts `rows` new jobs. Binds per row: queue, priority, unique key,
+/// payload, max_attempts, available_at, created_at, updated_at.
+pub(crate) fn enqueue_insert(rows: usize) -> String {
+    format!(
+        "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
+         available_at, created_at, updated_at) VALUES {}",
+        tuples(rows, 8)
+    )
+}
+
+/// The id of a lone row just inserted on this connection.
+pub(crate) const ENQUEUE_LAST_ID: &str = "SELECT LAST_INSERT_ID() AS id";
+
+/// Ids of live jobs by (queue, key), through the unique index.
+/// Binds: queue and key per pair.
+pub(crate) fn enqueue_find_keys(pairs: usize) -> String {
+    format!(
+        "SELECT id, queue_name, unique_key FROM job_queue WHERE (queue_name, unique_key) IN ({})",
+        tuples(pairs, 2)
+    )
+}
+
+/// Clears the temporary keys of keyless jobs of a batch. Binds: the ids.
+pub(crate) fn enqueue_clear_markers(ids: usize) -> String {
+    format!(
+        "UPDATE job_queue SET unique_key = NULL WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// The session's index and table reads so far (for `rows_read_by_next_due`).
+/// `SHOW SESSION STATUS` rather than a status table: MySQL 8 moved those to
+/// performance_schema, MariaDB keeps them in information_schema.
+pub(crate) const SESSION_READS: &str = "SHOW SESSION STATUS LIKE 'Handler_read%'";
+
+/// The rows this connection's transaction holds locks on (for
+/// `rows_locked_by_claim`).
+pub(crate) const ROWS_LOCKED: &str = "SELECT CAST(trx_rows_locked AS SIGNED) AS `rows` \
+     FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = CONNECTION_ID()";

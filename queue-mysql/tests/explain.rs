@@ -55,14 +55,14 @@ async fn claims_use_the_dequeue_index_and_lock_few_rows_on_a_100k_backlog() {
         .iter()
         .find(|step| step.table.as_deref() == Some("job_queue"))
         .unwrap_or_else(|| panic!("no step reads job_queue: {plan:?}"));
-    assert_eq!(jobs.key.as_deref(), Some("job_queue_dequeue"), "{plan:?}");
+    assert_eq!(jobs.index.as_deref(), Some("job_queue_dequeue"), "{plan:?}");
     assert!(
-        matches!(jobs.access.as_deref(), Some("range" | "ref")),
+        matches!(Some(jobs.operation.as_str()), Some("range" | "ref")),
         "a full or index scan: {plan:?}"
     );
     assert!(
         !jobs
-            .extra
+            .detail
             .as_deref()
             .unwrap_or_default()
             .contains("filesort"),

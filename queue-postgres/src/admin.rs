@@ -1,38 +1,12 @@
-//! Reclaim, discard, retry, prune, pause and resume.
+//! Operator actions: discard, retry a dead letter, prune, pause and resume.
 
 use queue_core::time::duration_micros;
-use queue_core::{
-    JobId, MAX_BATCH, PruneRequest, QueueError, QueueName, ReclaimOutcome, Result, validate_limit,
-};
-use sqlx::Row;
+use queue_core::{JobId, PruneRequest, QueueError, QueueName, Result};
 
 use crate::PgStorage;
 use crate::error::retrying;
 
-fn count(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or_default()
-}
-
 impl PgStorage {
-    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
-        validate_limit("limit", limit, MAX_BATCH)?;
-        let row = retrying(true, || {
-            sqlx::query(self.sql.reclaim.clone())
-                .bind(self.now_override())
-                .bind(i64::from(limit))
-                .fetch_one(&self.pool)
-        })
-        .await?;
-        let requeued: i64 = row.try_get("requeued").map_err(crate::interpret_error)?;
-        let dead: i64 = row
-            .try_get("dead_lettered")
-            .map_err(crate::interpret_error)?;
-        Ok(ReclaimOutcome {
-            requeued: count(requeued),
-            dead_lettered: count(dead),
-        })
-    }
-
     pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
         let done = retrying(false, || {
             sqlx::query(self.sql.discard.clone())

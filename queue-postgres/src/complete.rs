@@ -1,16 +1,17 @@
-//! Ack and nack: finishing an attempt, in the pool or in the caller's
-//! transaction together with the handler's own writes.
+//! Ack, nack and release: finishing an attempt, in the pool or in the
+//! caller's transaction together with the handler's own writes.
 
 use std::collections::HashSet;
 
+use queue_core::backend::LeaseKey;
 use queue_core::time::duration_micros;
 use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
-use crate::claim::{lease_columns, lease_key, returned_leases};
-use crate::error::retrying;
-use crate::{PgStorage, interpret_error};
+use crate::PgStorage;
+use crate::error::{Failure, interpret_failure, retrying};
+use crate::heartbeat::{lease_columns, returned_leases};
 
 impl PgStorage {
     /// Acks `lease` on the caller's connection or transaction: the history
@@ -28,7 +29,7 @@ impl PgStorage {
             lease: lease.clone(),
             result,
         }];
-        let acked = self.ack_on(conn, &ack).await.map_err(interpret_error)?;
+        let acked = self.ack_on(conn, &ack).await.map_err(interpret_failure)?;
         if acked.first() == Some(&true) {
             Ok(())
         } else {
@@ -52,7 +53,7 @@ impl PgStorage {
         retry.validate()?;
         self.nack_on(conn, lease, &error, retry)
             .await
-            .map_err(interpret_error)?
+            .map_err(interpret_failure)?
             .ok_or_else(|| QueueError::LeaseLost {
                 lease: lease.clone(),
             })
@@ -88,15 +89,11 @@ impl PgStorage {
 
     /// One statement for all `acks`; a lease repeated in the batch counts
     /// once, as if the acks ran in turn.
-    async fn ack_on(
-        &self,
-        conn: &mut PgConnection,
-        acks: &[Ack],
-    ) -> Result<Vec<bool>, sqlx::Error> {
+    async fn ack_on(&self, conn: &mut PgConnection, acks: &[Ack]) -> Result<Vec<bool>, Failure> {
         let mut seen = HashSet::new();
         let first: Vec<bool> = acks
             .iter()
-            .map(|a| seen.insert(lease_key(&a.lease)))
+            .map(|a| seen.insert(LeaseKey::of(&a.lease)))
             .collect();
         let unique: Vec<&Ack> = acks
             .iter()
@@ -115,11 +112,11 @@ impl PgStorage {
             .bind(results)
             .fetch_all(conn)
             .await?;
-        let acked = returned_leases(&rows).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let acked = returned_leases(&rows)?;
         Ok(acks
             .iter()
             .zip(first)
-            .map(|(ack, first)| first && acked.contains(&lease_key(&ack.lease)))
+            .map(|(ack, first)| first && acked.contains(&LeaseKey::of(&ack.lease)))
             .collect())
     }
 
@@ -130,17 +127,17 @@ impl PgStorage {
         lease: &Lease,
         error: &Value,
         retry: Retry,
-    ) -> Result<Option<NackOutcome>, sqlx::Error> {
-        let (id, worker, attempt) = lease_key(lease);
+    ) -> Result<Option<NackOutcome>, Failure> {
+        let key = LeaseKey::of(lease);
         let (wants_retry, delay) = match retry {
             Retry::After(delay) => (true, duration_micros(delay)),
             Retry::Never => (false, 0),
         };
         let row = sqlx::query(self.sql.nack.clone())
             .bind(self.now_override())
-            .bind(id)
-            .bind(worker)
-            .bind(attempt)
+            .bind(key.id)
+            .bind(key.worker)
+            .bind(key.attempt)
             .bind(error)
             .bind(wants_retry)
             .bind(delay)
@@ -153,5 +150,23 @@ impl PgStorage {
             (None, 1) => Some(NackOutcome::DeadLettered),
             _ => None,
         })
+    }
+
+    pub(crate) async fn release_pooled(&self, lease: &Lease) -> Result<bool> {
+        let key = LeaseKey::of(lease);
+        retrying(false, || {
+            let key = key.clone();
+            async move {
+                let done = sqlx::query(self.sql.release.clone())
+                    .bind(self.now_override())
+                    .bind(key.id)
+                    .bind(key.worker)
+                    .bind(key.attempt)
+                    .execute(&self.pool)
+                    .await?;
+                Ok::<_, Failure>(done.rows_affected() == 1)
+            }
+        })
+        .await
     }
 }

@@ -2,15 +2,14 @@
 //! caller's transaction.
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::duration_micros;
-use queue_core::{
-    EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob, first_occurrences,
-};
+use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
 
-use crate::error::retrying;
-use crate::{PgStorage, interpret_error};
+use crate::PgStorage;
+use crate::error::{Failure, interpret_failure, retrying};
 
 /// How often rows whose unique key was taken by a transaction that
 /// committed during the statement are tried again.
@@ -40,17 +39,17 @@ impl PgStorage {
         conn: &mut PgConnection,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        let jobs = validate_all(&jobs)?;
+        let jobs = validate_batch(&jobs)?;
         self.insert_all(conn, &jobs, Signal::InTransaction)
             .await
-            .map_err(interpret_error)
+            .map_err(interpret_failure)
     }
 
     pub(crate) async fn enqueue_batch_pooled(
         &self,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        let jobs = validate_all(&jobs)?;
+        let jobs = validate_batch(&jobs)?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -77,7 +76,7 @@ impl PgStorage {
         conn: &mut PgConnection,
         jobs: &[ValidJob],
         signal: Signal,
-    ) -> Result<Vec<EnqueueOutcome>, sqlx::Error> {
+    ) -> Result<Vec<EnqueueOutcome>, Failure> {
         let first_of = first_occurrences(jobs);
         let mut outcomes: Vec<Option<EnqueueOutcome>> = vec![None; jobs.len()];
         let mut pending: Vec<usize> = (0..jobs.len()).filter(|i| first_of[*i] == *i).collect();
@@ -97,9 +96,9 @@ impl PgStorage {
             pending = unresolved;
         }
         if !pending.is_empty() {
-            return Err(sqlx::Error::Protocol(
-                "a unique key kept changing hands during enqueue; try again".into(),
-            ));
+            return Err(Failure::Queue(QueueError::backend(
+                "a unique key kept changing hands during enqueue; try again",
+            )));
         }
         Ok((0..jobs.len())
             .map(|i| match outcomes[first_of[i]] {
@@ -193,10 +192,6 @@ impl PgStorage {
             existed,
         }))
     }
-}
-
-fn validate_all(jobs: &[NewJob]) -> Result<Vec<ValidJob>> {
-    jobs.iter().map(NewJob::validate).collect()
 }
 
 /// The batch as one array per column, for UNNEST.

@@ -2,8 +2,8 @@
 //! the bounded retry of failures that are safe to repeat.
 
 use std::future::Future;
-use std::time::Duration;
 
+use queue_core::backend::{self, RetryPolicy};
 use queue_core::{QueueError, Result};
 
 /// SQLSTATE of a unique violation.
@@ -31,42 +31,74 @@ pub fn interpret_error(error: sqlx::Error) -> QueueError {
     }
 }
 
-/// Whether a statement may run again after failing with `error`.
+/// Why a statement of this crate failed: the driver's error, or a value
+/// the queue refuses (a corrupt column, an invariant a statement broke).
+/// Functions that run on a caller's connection return it, so that both
+/// kinds travel to [`interpret_failure`] without passing as strings
+/// through `sqlx::Error`.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The driver or the server failed.
+    Query(sqlx::Error),
+    /// The queue refused what the database returned.
+    Queue(QueueError),
+}
+
+impl From<sqlx::Error> for Failure {
+    fn from(error: sqlx::Error) -> Self {
+        Self::Query(error)
+    }
+}
+
+impl From<QueueError> for Failure {
+    fn from(error: QueueError) -> Self {
+        Self::Queue(error)
+    }
+}
+
+/// Maps a [`Failure`] to the queue's error.
+pub(crate) fn interpret_failure(failure: Failure) -> QueueError {
+    match failure {
+        Failure::Query(error) => interpret_error(error),
+        Failure::Queue(error) => error,
+    }
+}
+
+/// Whether a statement may run again after failing with `failure`.
 ///
 /// Serialization failures and deadlocks rolled the statement back, so any
 /// statement may repeat. A lost connection leaves unknown whether the
 /// statement committed, so only `idempotent` ones repeat after it.
-fn is_retryable(error: &sqlx::Error, idempotent: bool) -> bool {
-    match error {
-        sqlx::Error::Database(db) => db
+fn is_retryable(failure: &Failure, idempotent: bool) -> bool {
+    match failure {
+        Failure::Query(sqlx::Error::Database(db)) => db
             .code()
             .is_some_and(|code| ROLLED_BACK.contains(&code.as_ref())),
-        sqlx::Error::Io(_) => idempotent,
-        _ => false,
+        Failure::Query(sqlx::Error::Io(_)) => idempotent,
+        Failure::Query(_) | Failure::Queue(_) => false,
     }
 }
 
-/// How often a retryable failure is retried.
-const RETRIES: u32 = 3;
-
-/// Runs `statement`, retrying a retryable failure up to three times with a
-/// short growing pause (10, 40, 160 ms), then maps the error.
-pub(crate) async fn retrying<T, F, Fut>(idempotent: bool, mut statement: F) -> Result<T>
+/// Runs `statement` under [`RetryPolicy::STATEMENT`], retrying what
+/// [`is_retryable`] allows, then maps the error.
+pub(crate) async fn retrying<T, E, F, Fut>(idempotent: bool, statement: F) -> Result<T>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, sqlx::Error>>,
+    Fut: Future<Output = Result<T, E>>,
+    E: Into<Failure>,
 {
-    let mut retries = 0;
-    loop {
-        match statement().await {
-            Ok(value) => return Ok(value),
-            Err(error) if retries < RETRIES && is_retryable(&error, idempotent) => {
-                retries += 1;
-                tokio::time::sleep(Duration::from_millis(10 * 4u64.pow(retries - 1))).await;
-            }
-            Err(error) => return Err(interpret_error(error)),
-        }
-    }
+    let mut statement = statement;
+    backend::retrying(
+        RetryPolicy::STATEMENT,
+        |failure| is_retryable(failure, idempotent),
+        tokio::time::sleep,
+        || {
+            let run = statement();
+            async move { run.await.map_err(Into::into) }
+        },
+    )
+    .await
+    .map_err(interpret_failure)
 }
 
 #[cfg(test)]
@@ -88,7 +120,7 @@ mod tests {
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = retrying(idempotent, || {
             calls.fetch_add(1, Ordering::SeqCst);
-            async move { Err(error()) }
+            async move { Err::<(), _>(error()) }
         })
         .await;
         (

@@ -1,21 +1,22 @@
 //! Stats, single lookups and history listings.
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::stored;
 use queue_core::{
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
 };
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use crate::error::retrying;
-use crate::{PgStorage, interpret_error, rows};
+use crate::error::{Failure, interpret_failure, retrying};
+use crate::{PgStorage, rows};
 
-fn stats_row(row: &PgRow) -> Result<QueueStats, sqlx::Error> {
-    let count = |column: &str| -> Result<u64, sqlx::Error> {
+fn stats_row(row: &PgRow) -> Result<QueueStats, Failure> {
+    let count = |column: &str| -> Result<u64, Failure> {
         Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or_default())
     };
     let name: String = row.try_get("queue_name")?;
-    let queue = QueueName::new(name).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+    let queue = stored("queue_name", name, QueueName::new)?;
     let now: DateTime<Utc> = row.try_get("now")?;
     let oldest: Option<DateTime<Utc>> = row.try_get("oldest_pending")?;
     Ok(QueueStats {
@@ -66,7 +67,7 @@ impl PgStorage {
             .iter()
             .map(stats_row)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(interpret_error)?;
+            .map_err(interpret_failure)?;
         // Byte order of the names, whatever the database's collation.
         stats.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(stats)

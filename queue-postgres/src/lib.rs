@@ -32,19 +32,21 @@
 //! doing so will see the same serialization.
 
 mod admin;
-mod claim;
 mod complete;
 mod database;
+mod dequeue;
 mod enqueue;
 mod error;
+mod explain;
+mod heartbeat;
 mod inspect;
 mod migrate;
 mod notify;
+mod reclaim;
 mod rows;
 mod signals;
 mod sql;
 mod storage;
-mod storage_impl;
 
 pub use database::create_database_if_missing;
 pub use error::interpret_error;

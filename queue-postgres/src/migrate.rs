@@ -1,11 +1,10 @@
 //! The embedded PostgreSQL migrations and the runner that applies them.
 
-use queue_core::Result;
-use queue_core::migration::{Migration, check_sequence};
+use queue_core::backend::migration::{Migration, check_sequence, unapplied};
+use queue_core::{QueueError, Result};
 use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use crate::interpret_error;
-use crate::storage::validate_schema;
 
 /// Every migration of `migrations/postgres`, in order, embedded at compile time.
 pub const MIGRATIONS: &[Migration] = &[
@@ -65,18 +64,16 @@ pub async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<u32>> {
         .fetch_all(&mut *tx)
         .await
         .map_err(interpret_error)?;
+    let recorded: Vec<(u32, i64)> = applied
+        .iter()
+        .map(|row| {
+            let version = u32::try_from(row.get::<i32, _>("version")).unwrap_or(u32::MAX);
+            (version, row.get::<i64, _>("checksum"))
+        })
+        .collect();
     let mut newly_applied = Vec::new();
-    for migration in MIGRATIONS {
+    for migration in unapplied(MIGRATIONS, &recorded)? {
         let version = i32::try_from(migration.version).unwrap_or(i32::MAX);
-        let recorded = applied
-            .iter()
-            .find(|row| row.get::<i32, _>("version") == version)
-            .map(|row| row.get::<i64, _>("checksum"));
-        match recorded {
-            Some(checksum) if checksum == migration.checksum() => continue,
-            Some(_) => return Err(migration.edited_error()),
-            None => {}
-        }
         sqlx::raw_sql(migration.sql)
             .execute(&mut *tx)
             .await
@@ -94,4 +91,23 @@ pub async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<u32>> {
     }
     tx.commit().await.map_err(interpret_error)?;
     Ok(newly_applied)
+}
+
+/// Accepts the schema names `PgStorage` can embed in its statements.
+pub(crate) fn validate_schema(schema: &str) -> Result<()> {
+    let mut chars = schema.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if first_ok && rest_ok && schema.len() <= 63 {
+        Ok(())
+    } else {
+        Err(QueueError::invalid(
+            "schema",
+            format!(
+                "{schema:?} must be an ASCII letter or underscore followed by up to 62 letters, digits or underscores"
+            ),
+        ))
+    }
 }

@@ -132,9 +132,7 @@ done AS (
     RETURNING j.*, i.result AS ack_result
 ),
 archived AS (
-    INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
-                                 last_error, attempts, max_attempts, processed_by, created_at,
-                                 started_at, finished_at)
+    INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, 'completed', ack_result, last_error,
            attempts, max_attempts, locked_by, created_at, first_locked_at,
            COALESCE($1::timestamptz, now())
@@ -165,9 +163,7 @@ dead AS (
     RETURNING j.*
 ),
 archived AS (
-    INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
-                                 last_error, attempts, max_attempts, processed_by, created_at,
-                                 started_at, finished_at)
+    INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, $5, attempts,
            max_attempts, locked_by, created_at, first_locked_at, COALESCE($1::timestamptz, now())
     FROM dead
@@ -233,9 +229,7 @@ dead AS (
     RETURNING j.*
 ),
 archived AS (
-    INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
-                                 last_error, attempts, max_attempts, processed_by, created_at,
-                                 started_at, finished_at)
+    INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL,
            CASE WHEN locked_by IS NULL THEN last_error
                 ELSE jsonb_build_object('kind', 'lease_expired', 'worker_id', locked_by,
@@ -250,9 +244,7 @@ SELECT (SELECT count(*) FROM requeued) AS requeued, (SELECT count(*) FROM archiv
 /// Archives a live job, in any state, as `discarded`.
 const DISCARD: &str = "
 WITH gone AS (DELETE FROM {s}.job_queue WHERE id = $2 RETURNING *)
-INSERT INTO {s}.job_history (id, queue_name, priority, unique_key, payload, status_final, result,
-                             last_error, attempts, max_attempts, processed_by, created_at,
-                             started_at, finished_at)
+INSERT INTO {s}.job_history ({history})
 SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
        max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now())
 FROM gone";

@@ -3,34 +3,20 @@
 
 use std::time::Duration;
 
+use queue_core::backend::PlanStep;
 use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
 use queue_postgres::PgStorage;
 use queue_testkit::harness::postgres::TestSchema;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const BACKLOG: usize = 100_000;
 
-/// Every plan node as (node type, relation, plan rows), depth first.
-fn nodes(plan: &Value, out: &mut Vec<(String, Option<String>, f64)>) {
-    let text = |key: &str| plan.get(key).and_then(Value::as_str).map(str::to_owned);
-    if let Some(kind) = text("Node Type") {
-        let rows = plan.get("Plan Rows").and_then(Value::as_f64).unwrap_or(0.0);
-        out.push((kind, text("Relation Name"), rows));
-    }
-    for child in plan
-        .get("Plans")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        nodes(child, out);
-    }
-}
-
-fn plan_nodes(explained: &Value) -> Vec<(String, Option<String>, f64)> {
-    let mut out = Vec::new();
-    nodes(&explained[0]["Plan"], &mut out);
-    out
+/// Every plan step as (operation, table, planned rows), depth first.
+fn plan_nodes(steps: &[PlanStep]) -> Vec<(String, Option<String>, f64)> {
+    steps
+        .iter()
+        .map(|s| (s.operation.clone(), s.table.clone(), s.rows.unwrap_or(0.0)))
+        .collect()
 }
 
 fn request(queues: &[&str], limit: u32) -> DequeueRequest {
@@ -167,8 +153,11 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
         "the delayed jobs are due in an hour: {due:?}"
     );
     let executed = storage.explain_next_due(&queues).await.expect("explain");
-    let mut read = Vec::new();
-    rows_read(&executed[0]["Plan"], &mut read);
+    let read: Vec<(String, f64)> = executed
+        .iter()
+        .filter(|s| s.table.as_deref() == Some("job_queue"))
+        .map(|s| (s.operation.clone(), s.actual_rows.unwrap_or(0.0)))
+        .collect();
     assert!(
         !read
             .iter()
@@ -180,24 +169,4 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
 
     pool.close().await;
     schema.drop_schema().await;
-}
-
-/// (node type, actual rows x loops) of every executed node on job_queue.
-fn rows_read(plan: &Value, out: &mut Vec<(String, f64)>) {
-    if plan.get("Relation Name").and_then(Value::as_str) == Some("job_queue") {
-        let number = |key: &str| plan.get(key).and_then(Value::as_f64).unwrap_or(0.0);
-        let kind = plan.get("Node Type").and_then(Value::as_str).unwrap_or("?");
-        out.push((
-            kind.to_owned(),
-            number("Actual Rows") * number("Actual Loops"),
-        ));
-    }
-    for child in plan
-        .get("Plans")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        rows_read(child, out);
-    }
 }

@@ -1,6 +1,7 @@
 //! Ack, nack and release: finishing an attempt, in a write transaction of
 //! the storage's own or in the caller's transaction.
 
+use queue_core::backend::LeaseKey;
 use queue_core::time::duration_micros;
 use queue_core::{Ack, FinalStatus, JobId, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
@@ -84,12 +85,13 @@ impl SqliteStorage {
     }
 
     pub(crate) async fn release_pooled(&self, lease: &Lease) -> Result<bool> {
+        let key = &LeaseKey::of(lease);
         let released = write_tx!(self, |conn, now| async {
             let done = sqlx::query(sql::RELEASE)
                 .bind(now)
-                .bind(lease.job_id.get())
-                .bind(lease.worker_id.as_str())
-                .bind(i64::from(lease.attempt))
+                .bind(key.id)
+                .bind(&key.worker)
+                .bind(key.attempt)
                 .execute(&mut *conn)
                 .await?;
             Ok::<_, sqlx::Error>(done.rows_affected() == 1)
@@ -100,10 +102,11 @@ impl SqliteStorage {
 
 /// Attempts left on the current `lease`, or `None` when it is lost.
 async fn current(conn: &mut SqliteConnection, lease: &Lease) -> Result<Option<i64>, sqlx::Error> {
+    let key = LeaseKey::of(lease);
     sqlx::query_scalar(sql::COMPLETE_FIND_LEASE)
-        .bind(lease.job_id.get())
-        .bind(lease.worker_id.as_str())
-        .bind(i64::from(lease.attempt))
+        .bind(key.id)
+        .bind(&key.worker)
+        .bind(key.attempt)
         .fetch_optional(conn)
         .await
 }

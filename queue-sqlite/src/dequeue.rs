@@ -2,8 +2,7 @@
 //! transaction (SQLite has one writer at a time, so nobody else can claim
 //! them in between).
 
-use std::cmp::Reverse;
-
+use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, Result};
 use sqlx::{Row, SqliteConnection};
@@ -39,7 +38,7 @@ async fn claim(
             ));
         }
     }
-    candidates.sort_by_key(|(priority, available_at, id)| (Reverse(*priority), *available_at, *id));
+    candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
     candidates.truncate(usize::try_from(request.limit()).unwrap_or(usize::MAX));
     let lease_until = now.saturating_add(duration_micros(request.lease()));
     let mut claimed = Vec::with_capacity(candidates.len());

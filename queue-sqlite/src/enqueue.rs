@@ -1,7 +1,8 @@
 //! Enqueue: any number of jobs in one write transaction, or in the
 //! caller's own transaction.
 
-use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, ValidJob, first_occurrences};
+use queue_core::backend::{first_occurrences, validate_batch};
+use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, ValidJob};
 use sqlx::SqliteConnection;
 
 use crate::rows::{instant, json_text};
@@ -18,7 +19,7 @@ impl SqliteStorage {
         conn: &mut SqliteConnection,
         job: NewJob,
     ) -> Result<EnqueueOutcome> {
-        let jobs = validate_all(vec![job])?;
+        let jobs = validate_batch(&[job])?;
         let now = self.now_on(conn).await.map_err(interpret_error)?;
         insert_all(conn, now, &jobs)
             .await
@@ -31,7 +32,7 @@ impl SqliteStorage {
         &self,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        let jobs = validate_all(jobs)?;
+        let jobs = validate_batch(&jobs)?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -43,10 +44,6 @@ impl SqliteStorage {
         }
         Ok(outcomes)
     }
-}
-
-fn validate_all(jobs: Vec<NewJob>) -> Result<Vec<ValidJob>> {
-    jobs.iter().map(NewJob::validate).collect()
 }
 
 async fn insert_all(

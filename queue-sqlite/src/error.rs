@@ -3,6 +3,7 @@
 use std::fmt;
 
 use queue_core::QueueError;
+use queue_core::backend::RetryPolicy;
 
 /// SQLite's primary result codes this backend tells apart.
 const SQLITE_BUSY: &str = "5";
@@ -78,15 +79,15 @@ pub(crate) fn open_error(path: &str, error: sqlx::Error) -> QueueError {
     }
 }
 
-/// How many times a write transaction is tried when SQLite says busy
-/// after its own busy timeout: another process held the write lock
-/// through a checkpoint, or a deferred reader could not upgrade.
-pub(crate) const BUSY_ATTEMPTS: u32 = 8;
-
-/// The pause before the next try, growing with each busy answer.
-pub(crate) fn busy_pause(attempt: u32) -> std::time::Duration {
-    std::time::Duration::from_millis(5 << attempt.min(6))
-}
+/// How a write transaction is tried again when SQLite says busy after its
+/// own busy timeout (another process held the write lock through a
+/// checkpoint, or a deferred reader could not upgrade): seven more tries,
+/// after 5, 10, 20 … 320 ms.
+pub(crate) const BUSY: RetryPolicy = RetryPolicy {
+    retries: 7,
+    first_pause: std::time::Duration::from_millis(5),
+    growth: 2,
+};
 
 /// Runs `$body` (an async block using `$conn: &mut SqliteConnection` and
 /// `$now: i64` microseconds) in a `BEGIN IMMEDIATE` transaction on a pooled
@@ -95,9 +96,11 @@ pub(crate) fn busy_pause(attempt: u32) -> std::time::Duration {
 macro_rules! write_tx {
     ($storage:expr, |$conn:ident, $now:ident| $body:expr) => {{
         let storage = $storage;
-        let mut attempt = 0;
-        loop {
-            let result: ::std::result::Result<_, ::sqlx::Error> = async {
+        ::queue_core::backend::retrying(
+            $crate::error::BUSY,
+            $crate::error::is_busy,
+            ::tokio::time::sleep,
+            || async {
                 let mut tx = storage.pool.begin_with("BEGIN IMMEDIATE").await?;
                 let value = {
                     let $conn: &mut ::sqlx::SqliteConnection = &mut tx;
@@ -105,19 +108,10 @@ macro_rules! write_tx {
                     $body.await?
                 };
                 tx.commit().await?;
-                Ok(value)
-            }
-            .await;
-            match result {
-                Err(error)
-                    if $crate::error::is_busy(&error)
-                        && attempt + 1 < $crate::error::BUSY_ATTEMPTS =>
-                {
-                    tokio::time::sleep($crate::error::busy_pause(attempt)).await;
-                    attempt += 1;
-                }
-                other => break other.map_err($crate::interpret_error),
-            }
-        }
+                Ok::<_, ::sqlx::Error>(value)
+            },
+        )
+        .await
+        .map_err($crate::interpret_error)
     }};
 }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use queue_core::backend::LeaseKey;
 use queue_core::time::duration_micros;
 use queue_core::{Lease, Result, validate_lease};
 
@@ -21,11 +22,12 @@ impl SqliteStorage {
             let until = now.saturating_add(duration_micros(extend_by));
             let mut alive = Vec::with_capacity(leases.len());
             for lease in leases {
+                let key = LeaseKey::of(lease);
                 let done = sqlx::query(sql::HEARTBEAT)
                     .bind(now)
-                    .bind(lease.job_id.get())
-                    .bind(lease.worker_id.as_str())
-                    .bind(i64::from(lease.attempt))
+                    .bind(key.id)
+                    .bind(key.worker)
+                    .bind(key.attempt)
                     .bind(until)
                     .execute(&mut *conn)
                     .await?;

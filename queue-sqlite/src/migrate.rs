@@ -1,7 +1,7 @@
 //! The embedded SQLite migrations and the runner that applies them.
 
 use queue_core::Result;
-use queue_core::migration::{Migration, check_sequence, unapplied};
+use queue_core::backend::migration::{Migration, check_sequence, unapplied};
 use sqlx::{Row, SqlitePool};
 
 use crate::error::open_error;

@@ -15,7 +15,6 @@
 pub mod broken;
 pub mod harness;
 pub mod interop;
-pub mod latency;
 mod macros;
 mod memory;
 pub mod model;

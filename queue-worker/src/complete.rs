@@ -9,21 +9,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::shared::Shared;
-
-/// What a finished run asks for.
-#[derive(Debug)]
-pub(crate) enum Completion {
-    Ack {
-        lease: Lease,
-        result: Option<Value>,
-    },
-    Nack {
-        lease: Lease,
-        error: Value,
-        retry: Retry,
-    },
-}
+use crate::shared::{Completion, Shared};
 
 /// Failed calls tolerated once the worker is stopping, before giving up
 /// (the lease then expires and the job is reclaimed and run again).

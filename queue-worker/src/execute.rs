@@ -10,9 +10,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info_span, warn};
 
-use crate::complete::{Completion, lease_lost};
+use crate::complete::lease_lost;
 use crate::handler::{HandlerResult, JobContext};
-use crate::shared::{InFlight, Shared};
+use crate::shared::{Completion, InFlight, Shared};
 
 /// Starts `job` (claimed for queue `queue`) on its own task; the permit
 /// frees the slot when the run is over. Without a permit (a prefetched

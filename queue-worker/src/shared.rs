@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use queue_core::{JobId, Lease, QueueName, Storage, WorkerId};
+use queue_core::{JobId, Lease, QueueName, Retry, Storage, WorkerId};
+use serde_json::Value;
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::complete::Completion;
 use crate::config::{QueueOptions, WorkerOptions};
 use crate::handler::Handler;
 
@@ -79,4 +79,18 @@ impl<S: Storage> Shared<S> {
         run.cancel.cancel();
         Some(run.lease.clone())
     }
+}
+
+/// What a finished run asks for.
+#[derive(Debug)]
+pub(crate) enum Completion {
+    Ack {
+        lease: Lease,
+        result: Option<Value>,
+    },
+    Nack {
+        lease: Lease,
+        error: Value,
+        retry: Retry,
+    },
 }

@@ -5,6 +5,7 @@ mod backlog;
 mod drain;
 mod enqueue;
 mod latency;
+mod ops;
 mod scheduled;
 
 use std::collections::HashSet;
@@ -18,7 +19,9 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::BenchError;
-use crate::args::{BacklogArgs, DrainArgs, EnqueueArgs, LatencyArgs, ScheduledArgs, Workload};
+use crate::args::{
+    BacklogArgs, DrainArgs, EnqueueArgs, LatencyArgs, OpsArgs, ScheduledArgs, Workload,
+};
 use crate::report::Report;
 use crate::target::{Setup, Target};
 
@@ -37,6 +40,7 @@ pub(crate) async fn run<T: Target>(
         Workload::Latency(args) => latency::run::<T>(args, setup, report).await,
         Workload::Scheduled(args) => scheduled::run::<T>(args, setup, report).await,
         Workload::Backlog(args) => backlog::run::<T>(args, setup, report).await,
+        Workload::Ops(args) => ops::run::<T>(args, setup, report).await,
         Workload::Smoke => smoke::<T>(setup, report).await,
     }
 }
@@ -70,7 +74,8 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
         backlog: 2_000,
         concurrency: 4,
     };
-    backlog::run::<T>(&backlog_args, setup, report).await
+    backlog::run::<T>(&backlog_args, setup, report).await?;
+    ops::run::<T>(&OpsArgs { n: 20 }, setup, report).await
 }
 
 /// The worker's settings in every workload: the library's defaults.

@@ -1,7 +1,27 @@
-//! What only backend authors need. The first resident: reading values
-//! back from the database, with one error for a value the queue never
-//! writes.
+//! What only backend authors need: one home for every rule a backend must
+//! apply the same way as the others, so that no backend keeps its own copy.
+//!
+//! | concept | item |
+//! |---|---|
+//! | reading values back, corrupt columns | [`stored`], [`stored_optional`], [`stored_count`], [`corrupt`] |
+//! | a lease's fencing columns | [`LeaseKey`] |
+//! | the claim order | [`claim_order`] |
+//! | validating a batch, repeats of a unique key inside it | [`validate_batch`], [`first_occurrences`] |
+//! | retrying a rolled-back statement | [`RetryPolicy`], [`retrying`] |
+//! | numbered migrations, their checksums and ledger | [`migration`] |
+//! | a statement's plan, for `explain_*` diagnostics | [`PlanStep`] |
 
+mod batch;
+mod lease;
+pub mod migration;
+mod order;
+mod plan;
+mod retry;
 mod stored;
 
+pub use batch::{first_occurrences, validate_batch};
+pub use lease::LeaseKey;
+pub use order::claim_order;
+pub use plan::PlanStep;
+pub use retry::{RetryPolicy, retrying};
 pub use stored::{corrupt, stored, stored_count, stored_optional};

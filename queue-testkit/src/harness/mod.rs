@@ -86,7 +86,7 @@ pub fn unique_name() -> String {
 /// On any difference, naming it.
 pub fn assert_migrations_match_dir(
     dir: &std::path::Path,
-    migrations: &[queue_core::migration::Migration],
+    migrations: &[queue_core::backend::migration::Migration],
 ) {
     let mut files: Vec<(u32, String, String)> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))

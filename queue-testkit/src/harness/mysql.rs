@@ -40,7 +40,7 @@ impl TestDatabase {
 
     /// A URL whose default database is this one.
     pub fn url(&self) -> String {
-        with_database(&self.server_url, &self.name)
+        queue_core::with_database(&self.server_url, &self.name)
     }
 
     /// Drops the database and everything in it.
@@ -60,19 +60,6 @@ async fn connect(url: &str) -> mysql_async::Conn {
     connect_with_retry(&what, || mysql_async::Conn::new(opts.clone())).await
 }
 
-/// Replaces the database path of a `mysql://` URL, keeping its query string.
-pub fn with_database(url: &str, database: &str) -> String {
-    let authority_start = url.find("://").map_or(0, |i| i + 3);
-    let (base, query) = match url.find('?') {
-        Some(q) => (&url[..q], &url[q..]),
-        None => (url, ""),
-    };
-    let host_end = base[authority_start..]
-        .find('/')
-        .map_or(base.len(), |i| authority_start + i);
-    format!("{}/{database}{query}", &base[..host_end])
-}
-
 #[cfg(feature = "containers")]
 fn fallback() -> Option<Fallback> {
     Some(super::containers::mysql_url)
@@ -81,25 +68,4 @@ fn fallback() -> Option<Fallback> {
 #[cfg(not(feature = "containers"))]
 fn fallback() -> Option<Fallback> {
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn with_database_replaces_or_adds_the_path() {
-        assert_eq!(
-            with_database("mysql://root@h:3306", "d"),
-            "mysql://root@h:3306/d"
-        );
-        assert_eq!(
-            with_database("mysql://root@h:3306/", "d"),
-            "mysql://root@h:3306/d"
-        );
-        assert_eq!(
-            with_database("mysql://root@h/old?x=1", "d"),
-            "mysql://root@h/d?x=1"
-        );
-    }
 }

@@ -2,6 +2,7 @@
 //! listings from; the crate's broken storages recombine them.
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::claim_order;
 use queue_core::{
     DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobId, JobState, QueueName,
     ReclaimOutcome,
@@ -21,9 +22,7 @@ impl State {
             .filter(|job| !self.paused.contains(&job.queue))
             .filter(|job| job.state(now) == JobState::Pending)
             .collect();
-        ready.sort_by(|a, b| {
-            (b.priority, a.available_at, a.id).cmp(&(a.priority, b.available_at, b.id))
-        });
+        ready.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
         ready
             .into_iter()

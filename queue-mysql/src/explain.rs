@@ -1,31 +1,45 @@
 //! Diagnostics for operators: does a claim use the dequeue index, and how
-//! many rows does it lock, on this server and this data?
+//! many rows does it lock, on this server and this data? Plans come back
+//! as queue-core's [`PlanStep`], one per `EXPLAIN` row.
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::{AsyncConnection, RunQueryDsl};
+use queue_core::backend::PlanStep;
 use queue_core::{DequeueRequest, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, query};
 use crate::error::retrying;
-use crate::sql::PICK;
+use crate::sql::{DEQUEUE_PICK, ROWS_LOCKED, SESSION_READS};
 
 /// One row of the server's `EXPLAIN` (the columns both servers share).
-#[derive(QueryableByName, Debug, Clone, PartialEq, Eq)]
-pub struct PlanStep {
-    /// The table read.
+#[derive(QueryableByName)]
+struct ExplainRow {
     #[diesel(sql_type = Nullable<Text>)]
-    pub table: Option<String>,
-    /// The access type: `range`, `ref`, `ALL` (a full scan), …
+    table: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "type")]
-    pub access: Option<String>,
-    /// The index used.
+    access: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    pub key: Option<String>,
-    /// Notes such as `Using filesort`.
+    key: Option<String>,
+    /// Text: the servers send this column as a string.
+    #[diesel(sql_type = Nullable<Text>)]
+    rows: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "Extra")]
-    pub extra: Option<String>,
+    extra: Option<String>,
+}
+
+impl ExplainRow {
+    fn into_step(self) -> PlanStep {
+        PlanStep {
+            operation: self.access.unwrap_or_default(),
+            table: self.table,
+            index: self.key,
+            rows: self.rows.and_then(|rows| rows.parse().ok()),
+            actual_rows: None,
+            detail: self.extra,
+        }
+    }
 }
 
 #[derive(QueryableByName)]
@@ -40,7 +54,7 @@ struct StatusRow {
 /// rather than a status table: MySQL 8 moved those to performance_schema,
 /// MariaDB keeps them in information_schema.
 async fn session_reads(conn: &mut crate::AsyncMysqlConnection) -> diesel::QueryResult<u64> {
-    let rows = diesel::sql_query("SHOW SESSION STATUS LIKE 'Handler_read%'")
+    let rows = diesel::sql_query(SESSION_READS)
         .load::<StatusRow>(conn)
         .await?;
     Ok(rows
@@ -75,13 +89,14 @@ impl MySqlStorage {
     /// As any query.
     pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Vec<PlanStep>> {
         let params = self.pick_params(request);
-        retrying(true, || async {
+        let rows = retrying(true, || async {
             let mut conn = self.connection().await?;
-            Ok(query(&format!("EXPLAIN {PICK}"), params.clone())
-                .load::<PlanStep>(&mut conn)
+            Ok(query(&format!("EXPLAIN {DEQUEUE_PICK}"), params.clone())
+                .load::<ExplainRow>(&mut conn)
                 .await?)
         })
-        .await
+        .await?;
+        Ok(rows.into_iter().map(ExplainRow::into_step).collect())
     }
 
     /// How many index or table rows the server reads to answer
@@ -115,13 +130,10 @@ impl MySqlStorage {
             let mut conn = self.connection().await?;
             // The locking read changes nothing; committing releases its locks.
             conn.transaction(async |conn| {
-                query(PICK, params.clone()).execute(conn).await?;
-                let locked = diesel::sql_query(
-                    "SELECT CAST(trx_rows_locked AS SIGNED) AS `rows` FROM information_schema.innodb_trx \
-                     WHERE trx_mysql_thread_id = CONNECTION_ID()",
-                )
-                .get_result::<Locked>(conn)
-                .await?;
+                query(DEQUEUE_PICK, params.clone()).execute(conn).await?;
+                let locked = diesel::sql_query(ROWS_LOCKED)
+                    .get_result::<Locked>(conn)
+                    .await?;
                 Ok(u64::try_from(locked.rows).unwrap_or_default())
             })
             .await

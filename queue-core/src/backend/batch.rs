@@ -1,0 +1,33 @@
+//! A batch of new jobs as every backend takes it: validated whole before
+//! anything is written, and repeats of a unique key inside it resolved as
+//! if the jobs came one at a time.
+
+use std::collections::HashMap;
+
+use crate::{NewJob, QueueName, Result, UniqueKey, ValidJob};
+
+/// Validates every job of a batch; the first invalid job fails the whole
+/// batch, so nothing of it is written.
+///
+/// # Errors
+/// The first job's [`NewJob::validate`] error.
+pub fn validate_batch(jobs: &[NewJob]) -> Result<Vec<ValidJob>> {
+    jobs.iter().map(NewJob::validate).collect()
+}
+
+/// For each job, the index of the first job in `jobs` with the same queue
+/// and unique key (its own index when it has no key or comes first).
+///
+/// Backends use it to give later repeats of a key inside one batch the
+/// first job's outcome with `existed = true`, as if the batch were
+/// enqueued one job at a time.
+pub fn first_occurrences(jobs: &[ValidJob]) -> Vec<usize> {
+    let mut seen: HashMap<(&QueueName, &UniqueKey), usize> = HashMap::new();
+    jobs.iter()
+        .enumerate()
+        .map(|(i, job)| match &job.unique_key {
+            Some(key) => *seen.entry((&job.queue, key)).or_insert(i),
+            None => i,
+        })
+        .collect()
+}

@@ -1,0 +1,66 @@
+//! Reclaim: recovering jobs whose holder died, and exhausted jobs, in one
+//! transaction.
+
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use queue_core::{MAX_BATCH, ReclaimOutcome, Result, validate_limit};
+
+use crate::MySqlStorage;
+use crate::bind::{Param, query};
+use crate::complete::delete_live;
+use crate::error::{Failure, retrying};
+use crate::heartbeat::HeldRow;
+use crate::sql::{self, RECLAIM_PICK_EXHAUSTED, RECLAIM_PICK_STALLED};
+
+impl MySqlStorage {
+    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
+        validate_limit("limit", limit, MAX_BATCH)?;
+        retrying(true, || async {
+            let mut conn = self.connection().await?;
+            conn.transaction(async |conn| self.reclaim_on(conn, limit).await)
+                .await
+        })
+        .await
+    }
+
+    async fn reclaim_on(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        limit: u32,
+    ) -> Result<ReclaimOutcome, Failure> {
+        let now = self.resolve_now(conn).await?;
+        let mut chosen = query(
+            RECLAIM_PICK_STALLED,
+            vec![Param::Time(now), Param::Int(i64::from(limit))],
+        )
+        .load::<HeldRow>(conn)
+        .await?;
+        let room = limit as usize - chosen.len();
+        if room > 0 {
+            let exhausted = query(RECLAIM_PICK_EXHAUSTED, vec![Param::Int(room as i64)])
+                .load::<HeldRow>(conn)
+                .await?;
+            chosen.extend(exhausted);
+        }
+        let (dead, requeue): (Vec<&HeldRow>, Vec<&HeldRow>) = chosen
+            .iter()
+            .partition(|row| row.attempts >= row.max_attempts);
+        if !requeue.is_empty() {
+            let sql = sql::reclaim_requeue(requeue.len());
+            let mut params = vec![Param::Time(now), Param::Time(now)];
+            params.extend(requeue.iter().map(|row| Param::Int(row.id)));
+            query(&sql, params).execute(conn).await?;
+        }
+        if !dead.is_empty() {
+            let ids: Vec<i64> = dead.iter().map(|row| row.id).collect();
+            let sql = sql::reclaim_dead_letter(ids.len());
+            let mut params = vec![Param::Time(now)];
+            params.extend(ids.iter().map(|id| Param::Int(*id)));
+            query(&sql, params).execute(conn).await?;
+            delete_live(conn, &ids).await?;
+        }
+        Ok(ReclaimOutcome {
+            requeued: requeue.len() as u64,
+            dead_lettered: dead.len() as u64,
+        })
+    }
+}

@@ -1,0 +1,114 @@
+//! Diagnostics for operators: the plans of the claim, reclaim and
+//! next-due statements on this server and this data, as
+//! [`PlanStep`]s (the plan tree's nodes, depth first).
+
+use queue_core::backend::PlanStep;
+use queue_core::time::duration_micros;
+use queue_core::{DequeueRequest, QueueName, Result};
+use serde_json::Value;
+
+use crate::PgStorage;
+use crate::error::retrying;
+
+/// The nodes of a `FORMAT JSON` plan, depth first.
+fn steps(explained: &Value) -> Vec<PlanStep> {
+    fn walk(node: &Value, out: &mut Vec<PlanStep>) {
+        let text = |key: &str| node.get(key).and_then(Value::as_str).map(str::to_owned);
+        let number = |key: &str| node.get(key).and_then(Value::as_f64);
+        if let Some(operation) = text("Node Type") {
+            out.push(PlanStep {
+                operation,
+                table: text("Relation Name"),
+                index: text("Index Name"),
+                rows: number("Plan Rows"),
+                actual_rows: number("Actual Rows")
+                    .map(|rows| rows * number("Actual Loops").unwrap_or(1.0)),
+                detail: None,
+            });
+        }
+        for child in node
+            .get("Plans")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            walk(child, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&explained[0]["Plan"], &mut out);
+    out
+}
+
+impl PgStorage {
+    /// The planner's plan (`EXPLAIN`, not executed) for the claim
+    /// `request` would run: for operators checking that claims are served
+    /// by the `job_queue_dequeue` index on their data.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Vec<PlanStep>> {
+        let queues: Vec<&str> = request.queues().iter().map(|q| q.as_str()).collect();
+        let caps: Vec<i64> = request
+            .queue_limits()
+            .iter()
+            .map(|c| i64::from(*c))
+            .collect();
+        let explain = format!(
+            "EXPLAIN (FORMAT JSON) {}",
+            self.dequeue_statement(request).as_str()
+        );
+        let many = request.queues().len() > 1;
+        let plan: Value = retrying(true, || {
+            let query = sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
+                .bind(self.now_override())
+                .bind(&queues)
+                .bind(i64::from(request.limit()))
+                .bind(duration_micros(request.lease()))
+                .bind(request.worker_id().as_str());
+            let query = if many { query.bind(&caps) } else { query };
+            query.fetch_one(&self.pool)
+        })
+        .await?;
+        Ok(steps(&plan))
+    }
+
+    /// The executed plan (`EXPLAIN ANALYZE`, a read-only statement) of
+    /// [`queue_core::Storage::next_due`] for `queues`: for checking that it
+    /// probes the dequeue index a few times rather than reading the
+    /// backlog ([`PlanStep::actual_rows`]).
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn explain_next_due(&self, queues: &[QueueName]) -> Result<Vec<PlanStep>> {
+        let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
+        let explain = format!(
+            "EXPLAIN (ANALYZE, FORMAT JSON) {}",
+            self.sql.next_due.as_str()
+        );
+        let plan: Value = retrying(true, || {
+            sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
+                .bind(self.now_override())
+                .bind(&names)
+                .fetch_one(&self.pool)
+        })
+        .await?;
+        Ok(steps(&plan))
+    }
+
+    /// The planner's plan for `reclaim_stalled(limit)`, not executed.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn explain_reclaim(&self, limit: u32) -> Result<Vec<PlanStep>> {
+        let explain = format!("EXPLAIN (FORMAT JSON) {}", self.sql.reclaim.as_str());
+        let plan: Value = retrying(true, || {
+            sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
+                .bind(self.now_override())
+                .bind(i64::from(limit))
+                .fetch_one(&self.pool)
+        })
+        .await?;
+        Ok(steps(&plan))
+    }
+}
