@@ -134,8 +134,8 @@ impl MySqlStorage {
         conn: &mut AsyncMysqlConnection,
         acks: &[Ack],
     ) -> Result<Vec<bool>, Failure> {
-        let ids: Vec<i64> = acks.iter().map(|a| a.lease.job_id.get()).collect();
-        let current: HashSet<_> = lock_leased(conn, &ids, None)
+        let keys: Vec<LeaseKey> = acks.iter().map(|a| LeaseKey::of(&a.lease)).collect();
+        let current: HashSet<_> = lock_leased(conn, &keys, None)
             .await?
             .iter()
             .filter_map(HeldRow::key)
@@ -195,8 +195,8 @@ impl MySqlStorage {
     ) -> Result<Option<NackOutcome>, Failure> {
         let now = self.resolve_now(conn).await?;
         let key = LeaseKey::of(lease);
-        let held = lock_leased(conn, &[key.id], None).await?;
-        let Some(row) = held.iter().find(|row| row.key().as_ref() == Some(&key)) else {
+        let held = lock_leased(conn, std::slice::from_ref(&key), None).await?;
+        let Some(row) = <[HeldRow]>::first(&held) else {
             return Ok(None);
         };
         match retry {

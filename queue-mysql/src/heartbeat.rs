@@ -12,7 +12,7 @@ use queue_core::backend::LeaseKey;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{Lease, Result, validate_lease};
 
-use crate::bind::{Param, cached, id_list, naive, query};
+use crate::bind::{Param, bucket, cached, naive, query};
 use crate::error::{Failure, retrying};
 use crate::rows::utc;
 use crate::{MySqlStorage, sql};
@@ -37,17 +37,32 @@ impl HeldRow {
     }
 }
 
-/// Locks the leased rows among `ids` (optionally only unexpired at `now`)
-/// and returns their identities.
+/// Locks the rows still leased under one of `leases` (optionally only
+/// unexpired at `now`) and returns their identities: the fencing is the
+/// statement's, a stale lease matches no row.
 pub(crate) async fn lock_leased(
     conn: &mut AsyncMysqlConnection,
-    ids: &[i64],
+    leases: &[LeaseKey],
     unexpired_at: Option<NaiveDateTime>,
 ) -> Result<Vec<HeldRow>, Failure> {
-    let ids = id_list(ids);
-    let sql = sql::lock_leased(ids.len(), unexpired_at.is_some());
-    let mut params: Vec<Param> = ids.iter().map(|id| Param::Int(*id)).collect();
+    let Some(last) = leases.last() else {
+        return Ok(Vec::new());
+    };
+    // Padded with the last lease to few statement shapes, like id lists.
+    let padded = bucket(leases.len());
+    let keys = leases
+        .iter()
+        .chain(std::iter::repeat_n(last, padded - leases.len()));
+    let mut params: Vec<Param> = keys.clone().map(|k| Param::Int(k.id)).collect();
+    for key in keys {
+        params.extend([
+            Param::Int(key.id),
+            Param::Text(key.worker.clone()),
+            Param::Int(i64::from(key.attempt)),
+        ]);
+    }
     params.extend(unexpired_at.map(Param::Time));
+    let sql = sql::lock_leased(padded, unexpired_at.is_some());
     Ok(cached(sql, params).load::<HeldRow>(conn).await?)
 }
 
@@ -81,8 +96,8 @@ impl MySqlStorage {
         extend_by: Duration,
     ) -> Result<Vec<bool>, Failure> {
         let now = self.resolve_now(conn).await?;
-        let ids: Vec<i64> = leases.iter().map(|l| l.job_id.get()).collect();
-        let alive: HashSet<LeaseKey> = lock_leased(conn, &ids, Some(now))
+        let keys: Vec<LeaseKey> = leases.iter().map(LeaseKey::of).collect();
+        let alive: HashSet<LeaseKey> = lock_leased(conn, &keys, Some(now))
             .await?
             .iter()
             .filter_map(HeldRow::key)

@@ -152,14 +152,18 @@ pub(crate) fn dequeue_lease(ids: usize) -> String {
     )
 }
 
-/// Locks the leased rows among the ids (`unexpired`: only those whose
-/// lease has not run out) and reads their fencing columns.
-/// Binds: the ids, then now when `unexpired`.
-pub(crate) fn lock_leased(ids: usize, unexpired: bool) -> String {
+/// Locks the rows whose lease is one of `leases` (id, holder, attempt:
+/// the fence is in the statement, so a stale lease locks and returns
+/// nothing) and reads them; `unexpired`: only leases that have not run out.
+/// Binds: the ids, then id, worker, attempt per lease, then now when
+/// `unexpired`.
+pub(crate) fn lock_leased(leases: usize, unexpired: bool) -> String {
     format!(
         "SELECT id, locked_by, attempts, max_attempts FROM job_queue \
-         WHERE id IN {} AND lease_until IS NOT NULL{} FOR UPDATE",
-        placeholders(ids),
+         WHERE id IN {} AND (id, locked_by, attempts) IN ({}) AND lease_until IS NOT NULL{} \
+         FOR UPDATE",
+        placeholders(leases),
+        tuples(leases, 3),
         if unexpired {
             " AND lease_until > ?"
         } else {
