@@ -16,6 +16,7 @@ mod error;
 mod history;
 mod ids;
 mod job;
+mod listing;
 mod new_job;
 mod outcome;
 mod state;
@@ -35,6 +36,9 @@ pub use history::{
 };
 pub use ids::{JobId, MAX_NAME_BYTES, QueueName, UniqueKey, WorkerId, validate_name};
 pub use job::{Job, Lease};
+pub use listing::{
+    JobFilter, JobPage, MAX_THROUGHPUT_WINDOW, Throughput, minute_of, validate_window,
+};
 pub use new_job::{DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob};
 pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
 pub use state::{JobState, derive_state};

@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use crate::{
     Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
-    Job, JobId, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, Wakeups,
+    Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, Throughput, Wakeups,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -241,6 +241,58 @@ pub trait Storage: Send + Sync + 'static {
         };
         self.list_history(&filter).await
     }
+
+    /// Lists live jobs, newest first, filtered and keyset-paged: what an
+    /// operator searches by queue, state, id or unique key.
+    ///
+    /// # Contract
+    /// - Returns at most `limit` jobs matching every filter (`state` as
+    ///   [`crate::derive_state`] at now), ids descending, all below
+    ///   `before`; `next` is set exactly when more jobs match.
+    /// - An invalid limit is rejected and reads nothing.
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage>;
+
+    /// Makes the scheduled jobs the filter selects available now ("run
+    /// now"): delayed jobs and jobs backing off after a failure.
+    ///
+    /// # Contract
+    /// - Of the jobs matching `filter`, those scheduled at now (at most
+    ///   `limit`, highest ids first) become pending with `available_at` =
+    ///   now; attempts, lease and everything else stay. Jobs in other states
+    ///   are left alone, so a second call changes nothing.
+    /// - Returns how many jobs it moved; workers are woken as by an enqueue.
+    async fn run_now(&self, filter: &JobFilter) -> Result<u64>;
+
+    /// Discards what the filter selects: [`Storage::discard`] for at most
+    /// `limit` matching live jobs (highest ids first), in any state.
+    ///
+    /// # Contract
+    /// - Each selected job goes to history as `discarded`; a running one's
+    ///   holder gets `LeaseLost` later. Returns how many it discarded;
+    ///   repeating the call discards the next ones, and 0 once none match.
+    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64>;
+
+    /// Retries dead letters in bulk: [`Storage::retry_dead_letter`] for at
+    /// most `limit` dead letters matching `filter`'s queue and `before`
+    /// (highest ids first; its status is ignored).
+    ///
+    /// # Contract
+    /// - Each moved dead letter is pending now under its id with attempts
+    ///   reset, and leaves history. Dead letters whose unique key is live
+    ///   again are skipped (and stay), not an error. Returns how many moved;
+    ///   repeating the call moves the next ones, and 0 once none can move.
+    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64>;
+
+    /// Completed and failed (dead-lettered) jobs per queue and minute over
+    /// the `window` before now, from history.
+    ///
+    /// # Contract
+    /// - One entry per queue and minute ([`crate::minute_of`] the
+    ///   `finished_at`) with at least one completed or dead-lettered job
+    ///   finished in `(now - window, now]`, sorted by queue, then minute.
+    ///   Discarded jobs are not counted.
+    /// - A window under a minute or over 7 days is rejected.
+    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>>;
 
     /// Stops dequeue from claiming jobs of `queue`.
     ///

@@ -1,17 +1,20 @@
-//! Operator actions: discard, retry a dead letter, prune, pause and resume.
+//! Operator actions: discard, retry a dead letter, prune, pause and
+//! resume; run now, discard and retry in bulk by filter.
 
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::time::duration_micros;
-use queue_core::{JobId, PruneRequest, QueueError, QueueName, Result};
+use queue_core::{
+    HistoryFilter, JobFilter, JobId, JobState, PruneRequest, QueueError, QueueName, Result,
+};
 
 use crate::MySqlStorage;
-use crate::bind::{Param, query};
+use crate::bind::{Param, job_filter, query};
 use crate::complete::delete_live;
-use crate::error::retrying;
+use crate::error::{Failure, retrying};
 use crate::rows::IdRow;
 use crate::sql::{
     self, DISCARD_LOCK, PAUSE, PRUNE, RESUME, RETRY_DEAD_LETTER_DELETE, RETRY_DEAD_LETTER_LOCK,
-    RETRY_DEAD_LETTER_REQUEUE,
+    RETRY_DEAD_LETTER_REQUEUE, RETRY_DEAD_LETTERS_LOCK,
 };
 
 impl MySqlStorage {
@@ -121,5 +124,111 @@ impl MySqlStorage {
             Ok(())
         })
         .await
+    }
+
+    pub(crate) async fn run_now_pooled(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        // A job the filter selects in another state is not moved.
+        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+            return Ok(0);
+        }
+        let scheduled = JobFilter {
+            state: Some(JobState::Scheduled),
+            ..filter.clone()
+        };
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            conn.transaction(async |conn| {
+                let (now, ids) = self.lock_selected(conn, &scheduled).await?;
+                if !ids.is_empty() {
+                    let mut params = vec![Param::Time(now), Param::Time(now)];
+                    params.extend(ids.iter().map(|id| Param::Int(*id)));
+                    query(&sql::run_now(ids.len()), params)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(ids.len() as u64)
+            })
+            .await
+        })
+        .await
+    }
+
+    pub(crate) async fn discard_jobs_pooled(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            conn.transaction(async |conn| {
+                let (now, ids) = self.lock_selected(conn, filter).await?;
+                if !ids.is_empty() {
+                    let mut params = vec![Param::Time(now)];
+                    params.extend(ids.iter().map(|id| Param::Int(*id)));
+                    query(&sql::discard_jobs(ids.len()), params)
+                        .execute(conn)
+                        .await?;
+                    delete_live(conn, &ids).await?;
+                }
+                Ok(ids.len() as u64)
+            })
+            .await
+        })
+        .await
+    }
+
+    pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {
+        filter.validate()?;
+        let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
+        let before = filter.before.map(JobId::get);
+        retrying(false, || async {
+            let mut conn = self.connection().await?;
+            conn.transaction(async |conn| {
+                let now = self.resolve_now(conn).await?;
+                let params = vec![
+                    Param::OptText(queue.clone()),
+                    Param::OptText(queue.clone()),
+                    Param::OptInt(before),
+                    Param::OptInt(before),
+                    Param::Int(i64::from(filter.limit)),
+                ];
+                let ids: Vec<i64> = query(RETRY_DEAD_LETTERS_LOCK, params)
+                    .load::<IdRow>(conn)
+                    .await?
+                    .iter()
+                    .map(|row| row.id)
+                    .collect();
+                if !ids.is_empty() {
+                    let mut params = vec![Param::Time(now), Param::Time(now)];
+                    params.extend(ids.iter().map(|id| Param::Int(*id)));
+                    query(&sql::retry_dead_letters_requeue(ids.len()), params)
+                        .execute(conn)
+                        .await?;
+                    let params = ids.iter().map(|id| Param::Int(*id)).collect();
+                    query(&sql::retry_dead_letters_delete(ids.len()), params)
+                        .execute(conn)
+                        .await?;
+                }
+                Ok(ids.len() as u64)
+            })
+            .await
+        })
+        .await
+    }
+
+    /// The database's now, and the ids `filter` selects at it, locked.
+    async fn lock_selected(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        filter: &JobFilter,
+    ) -> Result<(chrono::NaiveDateTime, Vec<i64>), Failure> {
+        let now = self.resolve_now(conn).await?;
+        let mut params = job_filter(filter, now);
+        params.push(Param::Int(i64::from(filter.limit)));
+        let ids = query(&sql::lock_selected(), params)
+            .load::<IdRow>(conn)
+            .await?
+            .iter()
+            .map(|row| row.id)
+            .collect();
+        Ok((now, ids))
     }
 }

@@ -21,6 +21,29 @@ pub(crate) fn naive(at: DateTime<Utc>) -> NaiveDateTime {
     at.naive_utc()
 }
 
+/// The binds of `sql.rs`'s `JOB_FILTER` for `filter` at `now`.
+pub(crate) fn job_filter(filter: &queue_core::JobFilter, now: NaiveDateTime) -> Vec<Param> {
+    let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
+    let state = filter.state.map(|s| s.as_str().to_owned());
+    let key = filter.unique_key.as_ref().map(|k| k.as_str().to_owned());
+    let id = filter.id.map(queue_core::JobId::get);
+    let before = filter.before.map(queue_core::JobId::get);
+    vec![
+        Param::OptText(queue.clone()),
+        Param::OptText(queue),
+        Param::OptText(state.clone()),
+        Param::Time(now),
+        Param::Time(now),
+        Param::OptText(state),
+        Param::OptInt(id),
+        Param::OptInt(id),
+        Param::OptText(key.clone()),
+        Param::OptText(key),
+        Param::OptInt(before),
+        Param::OptInt(before),
+    ]
+}
+
 /// A statement ready to run.
 pub(crate) type Query = BoxedSqlQuery<'static, Mysql, SqlQuery>;
 

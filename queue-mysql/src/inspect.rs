@@ -4,15 +4,18 @@ use chrono::NaiveDateTime;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Nullable, Text};
 use diesel_async::RunQueryDsl;
+use queue_core::backend::{stored, stored_count};
+use queue_core::time::to_time_delta;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
+    QueueStats, Result, Throughput, validate_window,
 };
 
 use crate::MySqlStorage;
-use crate::bind::{Param, cached, query};
+use crate::bind::{Param, cached, job_filter, query};
 use crate::error::retrying;
 use crate::rows::{HistoryRow, JobRow, NowRow, utc};
-use crate::sql::{self, NEXT_DUE_STEP, NOW, STATS};
+use crate::sql::{self, NEXT_DUE_STEP, NOW, STATS, THROUGHPUT};
 
 #[derive(QueryableByName)]
 struct DueStep {
@@ -204,4 +207,67 @@ impl MySqlStorage {
             .collect::<Result<Vec<_>>>()?;
         Ok(HistoryPage::from_overfetch(records, filter.limit))
     }
+
+    pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
+        filter.validate()?;
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let now = self.resolve_now(&mut conn).await?;
+            let mut params = job_filter(filter, now);
+            params.push(Param::Int(i64::from(filter.limit) + 1));
+            Ok(query(&sql::list_jobs(), params)
+                .load::<JobRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        let jobs = rows
+            .into_iter()
+            .map(JobRow::into_job)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    pub(crate) async fn throughput_pooled(
+        &self,
+        window: std::time::Duration,
+    ) -> Result<Vec<Throughput>> {
+        validate_window(window)?;
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let now = self.resolve_now(&mut conn).await?;
+            let since = now - to_time_delta(window);
+            Ok(
+                query(THROUGHPUT, vec![Param::Time(since), Param::Time(now)])
+                    .load::<ThroughputRow>(&mut conn)
+                    .await?,
+            )
+        })
+        .await?;
+        let mut series = rows
+            .into_iter()
+            .map(|row| {
+                Ok(Throughput {
+                    queue: stored("queue_name", row.queue_name, QueueName::new)?,
+                    minute: utc(row.minute),
+                    completed: stored_count("completed", row.completed)?.into(),
+                    failed: stored_count("failed", row.failed)?.into(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Byte order of the names, whatever the database's collation.
+        series.sort_by(|a, b| (&a.queue, a.minute).cmp(&(&b.queue, b.minute)));
+        Ok(series)
+    }
+}
+
+#[derive(QueryableByName)]
+struct ThroughputRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = Datetime)]
+    minute: NaiveDateTime,
+    #[diesel(sql_type = BigInt)]
+    completed: i64,
+    #[diesel(sql_type = BigInt)]
+    failed: i64,
 }

@@ -338,3 +338,89 @@ pub(crate) const SESSION_READS: &str = "SHOW SESSION STATUS LIKE 'Handler_read%'
 /// `rows_locked_by_claim`).
 pub(crate) const ROWS_LOCKED: &str = "SELECT CAST(trx_rows_locked AS SIGNED) AS `rows` \
      FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = CONNECTION_ID()";
+
+/// The filters of a `JobFilter` on `job_queue j`, state as derived at now.
+/// Binds (see `bind::job_filter`): queue, queue, state, now, now, state, id,
+/// id, key, key, before, before.
+const JOB_FILTER: &str = "(? IS NULL OR j.queue_name = ?) \
+     AND (? IS NULL OR (CASE WHEN j.lease_until > ? THEN 'running' \
+                             WHEN j.lease_until IS NOT NULL THEN 'stalled' \
+                             WHEN j.attempts >= j.max_attempts THEN 'exhausted' \
+                             WHEN j.available_at <= ? THEN 'pending' \
+                             ELSE 'scheduled' END) = ?) \
+     AND (? IS NULL OR j.id = ?) \
+     AND (? IS NULL OR j.unique_key = ?) \
+     AND (? IS NULL OR j.id < ?)";
+
+/// A page of live jobs, newest first. Binds: the filter, limit.
+pub(crate) fn list_jobs() -> String {
+    format!("SELECT {JOB_SELECT} FROM job_queue j WHERE {JOB_FILTER} ORDER BY j.id DESC LIMIT ?")
+}
+
+/// Locks the ids of the jobs a filter selects, newest first.
+/// Binds: the filter, limit.
+pub(crate) fn lock_selected() -> String {
+    format!("SELECT j.id FROM job_queue j WHERE {JOB_FILTER} ORDER BY j.id DESC LIMIT ? FOR UPDATE")
+}
+
+/// Makes jobs available now. Binds: now, now, the ids.
+pub(crate) fn run_now(ids: usize) -> String {
+    format!(
+        "UPDATE job_queue SET available_at = ?, updated_at = ? WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Archives live jobs as `discarded`. Binds: finished_at, the ids.
+pub(crate) fn discard_jobs(ids: usize) -> String {
+    format!(
+        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
+         SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ? \
+         FROM job_queue WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Locks dead letters of a queue below an id whose unique key is not live,
+/// newest first. Binds: queue, queue, before, before, limit.
+pub(crate) const RETRY_DEAD_LETTERS_LOCK: &str = "
+SELECT h.id FROM job_history h
+WHERE h.status_final = 'dead_letter'
+  AND (? IS NULL OR h.queue_name = ?)
+  AND (? IS NULL OR h.id < ?)
+  AND NOT EXISTS (SELECT 1 FROM job_queue j
+                  WHERE j.queue_name = h.queue_name AND j.unique_key = h.unique_key)
+ORDER BY h.id DESC
+LIMIT ?
+FOR UPDATE SKIP LOCKED";
+
+/// Copies dead letters back to the live table under their ids, due now.
+/// Binds: now, now, the ids.
+pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
+    format!(
+        "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
+         max_attempts, available_at, last_error, created_at, updated_at) \
+         SELECT id, queue_name, priority, unique_key, payload, 0, \
+                CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
+                created_at, ? \
+         FROM job_history WHERE id IN {}",
+        placeholders(ids)
+    )
+}
+
+/// Deletes requeued dead letters from history. Binds: the ids.
+pub(crate) fn retry_dead_letters_delete(ids: usize) -> String {
+    format!("DELETE FROM job_history WHERE id IN {}", placeholders(ids))
+}
+
+/// Completed and dead-lettered jobs per queue and UTC minute finished in
+/// `(since, now]`. Binds: since, now.
+pub(crate) const THROUGHPUT: &str = "
+SELECT queue_name,
+       CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME) AS minute,
+       CAST(SUM(status_final = 'completed') AS SIGNED) AS completed,
+       CAST(SUM(status_final = 'dead_letter') AS SIGNED) AS failed
+FROM job_history
+WHERE finished_at > ? AND finished_at <= ? AND status_final IN ('completed', 'dead_letter')
+GROUP BY queue_name, CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME)";

@@ -1,10 +1,15 @@
-//! Operator actions: discard, retry a dead letter, prune, pause and resume.
+//! Operator actions: discard, retry a dead letter, prune, pause and
+//! resume; run now, discard and retry in bulk by filter.
 
 use queue_core::time::duration_micros;
-use queue_core::{JobId, PruneRequest, QueueError, QueueName, Result};
+use queue_core::{
+    HistoryFilter, JobFilter, JobId, JobState, PruneRequest, QueueError, QueueName, Result,
+};
+use sqlx::Row;
 
 use crate::PgStorage;
 use crate::error::retrying;
+use crate::inspect::bind_job_filter;
 
 impl PgStorage {
     pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
@@ -72,4 +77,53 @@ impl PgStorage {
         .await?;
         Ok(())
     }
+
+    pub(crate) async fn run_now_pooled(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        let scheduled = JobFilter {
+            state: Some(JobState::Scheduled),
+            ..filter.clone()
+        };
+        // A job the filter selects in another state is not moved.
+        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+            return Ok(0);
+        }
+        let row = retrying(false, || {
+            let query = sqlx::query(self.sql.run_now.clone());
+            bind_job_filter(query, self.now_override(), &scheduled, filter.limit)
+                .fetch_one(&self.pool)
+        })
+        .await?;
+        count(&row, "moved")
+    }
+
+    pub(crate) async fn discard_jobs_pooled(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        let done = retrying(false, || {
+            let query = sqlx::query(self.sql.discard_jobs.clone());
+            bind_job_filter(query, self.now_override(), filter, filter.limit).execute(&self.pool)
+        })
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {
+        filter.validate()?;
+        let row = retrying(false, || {
+            sqlx::query(self.sql.retry_dead_letters.clone())
+                .bind(self.now_override())
+                .bind(filter.queue.as_ref().map(|q| q.as_str()))
+                .bind(filter.before.map(JobId::get))
+                .bind(i64::from(filter.limit))
+                .fetch_one(&self.pool)
+        })
+        .await?;
+        count(&row, "moved")
+    }
+}
+
+/// A count column of `row`.
+fn count(row: &sqlx::postgres::PgRow, column: &str) -> Result<u64> {
+    let value: i64 = row.try_get(column).map_err(crate::interpret_error)?;
+    Ok(u64::try_from(value).unwrap_or_default())
 }

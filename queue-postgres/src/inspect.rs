@@ -2,11 +2,15 @@
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::stored;
+use queue_core::time::duration_micros;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
+    QueueStats, Result, Throughput, validate_window,
 };
 use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgArguments, Postgres};
+use sqlx::query::Query;
 
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::{PgStorage, rows};
@@ -107,4 +111,69 @@ impl PgStorage {
         let records = rows.iter().map(rows::record).collect::<Result<Vec<_>>>()?;
         Ok(HistoryPage::from_overfetch(records, filter.limit))
     }
+
+    pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
+        filter.validate()?;
+        let rows = retrying(true, || {
+            let query = sqlx::query(self.sql.list_jobs.clone());
+            bind_job_filter(query, self.now_override(), filter, filter.limit + 1)
+                .fetch_all(&self.pool)
+        })
+        .await?;
+        let jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
+        Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    pub(crate) async fn throughput_pooled(
+        &self,
+        window: std::time::Duration,
+    ) -> Result<Vec<Throughput>> {
+        validate_window(window)?;
+        let rows = retrying(true, || {
+            sqlx::query(self.sql.throughput.clone())
+                .bind(self.now_override())
+                .bind(duration_micros(window))
+                .fetch_all(&self.pool)
+        })
+        .await?;
+        let mut series = rows
+            .iter()
+            .map(throughput_row)
+            .collect::<Result<Vec<_>, Failure>>()
+            .map_err(interpret_failure)?;
+        // Byte order of the names, whatever the database's collation.
+        series.sort_by(|a, b| (&a.queue, a.minute).cmp(&(&b.queue, b.minute)));
+        Ok(series)
+    }
+}
+
+/// Binds a [`JobFilter`] as the statements' `$1`-`$7` (see `sql.rs`'s
+/// `JOB_FILTER`), with `limit` rows at most.
+pub(crate) fn bind_job_filter<'q>(
+    query: Query<'q, Postgres, PgArguments>,
+    now: Option<DateTime<Utc>>,
+    filter: &'q JobFilter,
+    limit: u32,
+) -> Query<'q, Postgres, PgArguments> {
+    query
+        .bind(now)
+        .bind(filter.queue.as_ref().map(|q| q.as_str()))
+        .bind(filter.state.map(|s| s.as_str()))
+        .bind(filter.id.map(JobId::get))
+        .bind(filter.unique_key.as_ref().map(|k| k.as_str()))
+        .bind(filter.before.map(JobId::get))
+        .bind(i64::from(limit))
+}
+
+fn throughput_row(row: &PgRow) -> Result<Throughput, Failure> {
+    let name: String = row.try_get("queue_name")?;
+    let count = |column: &str| -> Result<u64, Failure> {
+        Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or_default())
+    };
+    Ok(Throughput {
+        queue: stored("queue_name", name, QueueName::new)?,
+        minute: row.try_get("minute")?,
+        completed: count("completed")?,
+        failed: count("failed")?,
+    })
 }

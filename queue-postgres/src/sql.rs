@@ -314,6 +314,107 @@ WHERE ($1::text IS NULL OR queue_name = $1)
 ORDER BY id DESC
 LIMIT $4";
 
+/// The filters of a `JobFilter` on `job_queue j`: $2 queue, $3 state (as
+/// derived at now), $4 id, $5 unique key, $6 below this id.
+const JOB_FILTER: &str = "
+    ($2::text IS NULL OR j.queue_name = $2)
+    AND ($3::text IS NULL OR (CASE
+        WHEN j.lease_until > COALESCE($1::timestamptz, now()) THEN 'running'
+        WHEN j.lease_until IS NOT NULL THEN 'stalled'
+        WHEN j.attempts >= j.max_attempts THEN 'exhausted'
+        WHEN j.available_at <= COALESCE($1::timestamptz, now()) THEN 'pending'
+        ELSE 'scheduled' END) = $3)
+    AND ($4::bigint IS NULL OR j.id = $4)
+    AND ($5::text IS NULL OR j.unique_key = $5)
+    AND ($6::bigint IS NULL OR j.id < $6)";
+
+/// A page of live jobs (plus one row), newest first. $7: limit + 1.
+const LIST_JOBS: &str = "
+SELECT {job} FROM {s}.job_queue j
+WHERE {job_filter}
+ORDER BY j.id DESC
+LIMIT $7";
+
+/// Makes the selected scheduled jobs available now and wakes their queues.
+/// $7: limit. ($3 is always 'scheduled'.)
+const RUN_NOW: &str = "
+WITH picked AS (
+    SELECT j.id FROM {s}.job_queue j
+    WHERE {job_filter}
+    ORDER BY j.id DESC
+    LIMIT $7
+    FOR UPDATE
+),
+moved AS (
+    UPDATE {s}.job_queue j
+    SET available_at = COALESCE($1::timestamptz, now()), updated_at = COALESCE($1::timestamptz, now())
+    FROM picked p
+    WHERE j.id = p.id
+    RETURNING j.queue_name
+)
+SELECT (SELECT count(*) FROM moved) AS moved,
+       (SELECT count(pg_notify('{chan}', q.queue_name))
+        FROM (SELECT DISTINCT queue_name FROM moved) q) AS notified";
+
+/// Archives the selected live jobs as `discarded`. $7: limit.
+const DISCARD_JOBS: &str = "
+WITH picked AS (
+    SELECT j.id FROM {s}.job_queue j
+    WHERE {job_filter}
+    ORDER BY j.id DESC
+    LIMIT $7
+    FOR UPDATE
+),
+gone AS (DELETE FROM {s}.job_queue j USING picked p WHERE j.id = p.id RETURNING j.*)
+INSERT INTO {s}.job_history ({history})
+SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
+       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now())
+FROM gone";
+
+/// Moves up to $4 dead letters (queue $2, ids below $3) whose unique key is
+/// not live back to the live table, and wakes their queues.
+const RETRY_DEAD_LETTERS: &str = "
+WITH dl AS (
+    DELETE FROM {s}.job_history WHERE id IN (
+        SELECT h.id FROM {s}.job_history h
+        WHERE h.status_final = 'dead_letter'
+          AND ($2::text IS NULL OR h.queue_name = $2)
+          AND ($3::bigint IS NULL OR h.id < $3)
+          AND NOT EXISTS (SELECT 1 FROM {s}.job_queue j
+                          WHERE j.queue_name = h.queue_name AND j.unique_key = h.unique_key)
+        ORDER BY h.id DESC
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING *
+),
+back AS (
+    INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
+                               available_at, last_error, created_at, updated_at)
+    -- max_attempts 0: archived by hand without it; the default allowance (20).
+    SELECT id, queue_name, priority, unique_key, payload, 0,
+           CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END,
+           COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now())
+    FROM dl
+    RETURNING queue_name
+)
+SELECT (SELECT count(*) FROM back) AS moved,
+       (SELECT count(pg_notify('{chan}', q.queue_name))
+        FROM (SELECT DISTINCT queue_name FROM back) q) AS notified";
+
+/// Completed and dead-lettered jobs per queue and UTC minute finished in
+/// the $2 microseconds before now.
+const THROUGHPUT: &str = "
+SELECT queue_name,
+       date_trunc('minute', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS minute,
+       count(*) FILTER (WHERE status_final = 'completed') AS completed,
+       count(*) FILTER (WHERE status_final = 'dead_letter') AS failed
+FROM {s}.job_history
+WHERE finished_at > COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'
+  AND finished_at <= COALESCE($1::timestamptz, now())
+  AND status_final IN ('completed', 'dead_letter')
+GROUP BY 1, 2";
+
 const PAUSE: &str = "
 INSERT INTO {s}.queue_config (queue_name, paused, updated_at)
 VALUES ($2, TRUE, COALESCE($1::timestamptz, now()))
@@ -390,6 +491,11 @@ pub(crate) struct Statements {
     pub(crate) get_job: SqlStr,
     pub(crate) get_history: SqlStr,
     pub(crate) list_history: SqlStr,
+    pub(crate) list_jobs: SqlStr,
+    pub(crate) run_now: SqlStr,
+    pub(crate) discard_jobs: SqlStr,
+    pub(crate) retry_dead_letters: SqlStr,
+    pub(crate) throughput: SqlStr,
     pub(crate) pause: SqlStr,
     pub(crate) resume: SqlStr,
     pub(crate) now: SqlStr,
@@ -403,6 +509,7 @@ impl Statements {
         let fill = |template: &str| -> SqlStr {
             AssertSqlSafe(
                 template
+                    .replace("{job_filter}", JOB_FILTER)
                     .replace("{job}", JOB_COLUMNS)
                     .replace("{history}", HISTORY_COLUMNS)
                     .replace("{s}", &format!("\"{schema}\""))
@@ -430,6 +537,11 @@ impl Statements {
             get_job: fill(GET_JOB),
             get_history: fill(GET_HISTORY),
             list_history: fill(LIST_HISTORY),
+            list_jobs: fill(LIST_JOBS),
+            run_now: fill(RUN_NOW),
+            discard_jobs: fill(DISCARD_JOBS),
+            retry_dead_letters: fill(RETRY_DEAD_LETTERS),
+            throughput: fill(THROUGHPUT),
             pause: fill(PAUSE),
             resume: fill(RESUME),
             now: fill(NOW),

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job,
-    JobId, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome, Result,
-    Retry, Storage, Wakeups,
+    JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, Storage, Throughput, Wakeups,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -186,6 +186,26 @@ impl Storage for PgStorage {
 
     async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         self.list_history_pooled(filter).await
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
+        self.list_jobs_pooled(filter).await
+    }
+
+    async fn run_now(&self, filter: &JobFilter) -> Result<u64> {
+        self.run_now_pooled(filter).await
+    }
+
+    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64> {
+        self.discard_jobs_pooled(filter).await
+    }
+
+    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64> {
+        self.retry_dead_letters_pooled(filter).await
+    }
+
+    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
+        self.throughput_pooled(window).await
     }
 
     async fn subscribe(&self) -> Result<Option<Wakeups>> {

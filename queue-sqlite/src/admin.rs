@@ -1,9 +1,15 @@
-//! Operator actions: discard, retry a dead letter, prune, pause and resume.
+//! Operator actions: discard, retry a dead letter, prune, pause and
+//! resume; run now, discard and retry in bulk by filter.
 
 use queue_core::time::duration_micros;
-use queue_core::{FinalStatus, JobId, PruneRequest, QueueError, QueueName, Result};
+use queue_core::{
+    FinalStatus, HistoryFilter, JobFilter, JobId, JobState, PruneRequest, QueueError, QueueName,
+    Result,
+};
+use sqlx::Row;
 
 use crate::complete::archive;
+use crate::inspect::bind_job_filter;
 use crate::{SqliteStorage, sql};
 
 impl SqliteStorage {
@@ -94,5 +100,92 @@ impl SqliteStorage {
             self.signal(queue);
         }
         Ok(())
+    }
+
+    pub(crate) async fn run_now_pooled(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        // A job the filter selects in another state is not moved.
+        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+            return Ok(0);
+        }
+        let scheduled = JobFilter {
+            state: Some(JobState::Scheduled),
+            ..filter.clone()
+        };
+        let queues: Vec<String> = write_tx!(self, |conn, now| async {
+            let rows = bind_job_filter(sqlx::query(sql::RUN_NOW), now, &scheduled, filter.limit)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.iter()
+                .map(|row| row.try_get::<String, _>("queue_name"))
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+        })?;
+        self.signal_all(&queues);
+        Ok(queues.len() as u64)
+    }
+
+    pub(crate) async fn discard_jobs_pooled(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        write_tx!(self, |conn, now| async {
+            let ids: Vec<i64> =
+                bind_job_filter(sqlx::query(sql::SELECT_JOBS), now, filter, filter.limit)
+                    .fetch_all(&mut *conn)
+                    .await?
+                    .iter()
+                    .map(|row| row.try_get("id"))
+                    .collect::<Result<_, sqlx::Error>>()?;
+            for id in &ids {
+                archive(
+                    conn,
+                    now,
+                    JobId(*id),
+                    FinalStatus::Discarded,
+                    None,
+                    None,
+                    None,
+                )
+                .await?;
+            }
+            Ok::<_, sqlx::Error>(ids.len() as u64)
+        })
+    }
+
+    pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {
+        filter.validate()?;
+        let queues: Vec<String> = write_tx!(self, |conn, now| async {
+            let picked: Vec<(i64, String)> = sqlx::query_as(sql::RETRY_DEAD_LETTERS_PICK)
+                .bind(filter.queue.as_ref().map(QueueName::as_str))
+                .bind(filter.before.map(JobId::get))
+                .bind(i64::from(filter.limit))
+                .fetch_all(&mut *conn)
+                .await?;
+            for (id, _) in &picked {
+                sqlx::query(sql::RETRY_RESTORE)
+                    .bind(now)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+                sqlx::query(sql::DELETE_HISTORY)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            Ok::<_, sqlx::Error>(picked.into_iter().map(|(_, queue)| queue).collect())
+        })?;
+        self.signal_all(&queues);
+        Ok(queues.len() as u64)
+    }
+
+    /// Wakes the subscribers of each queue named (stored names; a name the
+    /// queue would not accept has no subscribers to wake).
+    fn signal_all(&self, queues: &[String]) {
+        let mut distinct: Vec<&String> = queues.iter().collect();
+        distinct.sort();
+        distinct.dedup();
+        for name in distinct {
+            if let Ok(queue) = QueueName::new(name.as_str()) {
+                self.signal(&queue);
+            }
+        }
     }
 }

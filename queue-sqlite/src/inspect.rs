@@ -2,8 +2,11 @@
 
 use std::time::Duration;
 
+use queue_core::backend::{stored, stored_count};
+use queue_core::time::duration_micros;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueName, QueueStats, Result,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
+    QueueStats, Result, Throughput, validate_window,
 };
 use sqlx::Row;
 
@@ -88,8 +91,65 @@ impl SqliteStorage {
         }
         Ok(earliest.map(|at| micros_duration(at - now)))
     }
+
+    pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
+        filter.validate()?;
+        let now = self.now_pooled().await?;
+        let found = bind_job_filter(sqlx::query(sql::LIST_JOBS), now, filter, filter.limit + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        let jobs = found.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
+        Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    pub(crate) async fn throughput_pooled(&self, window: Duration) -> Result<Vec<Throughput>> {
+        validate_window(window)?;
+        let now = self.now_pooled().await?;
+        let found = sqlx::query(sql::THROUGHPUT)
+            .bind(now.saturating_sub(duration_micros(window)))
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        let mut series = Vec::with_capacity(found.len());
+        for row in &found {
+            let name: String = row.try_get("queue_name").map_err(interpret_error)?;
+            let count = |column: &str| -> Result<u64> {
+                let value: i64 = row.try_get(column).map_err(interpret_error)?;
+                Ok(stored_count(column, value)?.into())
+            };
+            series.push(Throughput {
+                queue: stored("queue_name", name, QueueName::new)?,
+                minute: rows::instant(row.try_get("minute").map_err(interpret_error)?)?,
+                completed: count("completed")?,
+                failed: count("failed")?,
+            });
+        }
+        // Byte order of the names, as on every backend.
+        series.sort_by(|a, b| (&a.queue, a.minute).cmp(&(&b.queue, b.minute)));
+        Ok(series)
+    }
 }
 
 fn micros_duration(micros: i64) -> Duration {
     Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+}
+
+/// Binds a [`JobFilter`] as `sql.rs`'s `job_filter!` parameters ?1-?6 and
+/// `limit` as ?7.
+pub(crate) fn bind_job_filter<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    now: i64,
+    filter: &'q JobFilter,
+    limit: u32,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    query
+        .bind(now)
+        .bind(filter.queue.as_ref().map(QueueName::as_str))
+        .bind(filter.state.map(|s| s.as_str()))
+        .bind(filter.id.map(JobId::get))
+        .bind(filter.unique_key.as_ref().map(|k| k.as_str()))
+        .bind(filter.before.map(JobId::get))
+        .bind(i64::from(limit))
 }

@@ -30,6 +30,20 @@ macro_rules! job_columns {
     };
 }
 
+/// The filters of a `JobFilter`, state as derived at now: ?1 now, ?2
+/// queue, ?3 state, ?4 id, ?5 unique key, ?6 below this id.
+macro_rules! job_filter {
+    () => {
+        "(?2 IS NULL OR queue_name = ?2)
+  AND (?3 IS NULL OR (CASE WHEN lease_until > ?1 THEN 'running'
+                           WHEN lease_until IS NOT NULL THEN 'stalled'
+                           WHEN attempts >= max_attempts THEN 'exhausted'
+                           WHEN available_at <= ?1 THEN 'pending'
+                           ELSE 'scheduled' END) = ?3)
+  AND (?4 IS NULL OR id = ?4) AND (?5 IS NULL OR unique_key = ?5) AND (?6 IS NULL OR id < ?6)"
+    };
+}
+
 /// The columns of a history row, as `rows::record` reads them.
 macro_rules! history_columns {
     () => {
@@ -178,3 +192,46 @@ ON CONFLICT (queue_name) DO UPDATE SET paused = excluded.paused, updated_at = ex
 /// The earliest future due time of the unleased jobs of queue ?2. ?1 now.
 pub(crate) const NEXT_DUE: &str = "SELECT min(available_at) FROM job_queue
 WHERE queue_name = ?2 AND lease_until IS NULL AND available_at > ?1";
+
+/// A page of live jobs, newest first: the filter, ?7 limit.
+pub(crate) const LIST_JOBS: &str = concat!(
+    "SELECT ",
+    job_columns!(),
+    " FROM job_queue WHERE ",
+    job_filter!(),
+    " ORDER BY id DESC LIMIT ?7"
+);
+
+/// The ids a filter selects, newest first: the filter, ?7 limit.
+pub(crate) const SELECT_JOBS: &str = concat!(
+    "SELECT id FROM job_queue WHERE ",
+    job_filter!(),
+    " ORDER BY id DESC LIMIT ?7"
+);
+
+/// Makes the selected jobs available at ?1, returning their queues: the
+/// filter (its state 'scheduled'), ?7 limit.
+pub(crate) const RUN_NOW: &str = concat!(
+    "UPDATE job_queue SET available_at = ?1, updated_at = ?1 WHERE id IN (
+    SELECT id FROM job_queue WHERE ",
+    job_filter!(),
+    " ORDER BY id DESC LIMIT ?7) RETURNING queue_name"
+);
+
+/// Up to ?3 dead letters (queue ?1, ids below ?2) whose unique key is not
+/// live, newest first.
+pub(crate) const RETRY_DEAD_LETTERS_PICK: &str = "SELECT h.id, h.queue_name FROM job_history h
+WHERE h.status_final = 'dead_letter' AND (?1 IS NULL OR h.queue_name = ?1)
+  AND (?2 IS NULL OR h.id < ?2)
+  AND NOT EXISTS (SELECT 1 FROM job_queue j
+                  WHERE j.queue_name = h.queue_name AND j.unique_key = h.unique_key)
+ORDER BY h.id DESC LIMIT ?3";
+
+/// Completed and dead-lettered jobs per queue and minute (microseconds)
+/// finished in (?1, ?2].
+pub(crate) const THROUGHPUT: &str =
+    "SELECT queue_name, (finished_at / 60000000) * 60000000 AS minute,
+       SUM(status_final = 'completed') AS completed, SUM(status_final = 'dead_letter') AS failed
+FROM job_history
+WHERE finished_at > ?1 AND finished_at <= ?2 AND status_final IN ('completed', 'dead_letter')
+GROUP BY queue_name, minute";

@@ -5,9 +5,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
-    Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    Storage, Wakeups,
+    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
+    JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, Storage, Throughput, Wakeups,
 };
 use serde_json::Value;
 
@@ -218,6 +218,26 @@ impl Storage for AnyStorage {
 
     async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         each!(self, s => s.list_history(filter).await)
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
+        each!(self, s => s.list_jobs(filter).await)
+    }
+
+    async fn run_now(&self, filter: &JobFilter) -> Result<u64> {
+        each!(self, s => s.run_now(filter).await)
+    }
+
+    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64> {
+        each!(self, s => s.discard_jobs(filter).await)
+    }
+
+    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64> {
+        each!(self, s => s.retry_dead_letters(filter).await)
+    }
+
+    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
+        each!(self, s => s.throughput(window).await)
     }
 
     async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
-    Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    Storage, async_trait,
+    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
+    JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, Storage, Throughput, async_trait,
 };
 use serde_json::Value;
 
@@ -129,6 +129,29 @@ impl<S: Storage> Storage for TracedStorage<S> {
 
     async fn list_history(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         traced("list_history", self.inner.list_history(filter).await)
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
+        traced("list_jobs", self.inner.list_jobs(filter).await)
+    }
+
+    async fn run_now(&self, filter: &JobFilter) -> Result<u64> {
+        traced("run_now", self.inner.run_now(filter).await)
+    }
+
+    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64> {
+        traced("discard_jobs", self.inner.discard_jobs(filter).await)
+    }
+
+    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64> {
+        traced(
+            "retry_dead_letters",
+            self.inner.retry_dead_letters(filter).await,
+        )
+    }
+
+    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
+        traced("throughput", self.inner.throughput(window).await)
     }
 
     async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {

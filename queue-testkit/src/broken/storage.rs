@@ -6,9 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobId,
-    JobState, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, Storage,
+    Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
+    JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput,
 };
 use serde_json::Value;
 
@@ -315,6 +315,26 @@ impl Storage for BrokenStorage {
             return self.inner.prune_history(&request).await;
         }
         self.inner.prune_history(request).await
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
+        self.inner.list_jobs(filter).await
+    }
+
+    async fn run_now(&self, filter: &JobFilter) -> Result<u64> {
+        self.inner.run_now(filter).await
+    }
+
+    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64> {
+        self.inner.discard_jobs(filter).await
+    }
+
+    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64> {
+        self.inner.retry_dead_letters(filter).await
+    }
+
+    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
+        self.inner.throughput(window).await
     }
 
     async fn stats(&self) -> Result<Vec<QueueStats>> {

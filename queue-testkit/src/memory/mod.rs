@@ -149,6 +149,18 @@ struct Archive {
     processed_by: Option<WorkerId>,
 }
 
+impl Archive {
+    /// An operator's discard.
+    fn discarded() -> Self {
+        Self {
+            status: FinalStatus::Discarded,
+            result: None,
+            last_error: None,
+            processed_by: None,
+        }
+    }
+}
+
 /// Makes a fresh [`MemoryStorage`] per conformance case.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MemoryFactory;

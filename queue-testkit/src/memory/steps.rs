@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use queue_core::backend::claim_order;
 use queue_core::{
-    DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobId, JobState, QueueName,
-    ReclaimOutcome,
+    DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobFilter, JobId, JobState,
+    QueueError, QueueName, ReclaimOutcome, Result,
 };
 use serde_json::json;
 
@@ -71,6 +71,60 @@ impl State {
             .filter(|r| filter.queue.as_ref().is_none_or(|q| *q == r.queue))
             .filter(|r| filter.status.is_none_or(|s| s == r.status))
             .filter(|r| filter.before.is_none_or(|before| r.id < before))
+    }
+
+    /// The live jobs `filter` selects at `now`, highest id first (its
+    /// limit aside).
+    pub(crate) fn jobs_matching<'a>(
+        &'a self,
+        filter: &'a JobFilter,
+        now: DateTime<Utc>,
+    ) -> impl Iterator<Item = &'a Job> + 'a {
+        self.jobs
+            .values()
+            .rev()
+            .filter(move |job| filter.matches(job, job.state(now)))
+    }
+
+    /// Puts dead letter `id` back as a pending job (see
+    /// `Storage::retry_dead_letter`).
+    pub(crate) fn restore_dead_letter(&mut self, id: JobId, now: DateTime<Utc>) -> Result<()> {
+        let record = match self.history.get(&id) {
+            Some(record) if record.status == FinalStatus::DeadLetter => record.clone(),
+            _ => return Err(QueueError::not_found(format!("dead letter {id}"))),
+        };
+        if let Some(key) = &record.unique_key {
+            let taken = self
+                .jobs
+                .values()
+                .any(|job| job.queue == record.queue && job.unique_key.as_ref() == Some(key));
+            if taken {
+                return Err(QueueError::Conflict {
+                    reason: format!("unique key {key} is live again in queue {}", record.queue),
+                });
+            }
+        }
+        self.history.remove(&id);
+        self.jobs.insert(
+            id,
+            Job {
+                id,
+                queue: record.queue,
+                priority: record.priority,
+                unique_key: record.unique_key,
+                payload: record.payload,
+                attempts: 0,
+                max_attempts: record.max_attempts,
+                available_at: now,
+                lease_until: None,
+                locked_by: None,
+                first_locked_at: None,
+                last_error: record.last_error,
+                created_at: record.created_at,
+                updated_at: now,
+            },
+        );
+        Ok(())
     }
 
     /// The jobs reclaim takes at `now`, in its order: stalled ones by lease

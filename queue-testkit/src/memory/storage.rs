@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
-    Job, JobId, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PruneRequest, QueueError,
-    QueueName, QueueStats, ReclaimOutcome, Result, Retry, Storage, validate_lease, validate_limit,
+    Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PruneRequest,
+    QueueError, QueueName, QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput,
+    minute_of, validate_lease, validate_limit, validate_window,
 };
 use serde_json::Value;
 
@@ -183,55 +184,13 @@ impl Storage for MemoryStorage {
         if state.state_of(id, now).is_none() {
             return Err(QueueError::not_found(format!("live job {id}")));
         }
-        let archive = Archive {
-            status: FinalStatus::Discarded,
-            result: None,
-            last_error: None,
-            processed_by: None,
-        };
-        state.archive(id, archive, now);
+        state.archive(id, Archive::discarded(), now);
         Ok(())
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
         let now = self.current_time();
-        let mut state = self.lock();
-        let record = match state.history.get(&id) {
-            Some(record) if record.status == FinalStatus::DeadLetter => record.clone(),
-            _ => return Err(QueueError::not_found(format!("dead letter {id}"))),
-        };
-        if let Some(key) = &record.unique_key {
-            let taken = state
-                .jobs
-                .values()
-                .any(|job| job.queue == record.queue && job.unique_key.as_ref() == Some(key));
-            if taken {
-                return Err(QueueError::Conflict {
-                    reason: format!("unique key {key} is live again in queue {}", record.queue),
-                });
-            }
-        }
-        state.history.remove(&id);
-        state.jobs.insert(
-            id,
-            Job {
-                id,
-                queue: record.queue,
-                priority: record.priority,
-                unique_key: record.unique_key,
-                payload: record.payload,
-                attempts: 0,
-                max_attempts: record.max_attempts,
-                available_at: now,
-                lease_until: None,
-                locked_by: None,
-                first_locked_at: None,
-                last_error: record.last_error,
-                created_at: record.created_at,
-                updated_at: now,
-            },
-        );
-        Ok(())
+        self.lock().restore_dead_letter(id, now)
     }
 
     async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
@@ -296,6 +255,108 @@ impl Storage for MemoryStorage {
             .cloned()
             .collect();
         Ok(HistoryPage::from_overfetch(records, filter.limit))
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
+        filter.validate()?;
+        let now = self.current_time();
+        let state = self.lock();
+        let jobs: Vec<Job> = state
+            .jobs_matching(filter, now)
+            .take(filter.limit as usize + 1)
+            .cloned()
+            .collect();
+        Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    async fn run_now(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        let now = self.current_time();
+        let mut state = self.lock();
+        let ids: Vec<JobId> = state
+            .jobs_matching(filter, now)
+            .filter(|job| job.state(now) == JobState::Scheduled)
+            .take(filter.limit as usize)
+            .map(|job| job.id)
+            .collect();
+        for id in &ids {
+            if let Some(job) = state.jobs.get_mut(id) {
+                job.available_at = now;
+                job.updated_at = now;
+            }
+        }
+        Ok(ids.len() as u64)
+    }
+
+    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64> {
+        filter.validate()?;
+        let now = self.current_time();
+        let mut state = self.lock();
+        let ids: Vec<JobId> = state
+            .jobs_matching(filter, now)
+            .take(filter.limit as usize)
+            .map(|job| job.id)
+            .collect();
+        for id in &ids {
+            state.archive(*id, Archive::discarded(), now);
+        }
+        Ok(ids.len() as u64)
+    }
+
+    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64> {
+        filter.validate()?;
+        let now = self.current_time();
+        let mut state = self.lock();
+        let filter = HistoryFilter {
+            status: Some(FinalStatus::DeadLetter),
+            ..filter.clone()
+        };
+        let candidates: Vec<JobId> = state.history_matching(&filter).map(|r| r.id).collect();
+        let mut moved = 0;
+        for id in candidates {
+            if moved == u64::from(filter.limit) {
+                break;
+            }
+            match state.restore_dead_letter(id, now) {
+                Ok(()) => moved += 1,
+                Err(QueueError::Conflict { .. }) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(moved)
+    }
+
+    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
+        validate_window(window)?;
+        let now = self.current_time();
+        let since = now - to_time_delta(window);
+        let state = self.lock();
+        let mut series =
+            std::collections::BTreeMap::<(QueueName, DateTime<Utc>), (u64, u64)>::new();
+        for record in state.history.values() {
+            if record.finished_at <= since || record.finished_at > now {
+                continue;
+            }
+            let counts = match record.status {
+                FinalStatus::Completed => (1, 0),
+                FinalStatus::DeadLetter => (0, 1),
+                FinalStatus::Discarded => continue,
+            };
+            let entry = series
+                .entry((record.queue.clone(), minute_of(record.finished_at)))
+                .or_default();
+            entry.0 += counts.0;
+            entry.1 += counts.1;
+        }
+        Ok(series
+            .into_iter()
+            .map(|((queue, minute), (completed, failed))| Throughput {
+                queue,
+                minute,
+                completed,
+                failed,
+            })
+            .collect())
     }
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<()> {

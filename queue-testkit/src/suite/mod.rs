@@ -9,12 +9,14 @@
 
 pub mod ack;
 pub mod admin;
+pub mod bulk;
 pub mod concurrency;
 pub mod dequeue;
 pub mod enqueue;
 pub mod heartbeat;
 mod helpers;
 pub mod inspect;
+pub mod listing;
 pub mod nack;
 pub mod reclaim;
 pub mod release;

@@ -1,0 +1,182 @@
+//! What operators read: live jobs by filter, and the throughput series.
+
+use queue_core::{
+    FinalStatus, JobFilter, JobId, JobState, NewJob, Retry, Storage, Throughput, UniqueKey,
+    minute_of,
+};
+use serde_json::json;
+
+use super::{Ctx, assert_invalid, lease_of, queue, secs};
+
+/// The ids of one `list_jobs` page.
+async fn listed<S: Storage>(ctx: &Ctx<S>, filter: JobFilter) -> Vec<JobId> {
+    let page = ctx.storage.list_jobs(&filter).await.expect("list_jobs");
+    page.jobs.iter().map(|job| job.id).collect()
+}
+
+/// Every filter of `list_jobs` holds, `state` as derived at now.
+pub async fn list_jobs_filters_by_queue_state_id_and_key<S: Storage>(ctx: Ctx<S>) {
+    let pending = ctx.enqueue(NewJob::new("q1", json!(1))).await;
+    let scheduled = ctx
+        .enqueue(
+            NewJob::new("q1", json!(2))
+                .delay(secs(3600))
+                .unique_key("k"),
+        )
+        .await;
+    let other_queue = ctx.enqueue(NewJob::new("q2", json!(3))).await;
+    let running = ctx.enqueue(NewJob::new("q1", json!(4)).priority(9)).await;
+    assert_eq!(ctx.claim_one("q1").await.id, running);
+
+    let by = |f: JobFilter| listed(&ctx, f);
+    let q1 = Some(queue("q1"));
+    assert_eq!(
+        by(JobFilter {
+            queue: q1.clone(),
+            ..JobFilter::default()
+        })
+        .await,
+        vec![running, scheduled, pending],
+        "newest first"
+    );
+    let in_state = |state| JobFilter {
+        state: Some(state),
+        ..JobFilter::default()
+    };
+    assert_eq!(
+        by(in_state(JobState::Pending)).await,
+        vec![other_queue, pending]
+    );
+    assert_eq!(by(in_state(JobState::Scheduled)).await, vec![scheduled]);
+    assert_eq!(by(in_state(JobState::Running)).await, vec![running]);
+    assert_eq!(by(JobFilter::id(other_queue)).await, vec![other_queue]);
+    let key = JobFilter {
+        unique_key: Some(UniqueKey::new("k").expect("valid key")),
+        ..JobFilter::default()
+    };
+    assert_eq!(by(key).await, vec![scheduled]);
+    let nothing = JobFilter {
+        queue: Some(queue("q2")),
+        state: Some(JobState::Scheduled),
+        ..JobFilter::default()
+    };
+    assert_eq!(by(nothing).await, Vec::<JobId>::new());
+
+    // Past its lease (the suite's is 30 s) the running job is stalled.
+    ctx.clock.advance(secs(31));
+    assert_eq!(by(in_state(JobState::Stalled)).await, vec![running]);
+    assert_eq!(by(in_state(JobState::Running)).await, Vec::<JobId>::new());
+}
+
+/// Pages run newest first, cut by `before`; `next` only while more follow.
+pub async fn list_jobs_pages_by_keyset_newest_first<S: Storage>(ctx: Ctx<S>) {
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(ctx.enqueue(NewJob::new("q", json!(i))).await);
+    }
+    let page = |before| JobFilter {
+        before,
+        limit: 2,
+        ..JobFilter::default()
+    };
+    let first = ctx.storage.list_jobs(&page(None)).await.expect("page 1");
+    let first_ids: Vec<JobId> = first.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(first_ids, vec![ids[4], ids[3]]);
+    assert_eq!(first.next, Some(ids[3]));
+    let second = ctx
+        .storage
+        .list_jobs(&page(first.next))
+        .await
+        .expect("page 2");
+    let second_ids: Vec<JobId> = second.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(second_ids, vec![ids[2], ids[1]]);
+    let last = ctx
+        .storage
+        .list_jobs(&page(second.next))
+        .await
+        .expect("page 3");
+    let last_ids: Vec<JobId> = last.jobs.iter().map(|j| j.id).collect();
+    assert_eq!((last_ids, last.next), (vec![ids[0]], None));
+    assert_eq!(last.jobs[0].payload, json!(0), "whole jobs are returned");
+}
+
+/// A limit of 0 or above the page size is rejected, for listings and bulk
+/// actions alike, and changes nothing.
+pub async fn list_jobs_and_bulk_actions_with_invalid_limit_are_rejected<S: Storage>(ctx: Ctx<S>) {
+    let id = ctx
+        .enqueue(NewJob::new("q", json!(1)).delay(secs(60)))
+        .await;
+    for limit in [0, queue_core::MAX_PAGE_SIZE + 1] {
+        let filter = JobFilter {
+            limit,
+            ..JobFilter::default()
+        };
+        assert_invalid(ctx.storage.list_jobs(&filter).await, "limit");
+        assert_invalid(ctx.storage.run_now(&filter).await, "limit");
+        assert_invalid(ctx.storage.discard_jobs(&filter).await, "limit");
+        let history = queue_core::HistoryFilter {
+            limit,
+            ..Default::default()
+        };
+        assert_invalid(ctx.storage.retry_dead_letters(&history).await, "limit");
+    }
+    assert_eq!(ctx.live(id).await.state(ctx.now()), JobState::Scheduled);
+}
+
+/// Completed and dead-lettered jobs are counted per queue and minute of
+/// their finish, within `(now - window, now]`; discarded ones are not.
+pub async fn throughput_counts_completed_and_failed_per_queue_and_minute<S: Storage>(ctx: Ctx<S>) {
+    let first_minute = minute_of(ctx.now());
+    let job = ctx.enqueue_and_claim("q1", 3).await;
+    ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+
+    ctx.clock.advance(secs(60));
+    let second_minute = minute_of(ctx.now());
+    let job = ctx.enqueue_and_claim("q1", 3).await;
+    ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+    let job = ctx.enqueue_and_claim("q1", 3).await;
+    ctx.storage
+        .nack(&lease_of(&job), json!("fatal"), Retry::Never)
+        .await
+        .expect("nack");
+    let job = ctx.enqueue_and_claim("q2", 3).await;
+    ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+    let discarded = ctx.enqueue(NewJob::new("q1", json!({}))).await;
+    ctx.storage.discard(discarded).await.expect("discard");
+
+    let point = |q: &str, minute, completed, failed| Throughput {
+        queue: queue(q),
+        minute,
+        completed,
+        failed,
+    };
+    let hour = ctx
+        .storage
+        .throughput(secs(3600))
+        .await
+        .expect("throughput");
+    assert_eq!(
+        hour,
+        vec![
+            point("q1", first_minute, 1, 0),
+            point("q1", second_minute, 1, 1),
+            point("q2", second_minute, 1, 0),
+        ]
+    );
+    // The first job finished exactly one window ago: outside it.
+    let minute = ctx.storage.throughput(secs(60)).await.expect("throughput");
+    assert_eq!(
+        minute,
+        vec![
+            point("q1", second_minute, 1, 1),
+            point("q2", second_minute, 1, 0)
+        ]
+    );
+    assert_eq!(ctx.archived(discarded).await.status, FinalStatus::Discarded);
+}
+
+/// A window under a minute or over 7 days is rejected.
+pub async fn throughput_with_invalid_window_is_rejected<S: Storage>(ctx: Ctx<S>) {
+    assert_invalid(ctx.storage.throughput(secs(59)).await, "window");
+    assert_invalid(ctx.storage.throughput(secs(8 * 24 * 3600)).await, "window");
+}
