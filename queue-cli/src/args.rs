@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
-use queue::FinalStatus;
+use queue::{FinalStatus, JobState};
 
 /// Operate a job queue in PostgreSQL or MySQL / MariaDB.
 #[derive(Debug, Parser)]
@@ -82,15 +82,56 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
-    /// Put a dead letter back into its queue, attempts reset.
+    /// Live jobs, newest first, by queue, state, id or unique key.
+    Jobs {
+        /// Which jobs.
+        #[command(flatten)]
+        filter: JobSelection,
+        /// Only ids below this one (the `next` of the previous page).
+        #[arg(long)]
+        before: Option<i64>,
+        /// Jobs per page.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Put dead letters back into their queue, attempts reset: one by id,
+    /// or every one of `--queue` (or `--all`).
     Retry {
         /// The dead letter's id.
-        id: i64,
+        id: Option<i64>,
+        /// Every dead letter of this queue.
+        #[arg(long, conflicts_with = "id")]
+        queue: Option<String>,
+        /// Every dead letter.
+        #[arg(long, conflicts_with_all = ["id", "queue"])]
+        all: bool,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
     },
-    /// Move a live job, in any state, to history as `discarded`.
+    /// Move live jobs, in any state, to history as `discarded`: one by id,
+    /// or every job a filter selects.
     Discard {
         /// The job's id.
-        id: i64,
+        id: Option<i64>,
+        /// Which jobs.
+        #[command(flatten)]
+        filter: JobSelection,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// Make scheduled jobs (delayed, or waiting to retry) available now: one
+    /// by id, or every one a filter selects.
+    RunNow {
+        /// The job's id.
+        id: Option<i64>,
+        /// Which jobs.
+        #[command(flatten)]
+        filter: JobSelection,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
     },
     /// Stop workers from claiming a queue's jobs.
     Pause {
@@ -126,6 +167,57 @@ pub(crate) enum Command {
         #[arg(long, value_enum)]
         status: Option<Status>,
     },
+}
+
+/// Which live jobs a command selects; every flag given must hold.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct JobSelection {
+    /// Only this queue.
+    #[arg(long)]
+    pub(crate) queue: Option<String>,
+    /// Only jobs in this state.
+    #[arg(long, value_enum)]
+    pub(crate) state: Option<State>,
+    /// Only the job with this unique key.
+    #[arg(long)]
+    pub(crate) unique_key: Option<String>,
+    /// Every live job (for bulk commands, which need a filter or this).
+    #[arg(long)]
+    pub(crate) all: bool,
+}
+
+impl JobSelection {
+    /// Whether any filter (or `--all`) was given.
+    pub(crate) fn is_given(&self) -> bool {
+        self.all || self.queue.is_some() || self.state.is_some() || self.unique_key.is_some()
+    }
+}
+
+/// A live job's state, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum State {
+    /// Ready to run.
+    Pending,
+    /// Waiting for its time (delayed, or backing off).
+    Scheduled,
+    /// Leased.
+    Running,
+    /// Lease expired, awaiting reclaim.
+    Stalled,
+    /// Out of attempts, awaiting reclaim.
+    Exhausted,
+}
+
+impl From<State> for JobState {
+    fn from(state: State) -> Self {
+        match state {
+            State::Pending => JobState::Pending,
+            State::Scheduled => JobState::Scheduled,
+            State::Running => JobState::Running,
+            State::Stalled => JobState::Stalled,
+            State::Exhausted => JobState::Exhausted,
+        }
+    }
 }
 
 /// A final status, as the command line spells it.

@@ -4,13 +4,14 @@ use std::io::Read;
 use std::time::Duration;
 
 use queue::{
-    AnyStorage, HistoryFilter, JobId, MAX_BATCH, NewJob, PruneRequest, QueueName, Storage,
+    AnyStorage, HistoryFilter, JobFilter, JobId, JobState, MAX_BATCH, NewJob, PruneRequest,
+    QueueName, Storage,
 };
 use serde_json::{Value, json};
 
 use crate::CliError;
-use crate::args::{Args, Command};
-use crate::output;
+use crate::args::{Args, Command, JobSelection};
+use crate::{bulk, output};
 
 /// Runs the parsed command line.
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
@@ -91,13 +92,58 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 output::history(&page);
             }
         }
-        Command::Retry { id } => {
-            storage.retry_dead_letter(JobId(id)).await?;
-            done(json, "retried", id)?;
+        Command::Jobs {
+            filter,
+            before,
+            limit,
+        } => {
+            let filter = JobFilter {
+                before: before.map(JobId),
+                limit,
+                ..bulk::job_filter(&filter)?
+            };
+            let page = storage.list_jobs(&filter).await?;
+            let now = storage.now().await?;
+            if json {
+                let jobs: Vec<Value> = page
+                    .jobs
+                    .iter()
+                    .map(|job| json!({ "state": job.state(now), "job": job }))
+                    .collect();
+                output::json(&json!({ "jobs": jobs, "next": page.next }))?;
+            } else {
+                output::jobs(&page, now);
+            }
         }
-        Command::Discard { id } => {
-            storage.discard(JobId(id)).await?;
-            done(json, "discarded", id)?;
+        Command::Retry {
+            id,
+            queue,
+            all,
+            yes,
+        } => match id {
+            Some(id) => {
+                storage.retry_dead_letter(JobId(id)).await?;
+                done(json, "retried", id)?;
+            }
+            None if queue.is_some() || all => {
+                let described = queue
+                    .as_deref()
+                    .map_or_else(|| "all queues".to_owned(), |q| format!("queue {q}"));
+                let dead_letters = HistoryFilter {
+                    queue: queue.map(QueueName::new).transpose()?,
+                    ..HistoryFilter::default()
+                };
+                let action = bulk::Action::Retry;
+                let jobs = JobFilter::default();
+                bulk::run(&storage, action, jobs, dead_letters, &described, yes, json).await?;
+            }
+            None => return Err(needs_target("retry", "--queue or --all")),
+        },
+        Command::Discard { id, filter, yes } => {
+            by_id_or_filter(&storage, bulk::Action::Discard, id, &filter, yes, json).await?;
+        }
+        Command::RunNow { id, filter, yes } => {
+            by_id_or_filter(&storage, bulk::Action::RunNow, id, &filter, yes, json).await?;
         }
         Command::Pause { queue } => {
             storage.pause_queue(&QueueName::new(queue.clone())?).await?;
@@ -193,6 +239,76 @@ async fn show(storage: &AnyStorage, id: JobId, json: bool) -> Result<(), CliErro
         None => Err(CliError::failed(format!(
             "job {id} not found, live or in history"
         ))),
+    }
+}
+
+/// `discard` and `run-now`: one job by id, or what the filter selects.
+async fn by_id_or_filter(
+    storage: &AnyStorage,
+    action: bulk::Action,
+    id: Option<i64>,
+    selection: &JobSelection,
+    yes: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    match (id, selection.is_given()) {
+        (Some(_), true) => Err(CliError::usage(
+            "give a job id or a filter (--queue, --state, --unique-key, --all), not both",
+        )),
+        (Some(id), false) if action == bulk::Action::Discard => {
+            storage.discard(JobId(id)).await?;
+            done(json, "discarded", id)
+        }
+        (Some(id), false) => {
+            if storage.get_job(JobId(id)).await?.is_none() {
+                return Err(CliError::failed(format!("live job {id} not found")));
+            }
+            let moved = storage.run_now(&JobFilter::id(JobId(id))).await?;
+            if moved == 0 {
+                return Err(CliError::failed(format!(
+                    "job {id} is not scheduled: only a delayed or retrying job can run now"
+                )));
+            }
+            done(json, "made available", id)
+        }
+        (None, true) => {
+            let described = describe(selection);
+            let jobs = bulk::job_filter(selection)?;
+            let history = HistoryFilter::default();
+            bulk::run(storage, action, jobs, history, &described, yes, json).await
+        }
+        (None, false) => Err(needs_target(
+            if action == bulk::Action::Discard {
+                "discard"
+            } else {
+                "run-now"
+            },
+            "--queue, --state, --unique-key or --all",
+        )),
+    }
+}
+
+/// The usage error of a command given neither an id nor a filter.
+fn needs_target(command: &str, filters: &str) -> CliError {
+    CliError::usage(format!("{command} needs a job id or a filter ({filters})"))
+}
+
+/// A selection in words, for the confirmation question.
+fn describe(selection: &JobSelection) -> String {
+    let mut parts = Vec::new();
+    if let Some(queue) = &selection.queue {
+        parts.push(format!("queue {queue}"));
+    }
+    if let Some(state) = selection.state {
+        parts.push(format!("state {}", JobState::from(state)));
+    }
+    if let Some(key) = &selection.unique_key {
+        parts.push(format!("unique key {key}"));
+    }
+    if parts.is_empty() {
+        "every live job".to_owned()
+    } else {
+        parts.join(", ")
     }
 }
 

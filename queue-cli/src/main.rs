@@ -15,6 +15,7 @@
 //! input the queue rejects). Every error is one line on standard error.
 
 mod args;
+mod bulk;
 mod commands;
 mod output;
 mod serve;

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
-use queue::{HistoryPage, HistoryRecord, Job, QueueStats};
+use queue::{HistoryPage, HistoryRecord, Job, JobPage, QueueStats};
 use serde::Serialize;
 
 use crate::CliError;
@@ -39,6 +39,32 @@ pub(crate) fn stats(stats: &[QueueStats]) {
             s.stalled,
             s.exhausted
         );
+    }
+}
+
+/// A page of live jobs, one line each.
+pub(crate) fn jobs(page: &JobPage, now: DateTime<Utc>) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{:>10} {:<20} {:<9} {:>8} {:>8}  {:<25} unique key",
+        "id", "queue", "state", "priority", "attempts", "available at"
+    );
+    for job in &page.jobs {
+        let _ = writeln!(
+            out,
+            "{:>10} {:<20} {:<9} {:>8} {:>8}  {:<25} {}",
+            job.id,
+            job.queue.as_str(),
+            job.state(now),
+            job.priority,
+            format!("{}/{}", job.attempts, job.max_attempts),
+            job.available_at.to_rfc3339(),
+            job.unique_key.as_ref().map_or("-", |k| k.as_str())
+        );
+    }
+    if let Some(next) = page.next {
+        let _ = writeln!(out, "more: --before {next}");
     }
 }
 

@@ -197,6 +197,120 @@ async fn tour(url: &str, schema: Option<&str>) {
     fails(url, schema, &["show", &id.to_string()], 1);
 }
 
+/// `jobs`, and `run-now`, `discard` and `retry` by id and by filter.
+async fn bulk_tour(url: &str, schema: Option<&str>) {
+    ok(url, schema, &["migrate"], None);
+    let enqueue = |args: &[&str]| -> i64 {
+        let mut all = vec!["enqueue", "bulk", "{}", "--json"];
+        all.extend_from_slice(args);
+        json_of(&ok(url, schema, &all, None))["id"]
+            .as_i64()
+            .expect("an id")
+    };
+    let scheduled: Vec<i64> = (0..5).map(|_| enqueue(&["--delay", "1h"])).collect();
+    let pending = enqueue(&[]);
+    enqueue(&["--unique-key", "only-me"]);
+
+    let listed = json_of(&ok(
+        url,
+        schema,
+        &["jobs", "--queue", "bulk", "--state", "scheduled", "--json"],
+        None,
+    ));
+    let ids: Vec<i64> = listed["jobs"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|j| j["job"]["id"].as_i64().expect("id"))
+        .collect();
+    let mut newest_first = scheduled.clone();
+    newest_first.reverse();
+    assert_eq!(ids, newest_first);
+    let page = json_of(&ok(url, schema, &["jobs", "--limit", "2", "--json"], None));
+    assert_eq!(page["jobs"].as_array().map(Vec::len), Some(2));
+    assert!(page["next"].is_i64(), "{page}");
+    let text = ok(url, schema, &["jobs", "--unique-key", "only-me"], None);
+    assert_eq!(text.lines().count(), 2, "a header and one job: {text}");
+
+    // A filter without --yes, standard input not a terminal: refused.
+    let refused = fails(url, schema, &["run-now", "--queue", "bulk"], 2);
+    assert!(
+        refused.contains("run now 5 jobs") && refused.contains("--yes"),
+        "{refused}"
+    );
+    fails(url, schema, &["run-now"], 2);
+    fails(url, schema, &["discard", "1", "--queue", "bulk"], 2);
+    let not_scheduled = fails(url, schema, &["run-now", &pending.to_string()], 1);
+    assert!(not_scheduled.contains("not scheduled"), "{not_scheduled}");
+    ok(url, schema, &["run-now", &scheduled[0].to_string()], None);
+    let moved = json_of(&ok(
+        url,
+        schema,
+        &["run-now", "--queue", "bulk", "--yes", "--json"],
+        None,
+    ));
+    assert_eq!(moved, json!({ "made_available": 4 }));
+    let stats = json_of(&ok(url, schema, &["stats", "--json"], None));
+    assert_eq!(
+        (stats[0]["pending"].clone(), stats[0]["scheduled"].clone()),
+        (json!(7), json!(0))
+    );
+
+    let discarded = json_of(&ok(
+        url,
+        schema,
+        &["discard", "--all", "--yes", "--json"],
+        None,
+    ));
+    assert_eq!(discarded, json!({ "discarded": 7 }));
+    let empty = json_of(&ok(url, schema, &["jobs", "--json"], None));
+    assert_eq!(empty["jobs"], json!([]));
+
+    // Dead letters, made through the library, retried by queue.
+    let storage = queue::connect(url).await.expect("connect");
+    let storage = match schema {
+        Some(schema) => storage.with_schema(schema).expect("schema"),
+        None => storage,
+    };
+    for _ in 0..3 {
+        storage
+            .enqueue(NewJob::new("failing", json!({})).max_attempts(1))
+            .await
+            .expect("enqueue");
+    }
+    let request = queue::DequeueRequest::new(
+        vec![QueueName::new("failing").expect("name")],
+        3,
+        std::time::Duration::from_secs(30),
+        queue::WorkerId::new("cli-test").expect("worker id"),
+    )
+    .expect("request");
+    for job in storage.dequeue(&request).await.expect("dequeue") {
+        storage
+            .nack(
+                job.lease().as_ref().expect("leased"),
+                json!("no"),
+                Retry::Never,
+            )
+            .await
+            .expect("nack");
+    }
+    fails(url, schema, &["retry"], 2);
+    let retried = json_of(&ok(
+        url,
+        schema,
+        &["retry", "--queue", "failing", "--yes", "--json"],
+        None,
+    ));
+    assert_eq!(retried, json!({ "retried": 3 }));
+    let again = json_of(&ok(url, schema, &["retry", "--all", "--json"], None));
+    assert_eq!(
+        again,
+        json!({ "retried": 0 }),
+        "nothing left, nothing asked"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_command_on_postgres() {
     let schema = TestSchema::create().await;
@@ -208,6 +322,20 @@ async fn every_command_on_postgres() {
 async fn every_command_on_mysql() {
     let db = TestDatabase::create().await;
     tour(&db.url(), None).await;
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_commands_on_postgres() {
+    let schema = TestSchema::create().await;
+    bulk_tour(schema.url(), Some(schema.name())).await;
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_commands_on_mysql() {
+    let db = TestDatabase::create().await;
+    bulk_tour(&db.url(), None).await;
     db.drop_database().await;
 }
 

@@ -1,0 +1,194 @@
+//! Commands on what a filter selects: count it, ask, then act in bounded
+//! batches until done.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use queue::{AnyStorage, HistoryFilter, JobFilter, JobState, MAX_PAGE_SIZE, QueueName, Storage};
+use serde_json::json;
+
+use crate::CliError;
+use crate::args::JobSelection;
+use crate::output;
+
+/// What a bulk command does to each selected job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// `run-now`: scheduled jobs become available now.
+    RunNow,
+    /// `discard`: live jobs go to history as discarded.
+    Discard,
+    /// `retry`: dead letters go back to their queue.
+    Retry,
+}
+
+impl Action {
+    fn verb(self) -> &'static str {
+        match self {
+            Self::RunNow => "run now",
+            Self::Discard => "discard",
+            Self::Retry => "retry",
+        }
+    }
+
+    fn done(self) -> &'static str {
+        match self {
+            Self::RunNow => "made available",
+            Self::Discard => "discarded",
+            Self::Retry => "retried",
+        }
+    }
+}
+
+/// The `JobFilter` a selection stands for (its limit set per call).
+pub(crate) fn job_filter(selection: &JobSelection) -> Result<JobFilter, CliError> {
+    Ok(JobFilter {
+        queue: selection.queue.clone().map(QueueName::new).transpose()?,
+        state: selection.state.map(Into::into),
+        unique_key: selection
+            .unique_key
+            .clone()
+            .map(queue::UniqueKey::new)
+            .transpose()?,
+        ..JobFilter::default()
+    })
+}
+
+/// Counts what `action` would touch, asks unless `yes`, then acts in
+/// batches of at most 1,000 until that many are done or none is left.
+pub(crate) async fn run(
+    storage: &AnyStorage,
+    action: Action,
+    jobs: JobFilter,
+    dead_letters: HistoryFilter,
+    described: &str,
+    yes: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let jobs = match action {
+        // Only scheduled jobs can be made available now.
+        Action::RunNow if jobs.state.is_none() => JobFilter {
+            state: Some(JobState::Scheduled),
+            ..jobs
+        },
+        _ => jobs,
+    };
+    let matching = count(storage, action, &jobs, &dead_letters).await?;
+    if matching == 0 {
+        return finish(action, 0, json);
+    }
+    if !yes {
+        confirm(&format!(
+            "{} {matching} {} ({described})?",
+            action.verb(),
+            if action == Action::Retry {
+                "dead letters"
+            } else {
+                "jobs"
+            }
+        ))?;
+    }
+    let mut total = 0;
+    while total < matching {
+        let limit = u32::try_from((matching - total).min(u64::from(MAX_PAGE_SIZE)))
+            .unwrap_or(MAX_PAGE_SIZE);
+        let moved = match action {
+            Action::RunNow => {
+                storage
+                    .run_now(&JobFilter {
+                        limit,
+                        ..jobs.clone()
+                    })
+                    .await?
+            }
+            Action::Discard => {
+                storage
+                    .discard_jobs(&JobFilter {
+                        limit,
+                        ..jobs.clone()
+                    })
+                    .await?
+            }
+            Action::Retry => {
+                storage
+                    .retry_dead_letters(&HistoryFilter {
+                        limit,
+                        ..dead_letters.clone()
+                    })
+                    .await?
+            }
+        };
+        if moved == 0 {
+            break;
+        }
+        total += moved;
+    }
+    finish(action, total, json)
+}
+
+/// How many jobs (or dead letters) the action would touch now.
+async fn count(
+    storage: &AnyStorage,
+    action: Action,
+    jobs: &JobFilter,
+    dead_letters: &HistoryFilter,
+) -> Result<u64, CliError> {
+    let mut total = 0;
+    let mut before = None;
+    loop {
+        let (seen, next) = if action == Action::Retry {
+            let page = storage
+                .list_dead_letters(&HistoryFilter {
+                    before,
+                    limit: MAX_PAGE_SIZE,
+                    ..dead_letters.clone()
+                })
+                .await?;
+            (page.records.len(), page.next)
+        } else {
+            let page = storage
+                .list_jobs(&JobFilter {
+                    before,
+                    limit: MAX_PAGE_SIZE,
+                    ..jobs.clone()
+                })
+                .await?;
+            (page.jobs.len(), page.next)
+        };
+        total += seen as u64;
+        match next {
+            Some(next) => before = Some(next),
+            None => return Ok(total),
+        }
+    }
+}
+
+/// Asks `question` on the terminal; anything but `y` or `yes` declines.
+fn confirm(question: &str) -> Result<(), CliError> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(CliError::usage(format!(
+            "{question} refused: standard input is not a terminal; pass --yes to confirm"
+        )));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CliError::usage(format!("cannot read the answer: {e}")))?;
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        Ok(())
+    } else {
+        Err(CliError::failed("cancelled, nothing changed"))
+    }
+}
+
+fn finish(action: Action, total: u64, json: bool) -> Result<(), CliError> {
+    if json {
+        output::json(&json!({ action.done().replace(' ', "_"): total }))
+    } else {
+        println!("{} {total}", action.done());
+        Ok(())
+    }
+}
