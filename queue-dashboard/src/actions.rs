@@ -9,12 +9,13 @@ use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Redirect;
-use queue_core::{JobId, NewJob, QueueName, Storage};
+use queue_core::{HistoryFilter, JobFilter, JobId, MAX_PAGE_SIZE, NewJob, QueueName, Storage};
 use serde::Deserialize;
 
 use crate::AppState;
 use crate::auth::csrf_ok;
 use crate::error::Failure;
+use crate::jobs::JobQuery;
 
 /// The fields every action's form carries.
 #[derive(Debug, Deserialize)]
@@ -60,6 +61,90 @@ pub(crate) async fn discard<S: Storage>(
     allowed(&state, &form.csrf)?;
     state.storage.discard(JobId(id)).await?;
     Ok(Redirect::to(&format!("/jobs/{id}")))
+}
+
+/// Makes a scheduled job available now.
+pub(crate) async fn run_now<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(id): Path<i64>,
+    Form(form): Form<Token>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    if state.storage.run_now(&JobFilter::id(JobId(id))).await? == 0 {
+        return Err(Failure::new(
+            StatusCode::CONFLICT,
+            format!("job {id} is not scheduled: only a delayed or retrying job can run now"),
+        ));
+    }
+    Ok(Redirect::to(&format!("/jobs/{id}")))
+}
+
+/// The bulk form of the jobs page: its filter and which action.
+#[derive(Debug, Deserialize)]
+pub(crate) struct BulkForm {
+    #[serde(default)]
+    csrf: String,
+    action: String,
+    #[serde(flatten)]
+    filter: JobQuery,
+}
+
+/// Runs now or discards up to 1,000 of the jobs the filter selects.
+pub(crate) async fn bulk<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Form(form): Form<BulkForm>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    let filter = JobFilter {
+        limit: MAX_PAGE_SIZE,
+        before: None,
+        ..form.filter.filter()?
+    };
+    match form.action.as_str() {
+        "run_now" => state.storage.run_now(&filter).await?,
+        "discard" => state.storage.discard_jobs(&filter).await?,
+        other => {
+            return Err(Failure::new(
+                StatusCode::BAD_REQUEST,
+                format!("unknown bulk action {other:?}: run_now or discard"),
+            ));
+        }
+    };
+    Ok(Redirect::to(&format!(
+        "/jobs?{}",
+        form.filter.query_string()
+    )))
+}
+
+/// The dead letters page's bulk retry: its queue, if any.
+#[derive(Debug, Deserialize)]
+pub(crate) struct RetryAllForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    queue: String,
+}
+
+/// Retries up to 1,000 dead letters (of one queue, or all).
+pub(crate) async fn retry_dead_letters<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Form(form): Form<RetryAllForm>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    let queue = match form.queue.trim() {
+        "" => None,
+        name => Some(QueueName::new(name)?),
+    };
+    let filter = HistoryFilter {
+        queue: queue.clone(),
+        limit: MAX_PAGE_SIZE,
+        ..HistoryFilter::default()
+    };
+    state.storage.retry_dead_letters(&filter).await?;
+    Ok(Redirect::to(&match queue {
+        Some(queue) => format!("/history?status=dead_letter&queue={}", queue.as_str()),
+        None => "/history?status=dead_letter".to_owned(),
+    }))
 }
 
 /// Pauses a queue.

@@ -24,6 +24,10 @@ button { cursor: pointer; }
 .paused { color: #b54708; font-weight: 600; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .3rem 1rem; }
 dt { font-weight: 600; }
+svg.chart { background: #f6f7f9; vertical-align: middle; }
+svg.chart rect.done { fill: #2e7d32; }
+svg.chart rect.dead { fill: #b42318; }
+.bulk { margin: .8rem 0; display: flex; gap: .6rem; align-items: center; }
 "#;
 
 /// A full page titled `title` around `body`.
@@ -43,6 +47,7 @@ pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -
                 header {
                     a.brand href="/" { "queue" }
                     a href="/" { "Overview" }
+                    a href="/jobs" { "Jobs" }
                     a href="/history" { "History" }
                     a href="/history?status=dead_letter" { "Dead letters" }
                     @if !state.options.read_only {

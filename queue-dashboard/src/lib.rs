@@ -13,9 +13,12 @@
 //! ```
 //!
 //! Pages: the overview (per queue: counts by state, oldest pending job,
-//! pause and resume), finished jobs and dead letters (filtered, paged,
-//! retry), a job's detail (payload, last error, result, discard), an
-//! enqueue form. `/metrics` (Prometheus text) and `/healthz`.
+//! completed and dead-lettered in the last 24 hours, an SVG chart of the
+//! last hour, pause and resume), live jobs by queue, state and unique key
+//! (paged; run now and discard in bulk), finished jobs and dead letters
+//! (filtered, paged, retry one or all), a job's detail (payload, last
+//! error, result; run now, discard, retry), an enqueue form. `/metrics`
+//! (Prometheus text) and `/healthz`.
 //!
 //! Security: every mutation is a POST that carries the page's CSRF token
 //! and is refused without it; with [`DashboardOptions::token`] set, every
@@ -26,7 +29,9 @@
 
 mod actions;
 mod auth;
+mod chart;
 mod error;
+mod jobs;
 mod layout;
 mod metrics;
 mod pages;
@@ -77,7 +82,14 @@ pub fn router<S: Storage>(storage: Arc<S>, options: DashboardOptions) -> Router 
     Router::new()
         .route("/", get(pages::overview::<S>))
         .route("/history", get(pages::history::<S>))
+        .route("/jobs", get(jobs::list::<S>))
+        .route("/jobs/bulk", post(actions::bulk::<S>))
         .route("/jobs/{id}", get(pages::job::<S>))
+        .route("/jobs/{id}/run-now", post(actions::run_now::<S>))
+        .route(
+            "/dead-letters/retry",
+            post(actions::retry_dead_letters::<S>),
+        )
         .route(
             "/enqueue",
             get(pages::enqueue_form::<S>).post(actions::enqueue::<S>),

@@ -22,6 +22,15 @@ struct QueueState {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueStatus {
+    queue: String,
+    status: String,
+}
+
+/// The window of the finished-jobs gauge.
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabel {
     queue: String,
 }
@@ -31,6 +40,21 @@ pub(crate) async fn metrics<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
 ) -> Result<Response, Failure> {
     let stats = state.storage.stats().await?;
+    let hour = state.storage.throughput(HOUR).await?;
+    let finished = Family::<QueueStatus, Gauge>::default();
+    for point in &hour {
+        for (status, n) in [
+            ("completed", point.completed),
+            ("dead_letter", point.failed),
+        ] {
+            finished
+                .get_or_create(&QueueStatus {
+                    queue: point.queue.as_str().to_owned(),
+                    status: status.to_owned(),
+                })
+                .inc_by(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
     let jobs = Family::<QueueState, Gauge>::default();
     let paused = Family::<QueueLabel, Gauge>::default();
     let oldest = Family::<QueueLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
@@ -53,6 +77,11 @@ pub(crate) async fn metrics<S: Storage>(
     let mut registry = Registry::default();
     registry.register("queue_jobs", "Live jobs by queue and derived state", jobs);
     registry.register("queue_paused", "1 when the queue is paused", paused);
+    registry.register(
+        "queue_finished_last_hour",
+        "Jobs archived in the last hour, by queue and final status (completed, dead_letter), from history",
+        finished,
+    );
     registry.register(
         "queue_oldest_pending_seconds",
         "Age of the oldest pending job (0 when none)",

@@ -4,37 +4,60 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
-use queue_core::{FinalStatus, HistoryFilter, JobId, QueueName, Storage};
+use queue_core::{
+    FinalStatus, HistoryFilter, JobId, JobState, QueueName, QueueStats, Storage, Throughput,
+};
 use serde::Deserialize;
 
-use crate::AppState;
 use crate::error::Failure;
 use crate::layout::{action, page};
+use crate::{AppState, chart};
 
-/// Per queue: counts by state, the oldest pending job, pause and resume.
+/// Per queue: counts by state, the oldest pending job, what finished in
+/// the last 24 hours, the last hour's throughput, pause and resume.
 pub(crate) async fn overview<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
 ) -> Result<Markup, Failure> {
-    let stats = state.storage.stats().await?;
+    let mut stats = state.storage.stats().await?;
+    let now = state.storage.now().await?;
+    let day = state.storage.throughput(DAY).await?;
+    // Queues with nothing live but jobs finished today are shown too.
+    for point in &day {
+        if !stats.iter().any(|s| s.queue == point.queue) {
+            stats.push(QueueStats::empty(point.queue.clone()));
+        }
+    }
+    stats.sort_by(|a, b| a.queue.cmp(&b.queue));
+    let hour_ago = now - chrono::Duration::minutes(chart::MINUTES);
     let body = html! {
         @if stats.is_empty() {
-            p.muted { "No live jobs and no paused queues." }
+            p.muted { "No live jobs, no paused queues, nothing finished in the last 24 hours." }
         } @else {
             table {
                 thead { tr {
                     th { "queue" } th { "pending" } th { "scheduled" } th { "running" }
-                    th { "stalled" } th { "exhausted" } th { "oldest pending" } th { "" }
+                    th { "stalled" } th { "exhausted" } th { "oldest pending" }
+                    th { "completed 24 h" } th { "dead 24 h" } th { "last hour" } th { "" }
                 } }
                 tbody {
                     @for s in &stats {
+                        @let points: Vec<&Throughput> = day.iter().filter(|p| p.queue == s.queue).collect();
+                        @let recent: Vec<&Throughput> = points.iter().copied().filter(|p| p.minute > hour_ago).collect();
                         tr {
                             td {
-                                a href=(format!("/history?queue={}", s.queue.as_str())) { (s.queue.as_str()) }
+                                a href=(format!("/jobs?queue={}", s.queue.as_str())) { (s.queue.as_str()) }
                                 @if s.paused { " " span.paused { "paused" } }
                             }
                             td { (s.pending) } td { (s.scheduled) } td { (s.running) }
                             td { (s.stalled) } td { (s.exhausted) }
                             td { (s.oldest_pending_age.map_or_else(|| "-".to_owned(), |a| format!("{:.1} s", a.as_secs_f64()))) }
+                            td { (points.iter().map(|p| p.completed).sum::<u64>()) }
+                            td {
+                                a href=(format!("/history?status=dead_letter&queue={}", s.queue.as_str())) {
+                                    (points.iter().map(|p| p.failed).sum::<u64>())
+                                }
+                            }
+                            td { (chart::throughput(&recent, now)) }
                             td {
                                 @let path = format!("/queues/{}/{}", s.queue.as_str(), if s.paused { "resume" } else { "pause" });
                                 (action(&state, &path, if s.paused { "Resume" } else { "Pause" }))
@@ -47,6 +70,9 @@ pub(crate) async fn overview<S: Storage>(
     };
     Ok(page(&state, "Overview", body))
 }
+
+/// The overview's window for finished jobs.
+const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// The filters of the history page, from its query string.
 #[derive(Debug, Deserialize)]
@@ -119,6 +145,13 @@ pub(crate) async fn history<S: Storage>(
         @if let Some(next) = page_of.next {
             p { a href=(next_page(queue.as_ref(), status, next)) { "Older →" } }
         }
+        @if status == Some(FinalStatus::DeadLetter) && !page_of.records.is_empty() && !state.options.read_only {
+            form.bulk method="post" action="/dead-letters/retry" {
+                input type="hidden" name="csrf" value=(state.csrf);
+                input type="hidden" name="queue" value=(queue.as_ref().map_or("", QueueName::as_str));
+                button type="submit" { "Retry every dead letter" @if let Some(q) = &queue { " of " (q.as_str()) } " (1,000 at a time)" }
+            }
+        }
     };
     Ok(page(&state, title, body))
 }
@@ -156,7 +189,12 @@ pub(crate) async fn job<S: Storage>(
             }
             h2 { "Payload" } (json_block(Some(&job.payload)))
             h2 { "Last error" } (json_block(job.last_error.as_ref()))
-            p { (action(&state, &format!("/jobs/{id}/discard"), "Discard")) }
+            p {
+                @if job.state(now) == JobState::Scheduled {
+                    (action(&state, &format!("/jobs/{id}/run-now"), "Run now")) " "
+                }
+                (action(&state, &format!("/jobs/{id}/discard"), "Discard"))
+            }
         };
         return Ok(page(&state, &format!("Job {id}"), body));
     }

@@ -322,3 +322,170 @@ async fn metrics_expose_a_gauge_per_queue_and_state() {
     );
     assert!(reply.body.trim_end().ends_with("# EOF"));
 }
+
+#[tokio::test]
+async fn the_overview_counts_the_last_day_and_charts_the_last_hour() {
+    let (storage, _, _) = storage().await;
+    let app = router(storage, DashboardOptions::default());
+    let page = send(&app, get("/")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    // `reports` has no live job left, only a dead letter from just now.
+    assert!(page.body.contains(">reports</a>"), "{}", page.body);
+    assert!(
+        page.body
+            .contains(r#"<a href="/history?status=dead_letter&amp;queue=reports">1</a>"#),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains(r#"<svg class="chart""#), "{}", page.body);
+    assert!(page.body.contains(r#"<rect class="dead""#), "{}", page.body);
+    assert!(
+        page.body.contains("0 completed, 1 dead-lettered"),
+        "{}",
+        page.body
+    );
+}
+
+/// Three jobs scheduled an hour ahead in queue `bulk`.
+async fn scheduled(storage: &MemoryStorage) -> Vec<JobId> {
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let job = NewJob::new("bulk", json!({ "i": i })).delay(Duration::from_secs(3600));
+        ids.push(storage.enqueue(job).await.expect("enqueue").id);
+    }
+    ids
+}
+
+#[tokio::test]
+async fn the_jobs_page_filters_and_discards_what_it_selects() {
+    let (storage, live, _) = storage().await;
+    let ids = scheduled(&storage).await;
+    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/jobs?queue=bulk&state=scheduled")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    for id in &ids {
+        assert!(
+            page.body.contains(&format!(r#"href="/jobs/{id}""#)),
+            "{}",
+            page.body
+        );
+    }
+    assert!(!page.body.contains(&format!(r#"href="/jobs/{live}""#)));
+    assert_eq!(
+        send(&app, get("/jobs?state=sleeping")).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    let token = csrf(&page.body);
+    let refused = send(&app, post("/jobs/bulk", "action=discard&queue=bulk")).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(storage.get_job(ids[0]).await.expect("read").is_some());
+
+    let done = send(
+        &app,
+        post(
+            "/jobs/bulk",
+            &format!("csrf={token}&action=discard&queue=bulk&state=scheduled&unique_key="),
+        ),
+    )
+    .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_eq!(
+        done.location.as_deref(),
+        Some("/jobs?queue=bulk&state=scheduled")
+    );
+    for id in &ids {
+        let record = storage
+            .get_history(*id)
+            .await
+            .expect("read")
+            .expect("archived");
+        assert_eq!(record.status, queue_core::FinalStatus::Discarded);
+    }
+    assert!(
+        storage.get_job(live).await.expect("read").is_some(),
+        "other queues untouched"
+    );
+}
+
+#[tokio::test]
+async fn run_now_moves_a_scheduled_job_and_refuses_a_pending_one() {
+    let (storage, live, _) = storage().await;
+    let ids = scheduled(&storage).await;
+    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get(&format!("/jobs/{}", ids[0]))).await;
+    assert!(
+        page.body
+            .contains(&format!(r#"action="/jobs/{}/run-now""#, ids[0]))
+    );
+    let token = csrf(&page.body);
+    let moved = send(
+        &app,
+        post(
+            &format!("/jobs/{}/run-now", ids[0]),
+            &format!("csrf={token}"),
+        ),
+    )
+    .await;
+    assert_eq!(moved.status, StatusCode::SEE_OTHER);
+    let now = storage.now().await.expect("now");
+    let job = storage.get_job(ids[0]).await.expect("read").expect("live");
+    assert_eq!(job.state(now), queue_core::JobState::Pending);
+    let refused = send(
+        &app,
+        post(&format!("/jobs/{live}/run-now"), &format!("csrf={token}")),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+
+    let bulk = send(
+        &app,
+        post(
+            "/jobs/bulk",
+            &format!("csrf={token}&action=run_now&queue=bulk"),
+        ),
+    )
+    .await;
+    assert_eq!(bulk.status, StatusCode::SEE_OTHER);
+    let now = storage.now().await.expect("now");
+    for id in &ids {
+        let job = storage.get_job(*id).await.expect("read").expect("live");
+        assert_eq!(job.state(now), queue_core::JobState::Pending, "{id}");
+    }
+}
+
+#[tokio::test]
+async fn every_dead_letter_is_retried_from_the_dead_letters_page() {
+    let (storage, _, dead) = storage().await;
+    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/history?status=dead_letter")).await;
+    assert!(
+        page.body.contains(r#"action="/dead-letters/retry""#),
+        "{}",
+        page.body
+    );
+    let token = csrf(&page.body);
+    let done = send(
+        &app,
+        post("/dead-letters/retry", &format!("csrf={token}&queue=")),
+    )
+    .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER);
+    assert!(
+        storage.get_job(dead).await.expect("read").is_some(),
+        "live again"
+    );
+}
+
+#[tokio::test]
+async fn metrics_count_the_jobs_finished_in_the_last_hour() {
+    let (storage, _, _) = storage().await;
+    let app = router(storage, DashboardOptions::default());
+    let reply = send(&app, get("/metrics")).await;
+    assert!(
+        reply
+            .body
+            .contains(r#"queue_finished_last_hour{queue="reports",status="dead_letter"} 1"#),
+        "{}",
+        reply.body
+    );
+}
