@@ -72,6 +72,9 @@ pub(crate) enum Workload {
     Backlog(BacklogArgs),
     /// The latency of each storage operation on its own, one at a time.
     Ops(OpsArgs),
+    /// Operator reads (stats, the dashboard overview, job listings,
+    /// throughput) with many live and finished jobs.
+    Inspect(InspectArgs),
     /// Every workload at a tiny size: proves the benchmark still works.
     Smoke,
 }
@@ -91,6 +94,20 @@ pub(crate) struct EnqueueArgs {
     /// Concurrent producers of single jobs.
     #[arg(long, default_value_t = 16)]
     pub(crate) producers: usize,
+}
+
+/// `inspect` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct InspectArgs {
+    /// Live jobs, over four queues (a tenth of each running).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) live: usize,
+    /// Jobs completed in the last hour.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) history: usize,
+    /// Calls of each read.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) rounds: usize,
 }
 
 /// `ops` settings.

@@ -37,7 +37,15 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
-    for workload in ["enqueue", "drain", "latency", "scheduled", "backlog", "ops"] {
+    for workload in [
+        "enqueue",
+        "drain",
+        "latency",
+        "scheduled",
+        "backlog",
+        "ops",
+        "inspect",
+    ] {
         assert!(
             results
                 .iter()
@@ -46,8 +54,9 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         );
     }
     // enqueue batch + single, drain at two concurrencies, latency,
-    // scheduled, backlog empty + two variants, eleven storage operations.
-    assert_eq!(results.len(), 20, "{stdout}");
+    // scheduled, backlog empty + two variants, eleven storage operations,
+    // five operator reads.
+    assert_eq!(results.len(), 25, "{stdout}");
     assert!(
         stdout
             .lines()

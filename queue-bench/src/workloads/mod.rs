@@ -4,6 +4,7 @@
 mod backlog;
 mod drain;
 mod enqueue;
+mod inspect;
 mod latency;
 mod ops;
 mod scheduled;
@@ -20,7 +21,7 @@ use tokio::sync::Notify;
 
 use crate::BenchError;
 use crate::args::{
-    BacklogArgs, DrainArgs, EnqueueArgs, LatencyArgs, OpsArgs, ScheduledArgs, Workload,
+    BacklogArgs, DrainArgs, EnqueueArgs, InspectArgs, LatencyArgs, OpsArgs, ScheduledArgs, Workload,
 };
 use crate::report::Report;
 use crate::target::{Setup, Target};
@@ -41,6 +42,7 @@ pub(crate) async fn run<T: Target>(
         Workload::Scheduled(args) => scheduled::run::<T>(args, setup, report).await,
         Workload::Backlog(args) => backlog::run::<T>(args, setup, report).await,
         Workload::Ops(args) => ops::run::<T>(args, setup, report).await,
+        Workload::Inspect(args) => inspect::run::<T>(args, setup, report).await,
         Workload::Smoke => smoke::<T>(setup, report).await,
     }
 }
@@ -75,7 +77,13 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
         concurrency: 4,
     };
     backlog::run::<T>(&backlog_args, setup, report).await?;
-    ops::run::<T>(&OpsArgs { n: 20 }, setup, report).await
+    ops::run::<T>(&OpsArgs { n: 20 }, setup, report).await?;
+    let inspect_args = InspectArgs {
+        live: 400,
+        history: 200,
+        rounds: 2,
+    };
+    inspect::run::<T>(&inspect_args, setup, report).await
 }
 
 /// The worker's settings in every workload: the library's defaults.
