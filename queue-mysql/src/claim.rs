@@ -14,7 +14,7 @@ use crate::MySqlStorage;
 use crate::bind::{Param, cached, id_list, naive, placeholders, query};
 use crate::error::{Failure, retrying};
 use crate::rows::{JobRow, utc};
-use crate::sql::{PICK, RELEASE};
+use crate::sql::{CLAIM_LEVEL, PICK, RELEASE};
 
 /// A lease as the columns that identify it.
 pub(crate) type LeaseKey = (i64, String, i32);
@@ -55,6 +55,13 @@ struct Candidate {
     now_ts: NaiveDateTime,
 }
 
+/// One priority level of a queue's unleased jobs.
+#[derive(QueryableByName)]
+struct Level {
+    #[diesel(sql_type = Integer)]
+    priority: i32,
+}
+
 /// Locks the leased rows among `ids` (optionally only unexpired at `now`)
 /// and returns their identities.
 pub(crate) async fn lock_leased(
@@ -91,9 +98,13 @@ impl MySqlStorage {
         .await
     }
 
-    /// One range scan per queue reading whole rows, the best `limit` of
-    /// their results leased in one UPDATE; one transaction of four round
-    /// trips (BEGIN, scan, UPDATE, COMMIT) for one queue.
+    /// Per queue, priority level by priority level (highest first), one
+    /// probe for the next level ([`CLAIM_LEVEL`]) and one range scan of
+    /// its due jobs reading whole rows ([`PICK`]), until the queue's cap is
+    /// met or no level is left; the best `limit` of all leased in one
+    /// UPDATE. For one queue whose jobs share one priority: BEGIN, probe,
+    /// scan, UPDATE, COMMIT (and one more probe when fewer than the cap
+    /// were due).
     async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
@@ -102,14 +113,30 @@ impl MySqlStorage {
         let fixed = self.now_override();
         let mut candidates = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
-            let params = vec![
-                Param::OptTime(fixed),
-                Param::Text(queue.as_str().to_owned()),
-                Param::OptTime(fixed),
-                Param::Text(queue.as_str().to_owned()),
-                Param::Int(i64::from(*cap)),
-            ];
-            candidates.extend(cached(PICK, params).load::<Candidate>(conn).await?);
+            let name = || Param::Text(queue.as_str().to_owned());
+            let mut taken = 0;
+            // Above every priority: the first step finds the highest level.
+            let mut bound = i64::from(i32::MAX) + 1;
+            while taken < *cap as usize {
+                let levels = cached(CLAIM_LEVEL, vec![name(), Param::Int(bound)])
+                    .load::<Level>(conn)
+                    .await?;
+                let Some(level) = levels.into_iter().next().map(|l| l.priority) else {
+                    break;
+                };
+                bound = i64::from(level);
+                let params = vec![
+                    Param::OptTime(fixed),
+                    name(),
+                    Param::Int(i64::from(level)),
+                    Param::OptTime(fixed),
+                    name(),
+                    Param::Int(i64::try_from(*cap as usize - taken).unwrap_or(i64::MAX)),
+                ];
+                let picked = cached(PICK, params).load::<Candidate>(conn).await?;
+                taken += picked.len();
+                candidates.extend(picked);
+            }
         }
         // The latest of the scans' clocks: every candidate was due by then.
         let Some(now) = candidates.iter().map(|c| c.now_ts).max() else {
