@@ -105,7 +105,7 @@ impl MySqlStorage {
     /// UPDATE. For one queue whose jobs share one priority: BEGIN, probe,
     /// scan, UPDATE, COMMIT (and one more probe when fewer than the cap
     /// were due).
-    async fn dequeue_on(
+    pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
