@@ -125,7 +125,10 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
         .rows_read_by_claim(&request("delayed", 16))
         .await
         .expect("reads");
-    assert!((6..=60).contains(&busy), "a claim of 3 due jobs read {busy} rows");
+    assert!(
+        (6..=60).contains(&busy),
+        "a claim of 3 due jobs read {busy} rows"
+    );
     let claimed = storage
         .dequeue(&request("delayed", 16))
         .await

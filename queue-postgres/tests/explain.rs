@@ -201,3 +201,71 @@ fn rows_read(plan: &Value, out: &mut Vec<(String, f64)>) {
         rows_read(child, out);
     }
 }
+
+/// Index entries and heap rows read on job_queue by an executed claim.
+fn claim_reads(plan: &Value) -> f64 {
+    let mut read = Vec::new();
+    rows_read(&plan[0]["Plan"], &mut read);
+    assert!(
+        !read
+            .iter()
+            .any(|(kind, _)| kind == "Seq Scan" || kind == "Bitmap Heap Scan"),
+        "the claim scans job_queue: {read:?}"
+    );
+    read.iter().map(|(_, rows)| rows).sum()
+}
+
+/// An idle claim (nothing due) reads a few index entries per priority
+/// level, not the jobs waiting for a later time; a claim with a few due
+/// jobs reads those and stops at the first one not yet due. (A scan in
+/// plain claim order read all 100k here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_do_not_read_jobs_that_are_not_due_yet() {
+    let schema = TestSchema::create().await;
+    let pool = schema.pool().await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid schema");
+    storage.migrate().await.expect("migrate");
+    for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
+        let batch = chunk
+            .iter()
+            .map(|i| {
+                NewJob::new("delayed", json!({"i": i}))
+                    .priority((i % 3) as i32)
+                    .delay(Duration::from_secs(3600))
+            })
+            .collect();
+        storage.enqueue_batch(batch).await.expect("enqueue_batch");
+    }
+    for queues in [&["delayed"][..], &["delayed", "other"][..]] {
+        let plan = storage
+            .explain_dequeue_analyzed(&request(queues, 16))
+            .await
+            .expect("explain");
+        let read = claim_reads(&plan);
+        assert!(read <= 50.0, "{queues:?}: an idle claim read {read} rows");
+    }
+
+    let due: Vec<_> = (0..3)
+        .map(|i| NewJob::new("delayed", json!({"due": i})).priority(1))
+        .collect();
+    storage.enqueue_batch(due).await.expect("enqueue_batch");
+    let plan = storage
+        .explain_dequeue_analyzed(&request(&["delayed"], 16))
+        .await
+        .expect("explain");
+    let read = claim_reads(&plan);
+    assert!(
+        (3.0..=60.0).contains(&read),
+        "a claim of 3 due jobs read {read} rows"
+    );
+    let claimed = storage
+        .dequeue(&request(&["delayed"], 16))
+        .await
+        .expect("dequeue");
+    assert_eq!(claimed.len(), 3, "the analysed claim was rolled back");
+
+    pool.close().await;
+    schema.drop_schema().await;
+}
