@@ -70,13 +70,14 @@ pub async fn dequeue_limit_spans_priority_levels_past_jobs_not_yet_due<S: Storag
         .await;
 
     let ids = |jobs: Vec<queue_core::Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(ids(ctx.claim("q", 2).await), [three_due, one_older]);
     let several = ctx
         .storage
-        .dequeue(&request(&["q", "r"], 3, "w1"))
+        .dequeue(&request(&["q", "r"], 2, "w1"))
         .await
         .expect("dequeue");
-    assert_eq!(ids(several), [three_due, other_two, one_older]);
-    assert_eq!(ids(ctx.claim("q", 2).await), [one_newer, zero_due]);
+    assert_eq!(ids(several), [other_two, one_newer]);
+    assert_eq!(ids(ctx.claim("q", 1).await), [zero_due]);
     assert!(ctx.claim("q", 10).await.is_empty());
     ctx.clock.advance(secs(30));
     assert_eq!(ids(ctx.claim("q", 10).await), [three_later, one_later]);
