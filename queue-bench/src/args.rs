@@ -151,6 +151,15 @@ pub(crate) struct ScheduledArgs {
     /// second after the jobs are enqueued.
     #[arg(long, default_value_t = 5_000)]
     pub(crate) spread_ms: u64,
+    /// Jobs scheduled an hour ahead in the same queue, enqueued in batches
+    /// before the measured jobs (the delay-queue case: most of the queue
+    /// is not due yet).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) backlog: usize,
+    /// Idle claims timed with the backlog waiting and nothing due, one
+    /// after another, before the measured jobs are enqueued.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) idle_claims: usize,
 }
 
 /// `backlog` settings.

@@ -3,7 +3,7 @@
 
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
-use diesel::sql_types::Datetime;
+use diesel::sql_types::{Datetime, Integer};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::backend::claim_order;
 use queue_core::{DequeueRequest, Job, Result};
@@ -13,7 +13,7 @@ use crate::bind::{Param, cached, id_list};
 use crate::error::{Failure, retrying};
 use crate::heartbeat::later;
 use crate::rows::JobRow;
-use crate::sql::{self, DEQUEUE_PICK};
+use crate::sql::{self, DEQUEUE_LEVEL, DEQUEUE_PICK};
 
 /// A claimable row and the claim statement's "now".
 #[derive(QueryableByName)]
@@ -22,6 +22,13 @@ struct Candidate {
     job: JobRow,
     #[diesel(sql_type = Datetime)]
     now_ts: NaiveDateTime,
+}
+
+/// One priority level of a queue's unleased jobs.
+#[derive(QueryableByName)]
+pub(crate) struct Level {
+    #[diesel(sql_type = Integer)]
+    pub(crate) priority: i32,
 }
 
 impl MySqlStorage {
@@ -34,10 +41,14 @@ impl MySqlStorage {
         .await
     }
 
-    /// One range scan per queue reading whole rows, the best `limit` of
-    /// their results leased in one UPDATE; one transaction of four round
-    /// trips (BEGIN, scan, UPDATE, COMMIT) for one queue.
-    async fn dequeue_on(
+    /// Per queue, priority level by priority level (highest first), one
+    /// probe for the next level ([`DEQUEUE_LEVEL`]) and one range scan of
+    /// its due jobs reading whole rows ([`DEQUEUE_PICK`]), until the
+    /// queue's cap is met or no level is left; the best `limit` of all
+    /// leased in one UPDATE. For one queue whose jobs share one priority:
+    /// BEGIN, probe, scan, UPDATE, COMMIT (and one more probe when fewer
+    /// than the cap were due).
+    pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
@@ -45,14 +56,30 @@ impl MySqlStorage {
         let fixed = self.now_override();
         let mut candidates = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
-            let params = vec![
-                Param::OptTime(fixed),
-                Param::Text(queue.as_str().to_owned()),
-                Param::OptTime(fixed),
-                Param::Text(queue.as_str().to_owned()),
-                Param::Int(i64::from(*cap)),
-            ];
-            candidates.extend(cached(DEQUEUE_PICK, params).load::<Candidate>(conn).await?);
+            let name = || Param::Text(queue.as_str().to_owned());
+            let mut taken = 0;
+            // Above every priority: the first step finds the highest level.
+            let mut bound = i64::from(i32::MAX) + 1;
+            while taken < *cap as usize {
+                let levels = cached(DEQUEUE_LEVEL, vec![name(), Param::Int(bound)])
+                    .load::<Level>(conn)
+                    .await?;
+                let Some(level) = levels.into_iter().next().map(|l| l.priority) else {
+                    break;
+                };
+                bound = i64::from(level);
+                let params = vec![
+                    Param::OptTime(fixed),
+                    name(),
+                    Param::Int(i64::from(level)),
+                    Param::OptTime(fixed),
+                    name(),
+                    Param::Int(i64::try_from(*cap as usize - taken).unwrap_or(i64::MAX)),
+                ];
+                let picked = cached(DEQUEUE_PICK, params).load::<Candidate>(conn).await?;
+                taken += picked.len();
+                candidates.extend(picked);
+            }
         }
         // The latest of the scans' clocks: every candidate was due by then.
         let Some(now) = candidates.iter().map(|c| c.now_ts).max() else {

@@ -10,8 +10,9 @@ use queue_core::{DequeueRequest, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, query};
-use crate::error::retrying;
-use crate::sql::{DEQUEUE_PICK, ROWS_LOCKED, SESSION_READS};
+use crate::dequeue::Level;
+use crate::error::{Failure, retrying};
+use crate::sql::{DEQUEUE_LEVEL, DEQUEUE_PICK, ROWS_LOCKED, SESSION_READS};
 
 /// One row of the server's `EXPLAIN` (the columns both servers share).
 #[derive(QueryableByName)]
@@ -37,6 +38,7 @@ impl ExplainRow {
             index: self.key,
             rows: self.rows.and_then(|rows| rows.parse().ok()),
             actual_rows: None,
+            buffers: None,
             detail: self.extra,
         }
     }
@@ -69,34 +71,84 @@ struct Locked {
     rows: i64,
 }
 
+/// The highest priority among the unleased jobs of `queue` (0 when none):
+/// the level a claim scans first.
+async fn top_level(
+    conn: &mut crate::AsyncMysqlConnection,
+    queue: &str,
+) -> diesel::QueryResult<i32> {
+    let levels = query(
+        DEQUEUE_LEVEL,
+        vec![
+            Param::Text(queue.to_owned()),
+            Param::Int(i64::from(i32::MAX) + 1),
+        ],
+    )
+    .load::<Level>(conn)
+    .await?;
+    Ok(levels.into_iter().next().map_or(0, |l| l.priority))
+}
+
 impl MySqlStorage {
-    fn pick_params(&self, request: &DequeueRequest) -> Vec<Param> {
+    /// The binds of the claim's scan ([`DEQUEUE_PICK`]) of the first queue of
+    /// `request` at priority `level`.
+    fn pick_params(&self, request: &DequeueRequest, level: i32) -> Vec<Param> {
         let queue = request.queues()[0].as_str().to_owned();
         let now = self.now_override();
         vec![
             Param::OptTime(now),
             Param::Text(queue.clone()),
+            Param::Int(i64::from(level)),
             Param::OptTime(now),
             Param::Text(queue),
             Param::Int(i64::from(request.queue_limits()[0])),
         ]
     }
 
-    /// The server's plan for the claim's scan of the first queue of
-    /// `request` (each queue of a claim is scanned the same way).
+    /// The server's plan for the claim's scan of the highest priority level
+    /// of the first queue of `request` (each level of each queue is
+    /// scanned the same way).
     ///
     /// # Errors
     /// As any query.
     pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Vec<PlanStep>> {
-        let params = self.pick_params(request);
         let rows = retrying(true, || async {
             let mut conn = self.connection().await?;
-            Ok(query(&format!("EXPLAIN {DEQUEUE_PICK}"), params.clone())
+            let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
+            let params = self.pick_params(request, level);
+            Ok(query(&format!("EXPLAIN {DEQUEUE_PICK}"), params)
                 .load::<ExplainRow>(&mut conn)
                 .await?)
         })
         .await?;
         Ok(rows.into_iter().map(ExplainRow::into_step).collect())
+    }
+
+    /// How many index or table rows the server reads for a whole claim of
+    /// `request` (the session's `Handler_read_*` counters around it): the
+    /// due jobs it takes plus a few per priority level, however many jobs
+    /// wait for a later time. The claim is rolled back: nothing is taken.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn rows_read_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
+        retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let before = session_reads(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    self.dequeue_on(conn, request).await?;
+                    Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
+                })
+                .await;
+            match outcome {
+                Err(Failure::Query(diesel::result::Error::RollbackTransaction)) | Ok(()) => {}
+                Err(other) => return Err(other),
+            }
+            let after = session_reads(&mut conn).await?;
+            Ok(after.saturating_sub(before))
+        })
+        .await
     }
 
     /// How many index or table rows the server reads to answer
@@ -125,9 +177,10 @@ impl MySqlStorage {
     /// # Errors
     /// As any query.
     pub async fn rows_locked_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
-        let params = self.pick_params(request);
         retrying(true, || async {
             let mut conn = self.connection().await?;
+            let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
+            let params = self.pick_params(request, level);
             // The locking read changes nothing; committing releases its locks.
             conn.transaction(async |conn| {
                 query(DEQUEUE_PICK, params.clone()).execute(conn).await?;

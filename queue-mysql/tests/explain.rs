@@ -92,3 +92,47 @@ async fn claims_use_the_dequeue_index_and_lock_few_rows_on_a_100k_backlog() {
     assert!(read <= 200, "next_due read {read} rows");
     db.drop_database().await;
 }
+
+/// An idle claim (nothing due) reads a few index entries per priority
+/// level, not the jobs waiting for a later time; a claim with a few due
+/// jobs reads those and stops at the first one not yet due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_do_not_read_jobs_that_are_not_due_yet() {
+    let (db, storage) = common::storage_in_new_database().await;
+    for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
+        let batch = chunk
+            .iter()
+            .map(|i| {
+                NewJob::new("delayed", json!({"i": i}))
+                    .priority((i % 3) as i32)
+                    .delay(Duration::from_secs(3600))
+            })
+            .collect();
+        storage.enqueue_batch(batch).await.expect("enqueue_batch");
+    }
+    let idle = storage
+        .rows_read_by_claim(&request("delayed", 16))
+        .await
+        .expect("reads");
+    // At least the level probes: the counters do count this claim.
+    assert!((3..=50).contains(&idle), "an idle claim read {idle} rows");
+
+    let due: Vec<_> = (0..3)
+        .map(|i| NewJob::new("delayed", json!({"due": i})).priority(1))
+        .collect();
+    storage.enqueue_batch(due).await.expect("enqueue_batch");
+    let busy = storage
+        .rows_read_by_claim(&request("delayed", 16))
+        .await
+        .expect("reads");
+    assert!(
+        (6..=60).contains(&busy),
+        "a claim of 3 due jobs read {busy} rows"
+    );
+    let claimed = storage
+        .dequeue(&request("delayed", 16))
+        .await
+        .expect("dequeue");
+    assert_eq!(claimed.len(), 3, "the measuring claims took nothing");
+    db.drop_database().await;
+}

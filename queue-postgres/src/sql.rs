@@ -65,40 +65,71 @@ SELECT COALESCE((SELECT id FROM ins),
                   WHERE live.queue_name = $2::text AND live.unique_key = $4::text)) AS id,
        NOT EXISTS (SELECT 1 FROM ins) AS existed{signal_one}";
 
-/// Picks up to $3 claimable jobs of the one queue in $2: a plain range scan
-/// of the dequeue index, no sort.
+/// The distinct priorities of queue `{queue}`'s unleased jobs, highest
+/// first: a recursive skip-scan of the dequeue index, one probe per
+/// priority, however many jobs share one.
+const LEVELS: &str = "levels(priority) AS (
+        (SELECT j.priority FROM {s}.job_queue j
+          WHERE j.queue_name = {queue} AND j.lease_until IS NULL
+          ORDER BY j.priority DESC LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.priority FROM {s}.job_queue j
+                 WHERE j.queue_name = {queue} AND j.lease_until IS NULL AND j.priority < l.priority
+                 ORDER BY j.priority DESC LIMIT 1)
+          FROM levels l WHERE l.priority IS NOT NULL
+    )";
+
+/// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked:
+/// priority by priority (highest first, from [`LEVELS`]), the due jobs of
+/// each as a range scan of the dequeue index on (priority, available_at
+/// <= now), which ends at the first job not due yet. So a claim reads the
+/// due jobs it takes plus two probes per priority level, never the jobs
+/// still waiting for their time (a scan in plain claim order walked all of
+/// them whenever fewer than the limit were due).
+///
+/// No ORDER BY: the nested loop emits the levels in the recursion's order,
+/// highest first, each level's jobs in (available_at, id) order, and the
+/// LIMIT stops it as soon as `{cap}` jobs are locked, so lower levels are
+/// neither read nor locked. A sort would run every level's scan and lock
+/// up to `{cap}` jobs in each. (The order of the claimed jobs is restored
+/// after RETURNING anyway; the conformance suite checks which are taken.)
+const PICK_LEVELS: &str = "
+        SELECT c.id, c.priority, c.available_at
+        FROM levels l
+        CROSS JOIN LATERAL (
+            SELECT j.id, j.priority, j.available_at
+            FROM {s}.job_queue j
+            WHERE j.queue_name = {queue}
+              AND j.lease_until IS NULL
+              AND j.priority = l.priority
+              AND j.available_at <= COALESCE($1::timestamptz, now())
+              AND j.attempts < j.max_attempts
+            ORDER BY j.available_at, j.id
+            LIMIT {cap}
+            FOR UPDATE SKIP LOCKED
+        ) c
+        WHERE l.priority IS NOT NULL
+        LIMIT {cap}";
+
+/// Picks up to $3 claimable jobs of the one queue in $2 ([`PICK_LEVELS`]).
 const PICK_ONE_QUEUE: &str = "
-WITH picked AS (
-    SELECT j.id
-    FROM {s}.job_queue j
-    WHERE j.queue_name = ($2::text[])[1]
-      AND j.lease_until IS NULL
-      AND j.available_at <= COALESCE($1::timestamptz, now())
-      AND j.attempts < j.max_attempts
-      AND NOT EXISTS (SELECT 1 FROM {s}.queue_config p
+WITH RECURSIVE {levels},
+picked AS (
+    SELECT c.id FROM ({pick}) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p
                        WHERE p.queue_name = ($2::text[])[1] AND p.paused)
-    ORDER BY j.priority DESC, j.available_at, j.id
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
 )";
 
 /// Picks up to $3 claimable jobs of the queues in $2: per queue the best
-/// (its cap in $6, aligned with $2) by the dequeue index, then the best $3
+/// (its cap in $6, aligned with $2) by [`PICK_LEVELS`], then the best $3
 /// of those (a sort of at most the sum of the caps).
 const PICK_MANY_QUEUES: &str = "
 WITH picked AS (
     SELECT c.id
     FROM UNNEST($2::text[], $6::bigint[]) AS q(name, cap)
     CROSS JOIN LATERAL (
-        SELECT j.id, j.priority, j.available_at
-        FROM {s}.job_queue j
-        WHERE j.queue_name = q.name
-          AND j.lease_until IS NULL
-          AND j.available_at <= COALESCE($1::timestamptz, now())
-          AND j.attempts < j.max_attempts
-        ORDER BY j.priority DESC, j.available_at, j.id
-        LIMIT q.cap
-        FOR UPDATE SKIP LOCKED
+        WITH RECURSIVE {levels}
+        {pick}
     ) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
     ORDER BY c.priority DESC, c.available_at, c.id
@@ -469,6 +500,17 @@ CROSS JOIN LATERAL (
       FROM levels l WHERE l.priority IS NOT NULL
 ) d";
 
+/// A claim: `template` with [`LEVELS`] and [`PICK_LEVELS`] for the queue
+/// and cap expressions given, then [`CLAIM_PICKED`].
+fn pick(template: &str, queue: &str, cap: &str) -> String {
+    let body = template
+        .replace("{levels}", LEVELS)
+        .replace("{pick}", PICK_LEVELS)
+        .replace("{queue}", queue)
+        .replace("{cap}", cap);
+    format!("{body}{CLAIM_PICKED}")
+}
+
 /// The statements of one storage, with its schema filled in.
 #[derive(Debug, Clone)]
 pub(crate) struct Statements {
@@ -523,8 +565,8 @@ impl Statements {
             enqueue_one: fill(&ENQUEUE_ONE.replace("{signal_one}", ENQUEUE_ONE_SIGNAL)),
             enqueue_one_quiet: fill(&ENQUEUE_ONE.replace("{signal_one}", "")),
             signal: fill(SIGNAL),
-            dequeue_one: fill(&format!("{PICK_ONE_QUEUE}{CLAIM_PICKED}")),
-            dequeue_many: fill(&format!("{PICK_MANY_QUEUES}{CLAIM_PICKED}")),
+            dequeue_one: fill(&pick(PICK_ONE_QUEUE, "($2::text[])[1]", "$3")),
+            dequeue_many: fill(&pick(PICK_MANY_QUEUES, "q.name", "q.cap")),
             ack: fill(ACK),
             nack: fill(NACK),
             release: fill(RELEASE),

@@ -170,3 +170,75 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
     pool.close().await;
     schema.drop_schema().await;
 }
+
+/// Buffers an executed claim touched (the root step counts its
+/// children's), after checking that it scans no table. Buffers, not rows:
+/// index entries an index condition rejects are counted in neither
+/// actual rows nor rows removed by a filter.
+fn claim_buffers(steps: &[PlanStep]) -> f64 {
+    assert!(
+        !steps.iter().any(|s| s.table.as_deref() == Some("job_queue")
+            && (s.operation == "Seq Scan" || s.operation == "Bitmap Heap Scan")),
+        "the claim scans job_queue: {steps:?}"
+    );
+    steps.first().and_then(|s| s.buffers).unwrap_or(0.0)
+}
+
+/// An idle claim (nothing due) reads a few index entries per priority
+/// level, not the jobs waiting for a later time; a claim with a few due
+/// jobs reads those and stops at the first one not yet due. (A scan in
+/// plain claim order read the whole queue's part of the index: about 750
+/// buffers here.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_do_not_read_jobs_that_are_not_due_yet() {
+    let schema = TestSchema::create().await;
+    let pool = schema.pool().await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid schema");
+    storage.migrate().await.expect("migrate");
+    for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
+        let batch = chunk
+            .iter()
+            .map(|i| {
+                NewJob::new("delayed", json!({"i": i}))
+                    .priority((i % 3) as i32)
+                    .delay(Duration::from_secs(3600))
+            })
+            .collect();
+        storage.enqueue_batch(batch).await.expect("enqueue_batch");
+    }
+    for queues in [&["delayed"][..], &["delayed", "other"][..]] {
+        let plan = storage
+            .explain_dequeue_analyzed(&request(queues, 16))
+            .await
+            .expect("explain");
+        let buffers = claim_buffers(&plan);
+        assert!(
+            buffers > 0.0 && buffers <= 60.0,
+            "{queues:?}: an idle claim touched {buffers} buffers"
+        );
+    }
+
+    let due: Vec<_> = (0..3)
+        .map(|i| NewJob::new("delayed", json!({"due": i})).priority(1))
+        .collect();
+    storage.enqueue_batch(due).await.expect("enqueue_batch");
+    let plan = storage
+        .explain_dequeue_analyzed(&request(&["delayed"], 16))
+        .await
+        .expect("explain");
+    let buffers = claim_buffers(&plan);
+    assert!(
+        buffers > 0.0 && buffers <= 80.0,
+        "a claim of 3 due jobs touched {buffers} buffers"
+    );
+    let claimed = storage
+        .dequeue(&request(&["delayed"], 16))
+        .await
+        .expect("dequeue");
+    assert_eq!(claimed.len(), 3, "the analysed claim was rolled back");
+
+    pool.close().await;
+    schema.drop_schema().await;
+}

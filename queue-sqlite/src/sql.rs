@@ -64,11 +64,24 @@ RETURNING id";
 pub(crate) const ENQUEUE_EXISTING: &str =
     "SELECT id FROM job_queue WHERE queue_name = ?1 AND unique_key = ?2";
 
-/// Up to ?3 claimable jobs of queue ?2, best first. ?1 now.
+/// The highest priority below ?2 among the unleased jobs of queue ?1: one
+/// step of the claim's walk over priority levels (one probe of the dequeue
+/// index, however many jobs share a priority). The first step binds a
+/// bound above every `i32`.
+pub(crate) const DEQUEUE_LEVEL: &str = "SELECT priority FROM job_queue
+WHERE queue_name = ?1 AND lease_until IS NULL AND priority < ?2
+ORDER BY priority DESC
+LIMIT 1";
+
+/// Up to ?3 claimable jobs of queue ?2 at priority ?4, best first. ?1 now.
+/// A range scan of the dequeue index on (queue, priority, available_at <=
+/// now): it ends at the first job not due yet, so jobs waiting for their
+/// time are never read.
 pub(crate) const DEQUEUE_PICK: &str = "SELECT id, priority, available_at FROM job_queue
-WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1 AND attempts < max_attempts
+WHERE queue_name = ?2 AND lease_until IS NULL AND priority = ?4 AND available_at <= ?1
+  AND attempts < max_attempts
   AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
-ORDER BY priority DESC, available_at, id
+ORDER BY available_at, id
 LIMIT ?3";
 
 /// Leases job ?2 until ?3 to worker ?4. ?1 now.

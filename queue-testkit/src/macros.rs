@@ -23,6 +23,7 @@ macro_rules! for_each_case {
             enqueue::enqueue_batch_of_nothing_returns_nothing,
             enqueue::now_follows_the_manual_clock,
             dequeue::dequeue_orders_by_priority_then_available_at_then_id,
+            dequeue::dequeue_limit_spans_priority_levels_past_jobs_not_yet_due,
             dequeue::dequeue_claims_only_from_named_queues,
             dequeue::dequeue_across_queues_takes_the_best_jobs_first,
             dequeue::dequeue_returns_at_most_limit_distinct_jobs,

@@ -69,6 +69,8 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
     let scheduled_args = ScheduledArgs {
         count: 20,
         spread_ms: 200,
+        backlog: 2_000,
+        idle_claims: 5,
     };
     scheduled::run::<T>(&scheduled_args, setup, report).await?;
     let backlog_args = BacklogArgs {
@@ -144,6 +146,19 @@ pub(crate) async fn fill<T: Target>(
     batch: usize,
     producers: usize,
 ) -> Result<(), BenchError> {
+    fill_with(storage, queue, n, priority, None, batch, producers).await
+}
+
+/// [`fill`], the jobs due `delay` after their batch is enqueued when given.
+pub(crate) async fn fill_with<T: Target>(
+    storage: &T,
+    queue: &str,
+    n: usize,
+    priority: i32,
+    delay: Option<Duration>,
+    batch: usize,
+    producers: usize,
+) -> Result<(), BenchError> {
     let batch = batch.max(1);
     let chunks: Vec<(usize, usize)> = (0..n)
         .step_by(batch)
@@ -162,7 +177,13 @@ pub(crate) async fn fill<T: Target>(
         tasks.push(tokio::spawn(async move {
             while let Some(&(start, end)) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
                 let jobs = (start..end)
-                    .map(|i| NewJob::new(queue.as_str(), json!({ "i": i })).priority(priority))
+                    .map(|i| {
+                        let job = NewJob::new(queue.as_str(), json!({ "i": i })).priority(priority);
+                        match delay {
+                            Some(delay) => job.delay(delay),
+                            None => job,
+                        }
+                    })
                     .collect();
                 storage.enqueue_batch(jobs).await?;
             }

@@ -4,17 +4,23 @@
 //! Start times are read on this machine's wall clock and moved onto the
 //! database's by the offset measured at the start (half a round trip of
 //! uncertainty; zero in effect when the server runs on this machine).
+//!
+//! With `--backlog N`, N jobs due in an hour wait in the same queue first
+//! (enqueued in batches, timed), and `--idle-claims` claims are timed one
+//! by one while nothing is due: what an idle worker's poll costs in a delay
+//! queue.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use queue_core::{JobId, NewJob};
+use queue_core::{DequeueRequest, JobId, NewJob, QueueName, WorkerId};
 use queue_worker::{JobContext, WorkerBuilder};
 use serde_json::json;
 
-use super::{Progress, QUEUE, queue_options, worker_options};
+use super::drain::FILL_BATCH;
+use super::{Progress, QUEUE, fill_with, queue_options, worker_options};
 use crate::BenchError;
 use crate::args::ScheduledArgs;
 use crate::report::{Report, Row};
@@ -27,12 +33,45 @@ type Starts = HashMap<JobId, (DateTime<Utc>, DateTime<Utc>)>;
 /// The first job is due this long after the batch is enqueued.
 const LEAD: Duration = Duration::from_secs(1);
 
+/// The backlog's jobs are due this long after they are enqueued.
+const BACKLOG_DELAY: Duration = Duration::from_secs(3_600);
+
+/// Jobs one idle claim asks for: the measured worker's slots.
+const IDLE_CLAIM_LIMIT: u32 = 16;
+
 pub(crate) async fn run<T: Target>(
     args: &ScheduledArgs,
     setup: &Setup,
     report: &mut Report,
 ) -> Result<(), BenchError> {
     let storage = T::fresh(setup).await?;
+    if args.backlog > 0 {
+        let started = Instant::now();
+        fill_with(
+            &storage,
+            QUEUE,
+            args.backlog,
+            0,
+            Some(BACKLOG_DELAY),
+            5 * FILL_BATCH,
+            2,
+        )
+        .await?;
+        let took = started.elapsed();
+        report.push(
+            Row::new("scheduled_backlog")
+                .param("backlog", args.backlog)
+                .param("due_in_s", BACKLOG_DELAY.as_secs())
+                .figure("seconds", format!("{:.1}", took.as_secs_f64()))
+                .figure(
+                    "jobs_per_s",
+                    format!("{:.0}", args.backlog as f64 / took.as_secs_f64()),
+                ),
+        );
+    }
+    if args.idle_claims > 0 {
+        idle_claims(&storage, args, report).await?;
+    }
     let offset = clock_offset(&storage).await?;
     let starts: Arc<Mutex<Starts>> = Arc::default();
     let progress = Progress::new(args.count);
@@ -82,12 +121,52 @@ pub(crate) async fn run<T: Target>(
         Row::new("scheduled")
             .param("count", args.count)
             .param("spread_ms", args.spread_ms)
+            .param("backlog", args.backlog)
             .param("wake", if T::notifies(setup) { "notify" } else { "poll" })
             .ms("p50_ms", spread.p50)
             .ms("p99_ms", spread.p99)
             .ms("max_ms", spread.max)
             .figure("early", early)
             .ms("clock_offset_ms", offset.as_seconds_f64() * 1e3),
+    );
+    Ok(())
+}
+
+/// Times `args.idle_claims` claims, one after another, while nothing in
+/// the queue is due (only the backlog waits, if any).
+async fn idle_claims<T: Target>(
+    storage: &T,
+    args: &ScheduledArgs,
+    report: &mut Report,
+) -> Result<(), BenchError> {
+    let request = DequeueRequest::new(
+        vec![QueueName::new(QUEUE)?],
+        IDLE_CLAIM_LIMIT,
+        Duration::from_secs(30),
+        WorkerId::new("bench-idle-claim")?,
+    )?;
+    let mut samples = Vec::with_capacity(args.idle_claims);
+    for _ in 0..args.idle_claims {
+        let sent = Instant::now();
+        let claimed = storage.dequeue(&request).await?;
+        samples.push(sent.elapsed());
+        if !claimed.is_empty() {
+            return Err(format!(
+                "an idle claim took {} jobs: something in the queue was due",
+                claimed.len()
+            )
+            .into());
+        }
+    }
+    let spread = Spread::of(&samples).ok_or("no idle-claim sample")?;
+    report.push(
+        Row::new("idle_claim")
+            .param("claims", args.idle_claims)
+            .param("limit", IDLE_CLAIM_LIMIT)
+            .param("backlog", args.backlog)
+            .ms("p50_ms", spread.p50)
+            .ms("p99_ms", spread.p99)
+            .ms("max_ms", spread.max),
     );
     Ok(())
 }

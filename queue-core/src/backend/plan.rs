@@ -19,6 +19,10 @@ pub struct PlanStep {
     /// The rows the step produced, over all its loops, when the statement
     /// was executed to explain it (PostgreSQL's `EXPLAIN ANALYZE`).
     pub actual_rows: Option<f64>,
+    /// The pages (buffers) the step touched, when the statement was
+    /// executed with buffer counting (PostgreSQL's shared hit + read
+    /// blocks, its children's included).
+    pub buffers: Option<f64>,
     /// Anything else the database said of the step (MySQL's `Extra`, such
     /// as `Using filesort`).
     pub detail: Option<String>,

@@ -39,6 +39,52 @@ pub async fn dequeue_orders_by_priority_then_available_at_then_id<S: Storage>(ct
     assert_eq!(ctx.live(future).await.state(ctx.now()), JobState::Scheduled);
 }
 
+/// A limited claim takes the best due jobs across priority levels, past
+/// levels (and the ends of levels) holding only jobs not yet due, in one
+/// queue and across several; the waiting jobs are claimed once due.
+pub async fn dequeue_limit_spans_priority_levels_past_jobs_not_yet_due<S: Storage>(ctx: Ctx<S>) {
+    let t = |s: i64| start() - TimeDelta::seconds(s);
+    let top_later = ctx
+        .enqueue(NewJob::new("q", json!(1)).priority(5).delay(secs(60)))
+        .await;
+    let three_due = ctx
+        .enqueue(NewJob::new("q", json!(2)).priority(3).run_at(t(10)))
+        .await;
+    let three_later = ctx
+        .enqueue(NewJob::new("q", json!(3)).priority(3).delay(secs(30)))
+        .await;
+    let one_later = ctx
+        .enqueue(NewJob::new("q", json!(4)).priority(1).delay(secs(10)))
+        .await;
+    let one_newer = ctx
+        .enqueue(NewJob::new("q", json!(5)).priority(1).run_at(t(5)))
+        .await;
+    let one_older = ctx
+        .enqueue(NewJob::new("q", json!(6)).priority(1).run_at(t(20)))
+        .await;
+    let zero_due = ctx
+        .enqueue(NewJob::new("q", json!(7)).priority(0).run_at(t(30)))
+        .await;
+    let other_two = ctx
+        .enqueue(NewJob::new("r", json!(8)).priority(2).run_at(t(1)))
+        .await;
+
+    let ids = |jobs: Vec<queue_core::Job>| jobs.into_iter().map(|j| j.id).collect::<Vec<_>>();
+    assert_eq!(ids(ctx.claim("q", 2).await), [three_due, one_older]);
+    let several = ctx
+        .storage
+        .dequeue(&request(&["q", "r"], 2, "w1"))
+        .await
+        .expect("dequeue");
+    assert_eq!(ids(several), [other_two, one_newer]);
+    assert_eq!(ids(ctx.claim("q", 1).await), [zero_due]);
+    assert!(ctx.claim("q", 10).await.is_empty());
+    ctx.clock.advance(secs(30));
+    assert_eq!(ids(ctx.claim("q", 10).await), [three_later, one_later]);
+    ctx.clock.advance(secs(30));
+    assert_eq!(ids(ctx.claim("q", 10).await), [top_later]);
+}
+
 /// Only the named queues are claimed from, several at once.
 pub async fn dequeue_claims_only_from_named_queues<S: Storage>(ctx: Ctx<S>) {
     let a = ctx.enqueue(NewJob::new("a", json!(1))).await;
