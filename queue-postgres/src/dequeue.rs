@@ -5,10 +5,53 @@ use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, Result};
 
+use sqlx::postgres::{PgArguments, Postgres};
+use sqlx::query::Query;
+
 use crate::error::retrying;
 use crate::{PgStorage, rows};
 
+/// The claim statement's array parameters, built once per request.
+pub(crate) struct ClaimBinds<'r> {
+    queues: Vec<&'r str>,
+    caps: Vec<i64>,
+}
+
+impl<'r> ClaimBinds<'r> {
+    pub(crate) fn of(request: &'r DequeueRequest) -> Self {
+        Self {
+            queues: request.queues().iter().map(|q| q.as_str()).collect(),
+            caps: request
+                .queue_limits()
+                .iter()
+                .map(|c| i64::from(*c))
+                .collect(),
+        }
+    }
+}
+
 impl PgStorage {
+    /// Binds the claim statement's parameters ($1 clock … $5 worker, and
+    /// $6 the per-queue caps, which only the several-queue statement has).
+    pub(crate) fn bind_claim<'q>(
+        &self,
+        query: Query<'q, Postgres, PgArguments>,
+        request: &'q DequeueRequest,
+        binds: &'q ClaimBinds<'q>,
+    ) -> Query<'q, Postgres, PgArguments> {
+        let query = query
+            .bind(self.now_override())
+            .bind(&binds.queues)
+            .bind(i64::from(request.limit()))
+            .bind(duration_micros(request.lease()))
+            .bind(request.worker_id().as_str());
+        if request.queues().len() > 1 {
+            query.bind(&binds.caps)
+        } else {
+            query
+        }
+    }
+
     /// The claim statement for `request`: a plain index scan for one
     /// queue, a per-queue LATERAL scan for several.
     pub(crate) fn dequeue_statement(&self, request: &DequeueRequest) -> sqlx::SqlStr {
@@ -20,24 +63,11 @@ impl PgStorage {
     }
 
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let queues: Vec<&str> = request.queues().iter().map(|q| q.as_str()).collect();
-        let caps: Vec<i64> = request
-            .queue_limits()
-            .iter()
-            .map(|c| i64::from(*c))
-            .collect();
+        let binds = ClaimBinds::of(request);
         let statement = self.dequeue_statement(request);
-        let many = request.queues().len() > 1;
         let rows = retrying(false, || {
-            let query = sqlx::query(statement.clone())
-                .bind(self.now_override())
-                .bind(&queues)
-                .bind(i64::from(request.limit()))
-                .bind(duration_micros(request.lease()))
-                .bind(request.worker_id().as_str());
-            // Only the several-queue statement has per-queue caps ($6).
-            let query = if many { query.bind(&caps) } else { query };
-            query.fetch_all(&self.pool)
+            self.bind_claim(sqlx::query(statement.clone()), request, &binds)
+                .fetch_all(&self.pool)
         })
         .await?;
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;

@@ -3,11 +3,13 @@
 //! [`PlanStep`]s (the plan tree's nodes, depth first).
 
 use queue_core::backend::PlanStep;
-use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, QueueName, Result};
 use serde_json::Value;
 
+use sqlx::Row;
+
 use crate::PgStorage;
+use crate::dequeue::ClaimBinds;
 use crate::error::retrying;
 
 /// The nodes of a `FORMAT JSON` plan, depth first.
@@ -50,37 +52,15 @@ impl PgStorage {
     /// # Errors
     /// As any query.
     pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Vec<PlanStep>> {
-        let queues: Vec<&str> = request.queues().iter().map(|q| q.as_str()).collect();
-        let caps: Vec<i64> = request
-            .queue_limits()
-            .iter()
-            .map(|c| i64::from(*c))
-            .collect();
-        let explain = format!(
-            "EXPLAIN (FORMAT JSON) {}",
-            self.dequeue_statement(request).as_str()
-        );
-        let many = request.queues().len() > 1;
-        let plan: Value = retrying(true, || {
-            let query = sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
-                .bind(self.now_override())
-                .bind(&queues)
-                .bind(i64::from(request.limit()))
-                .bind(duration_micros(request.lease()))
-                .bind(request.worker_id().as_str());
-            let query = if many { query.bind(&caps) } else { query };
-            query.fetch_one(&self.pool)
-        })
-        .await?;
-        Ok(steps(&plan))
+        self.explain_claim(request, "FORMAT JSON").await
     }
 
     /// The executed plan (`EXPLAIN (ANALYZE, BUFFERS)`) of the claim
     /// `request` would run, in a transaction that is rolled back, so
     /// nothing is claimed: for checking how many index pages a claim reads
     /// on real data (its due jobs and a few per priority level, not the
-    /// jobs waiting for a later time). The rows it would claim stay locked
-    /// until the rollback.
+    /// jobs waiting for a later time, [`PlanStep::buffers`]). The rows it
+    /// would claim stay locked until the rollback.
     ///
     /// # Errors
     /// As any query.
@@ -88,33 +68,32 @@ impl PgStorage {
         &self,
         request: &DequeueRequest,
     ) -> Result<Vec<PlanStep>> {
-        let queues: Vec<&str> = request.queues().iter().map(|q| q.as_str()).collect();
-        let caps: Vec<i64> = request
-            .queue_limits()
-            .iter()
-            .map(|c| i64::from(*c))
-            .collect();
+        self.explain_claim(request, "ANALYZE, BUFFERS, FORMAT JSON")
+            .await
+    }
+
+    /// `EXPLAIN (options)` of the claim, in a transaction rolled back after.
+    async fn explain_claim(
+        &self,
+        request: &DequeueRequest,
+        options: &str,
+    ) -> Result<Vec<PlanStep>> {
+        let binds = ClaimBinds::of(request);
         let explain = format!(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+            "EXPLAIN ({options}) {}",
             self.dequeue_statement(request).as_str()
         );
-        let mut tx = self.pool.begin().await.map_err(crate::interpret_error)?;
-        let query = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
-            .bind(self.now_override())
-            .bind(&queues)
-            .bind(i64::from(request.limit()))
-            .bind(duration_micros(request.lease()))
-            .bind(request.worker_id().as_str());
-        let query = if request.queues().len() > 1 {
-            query.bind(&caps)
-        } else {
-            query
-        };
-        let plan: Value = query
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(crate::interpret_error)?;
-        tx.rollback().await.map_err(crate::interpret_error)?;
+        let plan: Value = retrying(true, || async {
+            let mut tx = self.pool.begin().await?;
+            let query = sqlx::query(sqlx::AssertSqlSafe(explain.clone()));
+            let row = self
+                .bind_claim(query, request, &binds)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.rollback().await?;
+            row.try_get::<Value, _>(0)
+        })
+        .await?;
         Ok(steps(&plan))
     }
 
