@@ -44,7 +44,7 @@ impl PgStorage {
     /// Connects a pool of 10 connections to `url`, in the `public` schema.
     ///
     /// # Errors
-    /// [`QueueError::Unavailable`] when the server cannot be reached.
+    /// [`queue_core::QueueError::Unavailable`] when the server cannot be reached.
     pub async fn connect(url: &str) -> Result<Self> {
         let pool = PgPoolOptions::new()
             .max_connections(10)
@@ -64,7 +64,7 @@ impl PgStorage {
     /// so several applications or tests can share one database.
     ///
     /// # Errors
-    /// [`QueueError::InvalidInput`] for `schema` unless it is an ASCII
+    /// [`queue_core::QueueError::InvalidInput`] for `schema` unless it is an ASCII
     /// letter or underscore followed by up to 62 letters, digits or
     /// underscores.
     pub fn with_schema(self, schema: &str) -> Result<Self> {
