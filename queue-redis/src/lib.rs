@@ -1,0 +1,73 @@
+//! Redis storage for the job queue (seed 004's delay-queue design): every
+//! operation on a queue is one Lua script over sorted sets and hashes, so
+//! it is atomic; the server's `TIME` is the clock; every key of a queue
+//! carries the hash tag `{<queue>}`, so a queue's scripts run on one slot
+//! of a Redis Cluster.
+//!
+//! # Key layout
+//!
+//! With namespace `ns` (default `queue`, see
+//! [`RedisStorage::with_namespace`]) and `P` = `ns:{<queue>}` (the queue
+//! name with `%`, `{`, `}` percent-escaped, so the tag is the whole name):
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `P:job:<id>` | hash | a live job: priority, payload, attempts, max_attempts, available_at, lease_until, locked_by, first_locked_at, last_error, unique_key, created_at, updated_at |
+//! | `P:ready` | sorted set | pending jobs: score `-priority`, member `<available_at>:<id>` (19 zero-padded digits each), so rank order is priority descending, then available_at, then id |
+//! | `P:ready_at` | sorted set | pending jobs by available_at (the oldest pending age) |
+//! | `P:delayed` | sorted set | scheduled jobs by available_at; due ones move to `P:ready` at the next claim (at most 10,000 per claim) |
+//! | `P:leased` | sorted set | held jobs by lease_until (running, and stalled once past it) |
+//! | `P:unique` | hash | unique key -> id of the live job holding it |
+//! | `P:paused` | string | present while the queue is paused |
+//! | `P:hist:<id>` | hash | a history row |
+//! | `P:hist:ids`, `P:hist:ids:<status>` | sorted sets | history ids (score 0, lexical = numeric order) for paging |
+//! | `P:hist:fin`, `P:hist:fin:<status>` | sorted sets | history ids by finished_at, for pruning |
+//! | `{ns}:queues`, `{ns}:queue_names` | hashes | queue name <-> index (the registry) |
+//! | `{ns}:queue_seq`, `{ns}:job_seq` | strings | the last queue index and job sequence number given |
+//! | channel `ns:wakeups` | pub/sub | queue names, published by enqueue, resume and retry |
+//!
+//! A job id is `sequence << 20 | queue index`: ids grow with enqueue order
+//! across queues, and an id names its queue without a global lookup table
+//! (so `get_job`, `ack` and friends go straight to the queue's slot). A
+//! namespace holds at most 2^20 - 1 queues.
+//!
+//! # What spans several slots
+//!
+//! Operations on one queue are one script, atomic. Those over several
+//! queues are not one atomic step on a cluster: a dequeue over several
+//! queues peeks each queue's best jobs, then claims its share from each
+//! (a racing dequeuer may take some first: the claim then returns fewer or
+//! other jobs, never one held by someone else); reclaim and prune do the
+//! same by lease end and finish time; a batch enqueue into several queues
+//! writes each queue's jobs in one script (all jobs are validated before
+//! anything is written). Stats and history listings read each queue in
+//! turn and merge.
+//!
+//! # Durability
+//!
+//! Redis acknowledges a write before it reaches disk unless the server
+//! runs with `appendonly yes` and `appendfsync always`. With the default
+//! `appendfsync everysec`, a server crash (not a client's) can lose about
+//! the last second of acknowledged enqueues, acks and claims; a lost claim
+//! makes its job claimable again (at-least-once still holds), a lost ack
+//! runs the job again. With `appendfsync always` nothing acknowledged is
+//! lost, at the cost of an fsync per write.
+
+#![warn(missing_docs)]
+
+mod admin;
+mod complete;
+mod dequeue;
+mod enqueue;
+mod error;
+mod heartbeat;
+mod inspect;
+mod keys;
+mod reclaim;
+mod rows;
+mod scripts;
+mod storage;
+mod wakeups;
+
+pub use error::{NodeError, interpret_error};
+pub use storage::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_NAMESPACE, RedisStorage};

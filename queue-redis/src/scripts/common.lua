@@ -1,0 +1,147 @@
+-- Shared by every per-queue script (prepended to each one).
+-- KEYS[1] is the queue's key prefix `<namespace>:{<queue>}`: every key
+-- below starts with it, so the whole script runs on one cluster slot.
+-- ARGV[1] is the manual clock in microseconds, or '' for the server's TIME.
+-- Ids travel as 19-digit zero-padded decimal strings and are never used
+-- in arithmetic (Lua numbers are doubles).
+
+local P = KEYS[1]
+local READY = P .. ':ready'       -- pending: score -priority, member pad(available_at):id
+local READY_AT = P .. ':ready_at' -- pending: score available_at, member id
+local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
+local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
+local UNIQUE = P .. ':unique'     -- hash: unique key -> id
+local PAUSED = P .. ':paused'     -- exists while the queue is paused
+local HIST_IDS = P .. ':hist:ids' -- history: score 0, member id (lexical = numeric)
+local HIST_FIN = P .. ':hist:fin' -- history: score finished_at, member id
+
+local PROMOTE_CAP = 10000
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+local function clock(arg)
+  if arg ~= nil and arg ~= '' then
+    return tonumber(arg)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function pad(s)
+  return string.rep('0', 19 - #s) .. s
+end
+
+local function job_key(id)
+  return P .. ':job:' .. id
+end
+
+local function hist_key(id)
+  return P .. ':hist:' .. id
+end
+
+local function ready_member(at, id)
+  return pad(at) .. ':' .. id
+end
+
+local function id_of_ready(member)
+  return string.sub(member, 21)
+end
+
+-- Makes an unheld job claimable.
+local function to_ready(id, priority, at)
+  redis.call('ZADD', READY, fmt(-tonumber(priority)), ready_member(at, id))
+  redis.call('ZADD', READY_AT, at, id)
+end
+
+-- Files an unheld job under pending or scheduled by its available_at.
+local function place(id, priority, at, now)
+  if tonumber(at) <= now then
+    to_ready(id, priority, at)
+  else
+    redis.call('ZADD', DELAYED, at, id)
+  end
+end
+
+-- Removes a job from every live index.
+local function unplace(id, at)
+  redis.call('ZREM', READY, ready_member(at, id))
+  redis.call('ZREM', READY_AT, id)
+  redis.call('ZREM', DELAYED, id)
+  redis.call('ZREM', LEASED, id)
+end
+
+-- Moves scheduled jobs that came due to pending, earliest first.
+local function promote(now)
+  local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_CAP)
+  for _, id in ipairs(due) do
+    local f = redis.call('HMGET', job_key(id), 'priority', 'available_at')
+    redis.call('ZREM', DELAYED, id)
+    if f[1] then
+      to_ready(id, f[1], f[2])
+    end
+  end
+end
+
+-- True when (id, worker, attempt) is the job's current lease.
+local function holds(id, worker, attempt)
+  local f = redis.call('HMGET', job_key(id), 'locked_by', 'attempts', 'lease_until')
+  return f[1] == worker and f[2] == attempt and f[3] ~= false
+end
+
+-- The live job as {id, field, value, ...}, or false.
+local function read_job(id)
+  local fields = redis.call('HGETALL', job_key(id))
+  if #fields == 0 then
+    return false
+  end
+  table.insert(fields, 1, id)
+  return fields
+end
+
+-- Clears the lease of a held job (indexes are the caller's business).
+local function clear_lease(id)
+  redis.call('HDEL', job_key(id), 'lease_until', 'locked_by')
+  redis.call('ZREM', LEASED, id)
+end
+
+-- Moves live job `id` to history with `status`. `result`, `last_error`
+-- (false keeps the job's own) and `processed_by` may be false. Returns
+-- false when the job is not live.
+local function archive(id, status, result, last_error, processed_by, now)
+  local key = job_key(id)
+  local f = redis.call('HMGET', key, 'priority', 'unique_key', 'payload', 'attempts',
+    'max_attempts', 'available_at', 'first_locked_at', 'last_error', 'created_at')
+  if not f[1] then
+    return false
+  end
+  unplace(id, f[6])
+  if f[2] and redis.call('HGET', UNIQUE, f[2]) == id then
+    redis.call('HDEL', UNIQUE, f[2])
+  end
+  local h = hist_key(id)
+  redis.call('HSET', h, 'priority', f[1], 'payload', f[3], 'status', status,
+    'attempts', f[4], 'max_attempts', f[5], 'created_at', f[9], 'finished_at', fmt(now))
+  if f[2] then redis.call('HSET', h, 'unique_key', f[2]) end
+  if result then redis.call('HSET', h, 'result', result) end
+  local err = last_error or f[8]
+  if err then redis.call('HSET', h, 'last_error', err) end
+  if processed_by then redis.call('HSET', h, 'processed_by', processed_by) end
+  if f[7] then redis.call('HSET', h, 'started_at', f[7]) end
+  redis.call('ZADD', HIST_IDS, 0, id)
+  redis.call('ZADD', HIST_IDS .. ':' .. status, 0, id)
+  redis.call('ZADD', HIST_FIN, fmt(now), id)
+  redis.call('ZADD', HIST_FIN .. ':' .. status, fmt(now), id)
+  redis.call('DEL', key)
+  return true
+end
+
+-- Deletes history row `id` of `status` and its index entries.
+local function forget(id, status)
+  redis.call('DEL', hist_key(id))
+  redis.call('ZREM', HIST_IDS, id)
+  redis.call('ZREM', HIST_IDS .. ':' .. status, id)
+  redis.call('ZREM', HIST_FIN, id)
+  redis.call('ZREM', HIST_FIN .. ':' .. status, id)
+end
