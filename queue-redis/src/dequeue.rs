@@ -88,8 +88,12 @@ impl RedisStorage {
         let probes = queues.iter().map(|queue| {
             let now = &now;
             async move {
-                self.invoke::<Vec<String>>(&scripts::NEXT_DUE, &self.keys.queue(queue.as_str()), now)
-                    .await
+                self.invoke::<Vec<String>>(
+                    &scripts::NEXT_DUE,
+                    &self.keys.queue(queue.as_str()),
+                    now,
+                )
+                .await
             }
         });
         let mut earliest: Option<i64> = None;

@@ -45,8 +45,11 @@ impl RedisStorage {
         let first = last - count + 1;
         let now = self.now_arg();
         let channel = self.keys.channel();
-        let calls = queues.iter().zip(&indexes).zip(&positions).map(
-            |((queue, index), members)| {
+        let calls = queues
+            .iter()
+            .zip(&indexes)
+            .zip(&positions)
+            .map(|((queue, index), members)| {
                 let mut args = Vec::with_capacity(3 + members.len() * FIELDS_PER_JOB);
                 args.extend([now.clone(), channel.clone(), queue.as_str().to_owned()]);
                 for &i in members {
@@ -77,8 +80,7 @@ impl RedisStorage {
                         self.invoke(&scripts::ENQUEUE, &prefix, &args).await?;
                     Ok::<_, QueueError>((members, answer))
                 })
-            },
-        );
+            });
         let calls = calls.collect::<Result<Vec<_>>>()?;
         let answers = try_join_all(calls).await?;
         let mut outcomes = vec![None; valid.len()];

@@ -41,7 +41,8 @@ impl RedisStorage {
             stats.stalled = count("stalled", stalled)?;
             if !oldest.is_empty() {
                 let age = integer("now", now)?.saturating_sub(integer("available_at", oldest)?);
-                stats.oldest_pending_age = Some(Duration::from_micros(u64::try_from(age).unwrap_or(0)));
+                stats.oldest_pending_age =
+                    Some(Duration::from_micros(u64::try_from(age).unwrap_or(0)));
             }
             if stats.paused || stats.live() > 0 {
                 all.push(stats);
@@ -86,7 +87,11 @@ impl RedisStorage {
             None => self.all_queues().await?,
         };
         let args = [
-            filter.status.map(|s| s.as_str()).unwrap_or_default().to_owned(),
+            filter
+                .status
+                .map(|s| s.as_str())
+                .unwrap_or_default()
+                .to_owned(),
             filter.before.map(token).unwrap_or_default(),
             (u64::from(filter.limit) + 1).to_string(),
         ];
@@ -94,7 +99,11 @@ impl RedisStorage {
             let args = &args;
             async move {
                 let found: Vec<Vec<String>> = self
-                    .invoke(&scripts::LIST_HISTORY, &self.keys.queue(queue.as_str()), args)
+                    .invoke(
+                        &scripts::LIST_HISTORY,
+                        &self.keys.queue(queue.as_str()),
+                        args,
+                    )
                     .await?;
                 found
                     .iter()

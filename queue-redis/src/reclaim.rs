@@ -14,7 +14,12 @@ impl RedisStorage {
         let queues = self.all_queues().await?;
         let now = self.now_arg();
         let counts = self
-            .oldest_first(&queues, &scripts::RECLAIM_PEEK, &[now.clone(), limit.to_string()], limit)
+            .oldest_first(
+                &queues,
+                &scripts::RECLAIM_PEEK,
+                &[now.clone(), limit.to_string()],
+                limit,
+            )
             .await?;
         let calls = queues
             .iter()
@@ -23,8 +28,12 @@ impl RedisStorage {
             .map(|(queue, n)| {
                 let args = [now.clone(), n.to_string()];
                 async move {
-                    self.invoke::<Vec<u64>>(&scripts::RECLAIM, &self.keys.queue(queue.as_str()), &args)
-                        .await
+                    self.invoke::<Vec<u64>>(
+                        &scripts::RECLAIM,
+                        &self.keys.queue(queue.as_str()),
+                        &args,
+                    )
+                    .await
                 }
             });
         let mut outcome = ReclaimOutcome::default();

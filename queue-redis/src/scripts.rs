@@ -20,20 +20,44 @@ macro_rules! queue_script {
 
 queue_script!(ENQUEUE, "enqueue.lua", "Adds jobs to one queue.");
 queue_script!(DEQUEUE, "dequeue.lua", "Claims the best jobs of one queue.");
-queue_script!(PEEK, "peek.lua", "The best pending jobs of one queue, unclaimed.");
-queue_script!(NEXT_DUE, "next_due.lua", "The earliest scheduled time of one queue.");
+queue_script!(
+    PEEK,
+    "peek.lua",
+    "The best pending jobs of one queue, unclaimed."
+);
+queue_script!(
+    NEXT_DUE,
+    "next_due.lua",
+    "The earliest scheduled time of one queue."
+);
 queue_script!(ACK, "ack.lua", "Completes jobs of one queue.");
 queue_script!(NACK, "nack.lua", "Records a failed attempt.");
 queue_script!(RELEASE, "release.lua", "Gives a lease back uncounted.");
 queue_script!(HEARTBEAT, "heartbeat.lua", "Extends leases of one queue.");
-queue_script!(RECLAIM_PEEK, "reclaim_peek.lua", "The oldest expired leases of one queue.");
-queue_script!(RECLAIM, "reclaim.lua", "Recovers expired leases of one queue.");
+queue_script!(
+    RECLAIM_PEEK,
+    "reclaim_peek.lua",
+    "The oldest expired leases of one queue."
+);
+queue_script!(
+    RECLAIM,
+    "reclaim.lua",
+    "Recovers expired leases of one queue."
+);
 queue_script!(DISCARD, "discard.lua", "Archives a live job as discarded.");
 queue_script!(RETRY, "retry.lua", "Puts a dead letter back.");
-queue_script!(PRUNE_PEEK, "prune_peek.lua", "The oldest prunable history rows of one queue.");
+queue_script!(
+    PRUNE_PEEK,
+    "prune_peek.lua",
+    "The oldest prunable history rows of one queue."
+);
 queue_script!(PRUNE, "prune.lua", "Deletes old history rows of one queue.");
 queue_script!(STATS, "stats.lua", "Counts one queue's jobs by state.");
-queue_script!(LIST_HISTORY, "list_history.lua", "One queue's history page.");
+queue_script!(
+    LIST_HISTORY,
+    "list_history.lua",
+    "One queue's history page."
+);
 queue_script!(PAUSE, "pause.lua", "Pauses or resumes one queue.");
 
 /// Registers queue names and reserves job sequence numbers (global slot).

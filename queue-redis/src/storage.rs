@@ -291,7 +291,11 @@ impl RedisStorage {
     /// Gives each of `queues` its index (once per namespace) and reserves
     /// `ids` job sequence numbers; returns the last one reserved and the
     /// indexes in the order of `queues`.
-    pub(crate) async fn register(&self, queues: &[&QueueName], ids: usize) -> Result<(i64, Vec<i64>)> {
+    pub(crate) async fn register(
+        &self,
+        queues: &[&QueueName],
+        ids: usize,
+    ) -> Result<(i64, Vec<i64>)> {
         let unknown: Vec<&QueueName> = {
             let registry = self.registry.read().unwrap_or_else(PoisonError::into_inner);
             queues
@@ -314,7 +318,10 @@ impl RedisStorage {
         let (last, indexes) = answer
             .split_first()
             .ok_or_else(|| QueueError::backend("the register script returned nothing"))?;
-        let mut registry = self.registry.write().unwrap_or_else(PoisonError::into_inner);
+        let mut registry = self
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         for (queue, index) in unknown.iter().zip(indexes) {
             registry.by_name.insert((*queue).clone(), *index);
             registry.by_index.insert(*index, (*queue).clone());
@@ -351,7 +358,10 @@ impl RedisStorage {
             return Ok(None);
         };
         let queue = rows::queue_name(name)?;
-        let mut registry = self.registry.write().unwrap_or_else(PoisonError::into_inner);
+        let mut registry = self
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         registry.by_name.insert(queue.clone(), index);
         registry.by_index.insert(index, queue.clone());
         Ok(Some(queue))
@@ -363,7 +373,10 @@ impl RedisStorage {
             .command(redis::cmd("HGETALL").arg(self.keys.queues()))
             .await?;
         let mut queues = Vec::with_capacity(found.len());
-        let mut registry = self.registry.write().unwrap_or_else(PoisonError::into_inner);
+        let mut registry = self
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         for (name, index) in found {
             let queue = rows::queue_name(name)?;
             registry.by_name.insert(queue.clone(), index);

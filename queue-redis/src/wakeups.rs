@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use redis::aio::PubSubStream;
 use queue_core::{QueueName, Result, Wakeup, Wakeups};
+use redis::aio::PubSubStream;
 
 use crate::{RedisStorage, interpret_error};
 

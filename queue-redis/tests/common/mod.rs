@@ -45,7 +45,11 @@ pub(crate) async fn connect(cluster: bool) -> RedisStorage {
             "start one with scripts/redis-cluster.sh start",
         )
     } else {
-        (standalone_url(), "QUEUE_TEST_REDIS_URL", "start redis-server")
+        (
+            standalone_url(),
+            "QUEUE_TEST_REDIS_URL",
+            "start redis-server",
+        )
     };
     let connected = if cluster {
         RedisStorage::connect_cluster(&[url.as_str()]).await
