@@ -1,6 +1,6 @@
 //! A private `redis-server` child process on a free loopback port, for
-#![allow(dead_code)]
 //! tests that need a server configured their own way or restarted.
+#![allow(dead_code)]
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
