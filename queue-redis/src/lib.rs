@@ -24,6 +24,7 @@
 //! | `P:hist:fin`, `P:hist:fin:<status>` | sorted sets | history ids by finished_at, for pruning |
 //! | `{ns}:queues`, `{ns}:queue_names` | hashes | queue name <-> index (the registry) |
 //! | `{ns}:queue_seq`, `{ns}:job_seq` | strings | the last queue index and job sequence number given |
+//! | `{ns}:layout` | string | the key layout version ([`LAYOUT_VERSION`]), set by [`RedisStorage::migrate`] |
 //! | channel `ns:wakeups` | pub/sub | queue names, published by enqueue, resume and retry |
 //!
 //! A job id is `sequence << 20 | queue index`: ids grow with enqueue order
@@ -70,4 +71,4 @@ mod storage;
 mod wakeups;
 
 pub use error::{NodeError, interpret_error};
-pub use storage::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_NAMESPACE, RedisStorage};
+pub use storage::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_NAMESPACE, LAYOUT_VERSION, RedisStorage};

@@ -30,6 +30,9 @@ pub const DEFAULT_NAMESPACE: &str = "queue";
 /// through the server's single thread.
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
 
+/// The version of the key layout (see the crate docs) this version writes.
+pub const LAYOUT_VERSION: u32 = 1;
+
 /// How long connecting and each command may take before the node counts
 /// as unreachable.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -105,9 +108,10 @@ impl std::fmt::Debug for RedisStorage {
 }
 
 impl RedisStorage {
-    /// Connects to the standalone server at `url` (`redis://[:password@]host[:port][/db]`,
-    /// or `rediss://` for TLS if the client was built with it), then
-    /// checks that it answers and runs Lua scripts.
+    /// Connects to the standalone server at `url`
+    /// (`redis://[[user]:password@]host[:port][/db]`), then checks that it
+    /// answers and runs Lua scripts. A `redis+cluster://[userinfo@]host:port,host:port`
+    /// URL connects to a cluster instead (see [`RedisStorage::connect_cluster`]).
     ///
     /// # Errors
     /// [`QueueError::InvalidInput`] for a URL that does not parse;
@@ -115,6 +119,10 @@ impl RedisStorage {
     /// reached; [`QueueError::Backend`] naming the node for a refused
     /// password or a server without scripting.
     pub async fn connect(url: &str) -> Result<Self> {
+        if let Some(nodes) = cluster_nodes(url) {
+            let nodes: Vec<&str> = nodes.iter().map(String::as_str).collect();
+            return Self::connect_cluster(&nodes).await;
+        }
         let node = redact_url(url);
         let client =
             redis::Client::open(url).map_err(|e| QueueError::invalid("url", e.to_string()))?;
@@ -169,6 +177,35 @@ impl RedisStorage {
             )));
         }
         Ok(storage)
+    }
+
+    /// Checks that the namespace holds this version's key layout and
+    /// records it in a new namespace (`{<namespace>}:layout`); returns
+    /// `[LAYOUT_VERSION]` when it recorded it, else nothing. Redis has no
+    /// schema to create: keys appear with the first job.
+    ///
+    /// # Errors
+    /// [`QueueError::Conflict`] when the namespace was written with another
+    /// layout; else as any command.
+    pub async fn migrate(&self) -> Result<Vec<u32>> {
+        let key = format!("{}:layout", self.keys.global());
+        let version = LAYOUT_VERSION.to_string();
+        let set: Option<String> = self
+            .command(redis::cmd("SET").arg(&key).arg(&version).arg("NX"))
+            .await?;
+        if set.is_some() {
+            return Ok(vec![LAYOUT_VERSION]);
+        }
+        let found: Option<String> = self.command(redis::cmd("GET").arg(&key)).await?;
+        match found {
+            Some(found) if found == version => Ok(Vec::new()),
+            found => Err(QueueError::Conflict {
+                reason: format!(
+                    "namespace {} holds key layout {found:?}; this version writes layout {version}",
+                    self.keys.namespace()
+                ),
+            }),
+        }
     }
 
     fn new(conn: Conn, node: String, pubsub: redis::Client) -> Self {
@@ -393,6 +430,30 @@ impl RedisStorage {
     }
 }
 
+/// The node URLs of a `redis+cluster://[userinfo@]host:port,host:port[/…]`
+/// (or `rediss+cluster://`) URL, each with the plain scheme; `None` for
+/// any other URL.
+fn cluster_nodes(url: &str) -> Option<Vec<String>> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = match scheme.to_ascii_lowercase().as_str() {
+        "redis+cluster" => "redis",
+        "rediss+cluster" => "rediss",
+        _ => return None,
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
+        None => (String::new(), authority),
+    };
+    Some(
+        hosts
+            .split(',')
+            .map(|host| format!("{scheme}://{userinfo}{host}{tail}"))
+            .collect(),
+    )
+}
+
 #[async_trait::async_trait]
 impl Storage for RedisStorage {
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -472,5 +533,22 @@ impl Storage for RedisStorage {
 
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
         self.set_paused(queue, false).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cluster_nodes;
+
+    #[test]
+    fn cluster_urls_name_every_node_with_the_plain_scheme() {
+        assert_eq!(
+            cluster_nodes("redis+cluster://:pw@10.0.0.1:7001,10.0.0.2:7002/0"),
+            Some(vec![
+                "redis://:pw@10.0.0.1:7001/0".to_owned(),
+                "redis://:pw@10.0.0.2:7002/0".to_owned()
+            ])
+        );
+        assert_eq!(cluster_nodes("redis://127.0.0.1:6379"), None);
     }
 }

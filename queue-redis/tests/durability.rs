@@ -9,9 +9,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use queue_core::{
-    Ack, DequeueRequest, FinalStatus, JobId, NewJob, QueueName, Storage, WorkerId,
-};
+use queue_core::{Ack, DequeueRequest, FinalStatus, JobId, NewJob, QueueName, Storage, WorkerId};
 use queue_redis::RedisStorage;
 use serde_json::json;
 use server::Server;
@@ -80,7 +78,9 @@ async fn consume(storage: RedisStorage, acked: Arc<Mutex<Vec<JobId>>>, stop: Arc
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_with_aof_always_loses_no_acknowledged_enqueue_and_completes_no_job_twice() {
     let mut server = Server::start(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let storage = RedisStorage::connect(&server.url("")).await.expect("connect");
+    let storage = RedisStorage::connect(&server.url(""))
+        .await
+        .expect("connect");
     let acked = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(Mutex::new(false));
     let consumer = tokio::spawn(consume(storage.clone(), acked.clone(), stop.clone()));

@@ -189,3 +189,42 @@ async fn wakeups_follow_enqueue_and_resume() {
 async fn wakeups_follow_enqueue_and_resume_on_the_cluster() {
     check_wakeups(true).await;
 }
+
+#[tokio::test]
+async fn migrate_records_the_layout_once_and_refuses_another() {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(false)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    assert_eq!(
+        storage.migrate().await.expect("first"),
+        vec![queue_redis::LAYOUT_VERSION]
+    );
+    assert!(storage.migrate().await.expect("second").is_empty());
+    let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let _: () = redis::cmd("SET")
+        .arg(format!("{{{namespace}}}:layout"))
+        .arg("99")
+        .query_async(&mut conn)
+        .await
+        .expect("a future layout");
+    let error = storage.migrate().await.expect_err("another layout");
+    assert!(matches!(error, QueueError::Conflict { .. }), "{error:?}");
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn a_cluster_url_connects_to_the_cluster() {
+    let seed = common::cluster_url();
+    let url = seed.replacen("redis://", "redis+cluster://", 1);
+    let storage = RedisStorage::connect(&url).await.expect("cluster URL");
+    assert!(
+        format!("{storage:?}").contains("cluster: true"),
+        "{storage:?}"
+    );
+}
