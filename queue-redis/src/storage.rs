@@ -14,6 +14,7 @@ use queue_core::{
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Script, Value};
 use serde_json::Value as Json;
 
@@ -424,10 +425,94 @@ impl RedisStorage {
         Ok(queues)
     }
 
+    /// Deletes every key of this storage's namespace on every master (its
+    /// jobs, history, registry and layout record) and returns how many.
+    /// For tests and benchmarks; not atomic: stop the workers first.
+    ///
+    /// # Errors
+    /// As any command.
+    pub async fn clear(&self) -> Result<u64> {
+        let patterns = [
+            format!("{}:*", self.keys.namespace()),
+            format!("{}:*", self.keys.global()),
+        ];
+        let nodes: Vec<Option<(String, u16)>> = match &self.conn {
+            Conn::Single(_) => vec![None],
+            Conn::Cluster(_) => {
+                let listing: String = self.command(redis::cmd("CLUSTER").arg("NODES")).await?;
+                cluster_masters(&listing).into_iter().map(Some).collect()
+            }
+        };
+        let mut deleted = 0;
+        for node in &nodes {
+            for pattern in &patterns {
+                let mut cursor = 0_u64;
+                loop {
+                    let mut scan = redis::cmd("SCAN");
+                    scan.arg(cursor)
+                        .arg("MATCH")
+                        .arg(pattern)
+                        .arg("COUNT")
+                        .arg(1000);
+                    let (next, keys): (u64, Vec<String>) = self.command_on(node, &scan).await?;
+                    for key in keys {
+                        let n: u64 = self.command(redis::cmd("UNLINK").arg(key)).await?;
+                        deleted += n;
+                    }
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Runs `cmd` on one cluster node (`Some((host, port))`), or on the
+    /// standalone server.
+    async fn command_on<T: FromRedisValue>(
+        &self,
+        node: &Option<(String, u16)>,
+        cmd: &Cmd,
+    ) -> Result<T> {
+        match (&self.conn, node) {
+            (Conn::Cluster(conn), Some((host, port))) => {
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port: *port,
+                });
+                let value = conn
+                    .clone()
+                    .route_command(cmd.clone(), routing)
+                    .await
+                    .map_err(|e| interpret_error(&self.node, e))?;
+                T::from_redis_value(value)
+                    .map_err(|e| interpret_error(&self.node, redis::RedisError::from(e)))
+            }
+            _ => self.command(cmd).await,
+        }
+    }
+
     /// The client that wake-up subscriptions connect with.
     pub(crate) fn pubsub_client(&self) -> &redis::Client {
         &self.pubsub
     }
+}
+
+/// The (host, port) of every master in a `CLUSTER NODES` listing.
+fn cluster_masters(listing: &str) -> Vec<(String, u16)> {
+    listing
+        .lines()
+        .filter(|line| {
+            line.split_whitespace()
+                .nth(2)
+                .is_some_and(|flags| flags.split(',').any(|f| f == "master"))
+        })
+        .filter_map(|line| line.split_whitespace().nth(1))
+        .filter_map(|address| address.split('@').next()?.rsplit_once(':'))
+        .filter_map(|(host, port)| Some((host.to_owned(), port.parse().ok()?)))
+        .collect()
 }
 
 /// The node URLs of a `redis+cluster://[userinfo@]host:port,host:port[/…]`
@@ -539,6 +624,20 @@ impl Storage for RedisStorage {
 #[cfg(test)]
 mod tests {
     use super::cluster_nodes;
+
+    #[test]
+    fn cluster_masters_are_read_from_cluster_nodes() {
+        let listing = "a1 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 0-5460\n\
+                       b2 127.0.0.1:7002@17002 slave a1 0 0 1 connected\n\
+                       c3 10.0.0.3:7003@17003 master - 0 0 3 connected 5461-16383\n";
+        assert_eq!(
+            super::cluster_masters(listing),
+            vec![
+                ("127.0.0.1".to_owned(), 7001),
+                ("10.0.0.3".to_owned(), 7003)
+            ]
+        );
+    }
 
     #[test]
     fn cluster_urls_name_every_node_with_the_plain_scheme() {

@@ -228,3 +228,28 @@ async fn a_cluster_url_connects_to_the_cluster() {
         "{storage:?}"
     );
 }
+
+async fn check_clear(cluster: bool) {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(cluster)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    let jobs = (0..20)
+        .map(|n| NewJob::new(format!("q{n}"), json!({})))
+        .collect();
+    storage.enqueue_batch(jobs).await.expect("enqueue");
+    assert!(storage.clear().await.expect("clear") > 20);
+    assert!(storage.stats().await.expect("stats").is_empty());
+    assert_eq!(storage.clear().await.expect("clear again"), 0);
+}
+
+#[tokio::test]
+async fn clear_removes_every_key_of_the_namespace() {
+    check_clear(false).await;
+}
+
+#[tokio::test]
+async fn clear_removes_every_key_of_the_namespace_on_every_cluster_node() {
+    check_clear(true).await;
+}

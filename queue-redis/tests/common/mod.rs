@@ -63,63 +63,13 @@ pub(crate) async fn connect(cluster: bool) -> RedisStorage {
 
 /// Deletes every key of `namespace` on every master.
 pub(crate) async fn purge(cluster: bool, namespace: String) {
-    let seed = if cluster {
-        cluster_url()
-    } else {
-        standalone_url()
-    };
-    let mut nodes = vec![seed.clone()];
-    if cluster {
-        let client = redis::Client::open(seed.as_str()).expect("seed URL");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect to the seed node");
-        let listing: String = redis::cmd("CLUSTER")
-            .arg("NODES")
-            .query_async(&mut conn)
-            .await
-            .expect("CLUSTER NODES");
-        nodes = listing
-            .lines()
-            .filter(|line| line.contains("master"))
-            .filter_map(|line| line.split_whitespace().nth(1))
-            .filter_map(|address| address.split('@').next())
-            .map(|address| format!("redis://{address}"))
-            .collect();
-    }
-    for node in nodes {
-        let client = redis::Client::open(node.as_str()).expect("node URL");
-        let mut conn = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect to a node");
-        for pattern in [format!("{namespace}:*"), format!("{{{namespace}}}:*")] {
-            let mut cursor: u64 = 0;
-            loop {
-                let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query_async(&mut conn)
-                    .await
-                    .expect("SCAN");
-                for key in keys {
-                    let _: i64 = redis::cmd("UNLINK")
-                        .arg(&key)
-                        .query_async(&mut conn)
-                        .await
-                        .expect("UNLINK");
-                }
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-        }
-    }
+    connect(cluster)
+        .await
+        .with_namespace(&namespace)
+        .expect("a valid namespace")
+        .clear()
+        .await
+        .expect("clear the namespace");
 }
 
 /// Makes a `RedisStorage` in a fresh namespace, removed after the case.
