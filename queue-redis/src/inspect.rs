@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use futures_util::future::try_join_all;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueError, QueueStats, Result,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueError, QueueName, QueueStats,
+    Result,
 };
 
 use crate::keys::token;
@@ -49,6 +50,28 @@ impl RedisStorage {
             }
         }
         Ok(all)
+    }
+
+    /// The live jobs and completed history rows of `queue` whose priority
+    /// is at least `min_priority`, as `(live, completed)`. One script that
+    /// walks every job of the queue: for tests and benchmarks that verify a
+    /// run, not for a busy production queue (use `stats`).
+    ///
+    /// # Errors
+    /// As any command.
+    pub async fn count_at_priority(
+        &self,
+        queue: &QueueName,
+        min_priority: i32,
+    ) -> Result<(u64, u64)> {
+        let args = [self.now_arg(), min_priority.to_string()];
+        let answer: Vec<u64> = self
+            .invoke(&scripts::COUNT, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        match answer.as_slice() {
+            [live, completed] => Ok((*live, *completed)),
+            _ => Err(QueueError::backend("the count script answered badly")),
+        }
     }
 
     pub(crate) async fn read_job(&self, id: JobId) -> Result<Option<Job>> {

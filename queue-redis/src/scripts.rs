@@ -59,6 +59,11 @@ queue_script!(
     "One queue's history page."
 );
 queue_script!(PAUSE, "pause.lua", "Pauses or resumes one queue.");
+queue_script!(
+    COUNT,
+    "count.lua",
+    "Counts one queue's jobs by priority (tests, benchmarks)."
+);
 
 /// Registers queue names and reserves job sequence numbers (global slot).
 pub(crate) static REGISTER: LazyLock<Script> =
