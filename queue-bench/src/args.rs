@@ -128,6 +128,10 @@ pub(crate) struct ScheduledArgs {
     /// second after the jobs are enqueued.
     #[arg(long, default_value_t = 5_000)]
     pub(crate) spread_ms: u64,
+    /// Jobs scheduled an hour ahead in the same queue before the measured
+    /// ones (seed 004's scenario: a large delay queue waiting meanwhile).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) waiting: usize,
 }
 
 /// `backlog` settings.

@@ -443,6 +443,11 @@ impl RedisStorage {
                 cluster_masters(&listing).into_iter().map(Some).collect()
             }
         };
+        // The registry goes too: forget the indexes this process cached.
+        *self
+            .registry
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Registry::default();
         let mut deleted = 0;
         for node in &nodes {
             for pattern in &patterns {

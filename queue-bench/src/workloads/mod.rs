@@ -63,6 +63,7 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
     let scheduled_args = ScheduledArgs {
         count: 20,
         spread_ms: 200,
+        waiting: 500,
     };
     scheduled::run::<T>(&scheduled_args, setup, report).await?;
     let backlog_args = BacklogArgs {

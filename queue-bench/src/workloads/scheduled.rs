@@ -33,6 +33,7 @@ pub(crate) async fn run<T: Target>(
     report: &mut Report,
 ) -> Result<(), BenchError> {
     let storage = T::fresh(setup).await?;
+    wait_an_hour(&storage, args.waiting).await?;
     let offset = clock_offset(&storage).await?;
     let starts: Arc<Mutex<Starts>> = Arc::default();
     let progress = Progress::new(args.count);
@@ -82,6 +83,7 @@ pub(crate) async fn run<T: Target>(
         Row::new("scheduled")
             .param("count", args.count)
             .param("spread_ms", args.spread_ms)
+            .param("waiting", args.waiting)
             .param("wake", if T::notifies(setup) { "notify" } else { "poll" })
             .ms("p50_ms", spread.p50)
             .ms("p99_ms", spread.p99)
@@ -89,6 +91,22 @@ pub(crate) async fn run<T: Target>(
             .figure("early", early)
             .ms("clock_offset_ms", offset.as_seconds_f64() * 1e3),
     );
+    Ok(())
+}
+
+/// Schedules `n` filler jobs (priority -1) an hour ahead in the measured
+/// queue, in batches of 1,000.
+async fn wait_an_hour<T: Target>(storage: &T, n: usize) -> Result<(), BenchError> {
+    for start in (0..n).step_by(1_000) {
+        let jobs = (start..(start + 1_000).min(n))
+            .map(|i| {
+                NewJob::new(QUEUE, json!({ "filler": i }))
+                    .priority(-1)
+                    .delay(Duration::from_secs(3_600))
+            })
+            .collect();
+        storage.enqueue_batch(jobs).await?;
+    }
     Ok(())
 }
 
