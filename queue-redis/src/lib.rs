@@ -44,6 +44,12 @@
 //! anything is written). Stats and history listings read each queue in
 //! turn and merge.
 //!
+//! No path leaves a job exhausted (attempts used up, no lease): nack and
+//! reclaim dead-letter such a job in the same script, so `stats` always
+//! reports 0 exhausted jobs. Wake-ups on a cluster are read from the first
+//! seed node (cluster pub/sub reaches every node); while it is down the
+//! stream yields errors and workers poll.
+//!
 //! # Durability
 //!
 //! Redis acknowledges a write before it reaches disk unless the server
