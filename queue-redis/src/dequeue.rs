@@ -1,8 +1,9 @@
 //! Dequeue: one script claims from one queue atomically. Over several
 //! queues (each on its own slot) a peek script per queue finds the best
-//! candidates, and the claim script then takes the chosen count from
-//! each: never a job twice, though a racing dequeuer may take some of the
-//! best ones first. Also `next_due`.
+//! candidates, and the claim script then takes the chosen count from each,
+//! none worse than the worst one chosen there; when a racing dequeuer took
+//! some first, the dequeue peeks again for the rest (a few rounds at most).
+//! Also `next_due`.
 
 use std::cmp::Reverse;
 use std::time::Duration;
@@ -14,56 +15,110 @@ use queue_core::{DequeueRequest, Job, QueueError, QueueName, Result};
 use crate::rows::{self, integer};
 use crate::{RedisStorage, scripts};
 
-/// A peeked candidate: priority, available_at, id, index of its queue.
-type Candidate = (i64, i64, i64, usize);
+/// A peeked candidate: priority, available_at, id, index of its queue,
+/// and its raw ready-set score and member (the bound of a claim).
+type Candidate = (i64, i64, i64, usize, String, String);
+
+/// How often a dequeue over several queues peeks again when racing
+/// dequeuers took the jobs it chose, before it returns what it has.
+const MAX_ROUNDS: usize = 8;
+
+/// One queue's share of a dequeue: how many jobs, and the worst one chosen.
+#[derive(Debug, Clone, Default)]
+struct Share {
+    count: u32,
+    bound: Option<(String, String)>,
+}
 
 impl RedisStorage {
     pub(crate) async fn dequeue_jobs(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let queues = request.queues();
         let now = self.now_arg();
-        let caps: Vec<u32> = queues
+        let mut caps: Vec<u32> = queues
             .iter()
             .map(|q| request.queue_limit(q).min(request.limit()))
             .collect();
-        let counts = if queues.len() == 1 {
-            caps
+        let mut left = request.limit();
+        let mut jobs: Vec<Job> = Vec::new();
+        if queues.len() == 1 {
+            let share = Share {
+                count: caps[0],
+                bound: None,
+            };
+            jobs = self.claim(&queues[0], &share, request, &now).await?;
         } else {
-            self.choose(queues, &caps, request.limit(), &now).await?
-        };
-        let lease = duration_micros(request.lease()).to_string();
-        let worker = request.worker_id().as_str().to_owned();
-        let claims = queues
-            .iter()
-            .zip(counts)
-            .filter(|(_, n)| *n > 0)
-            .map(|(queue, n)| {
-                let args = [now.clone(), n.to_string(), lease.clone(), worker.clone()];
-                async move {
-                    let rows: Vec<Vec<String>> = self
-                        .invoke(&scripts::DEQUEUE, &self.keys.queue(queue.as_str()), &args)
-                        .await?;
-                    rows.iter()
-                        .map(|row| rows::job(queue, row))
-                        .collect::<Result<Vec<_>>>()
+            for _ in 0..MAX_ROUNDS {
+                let shares = self.choose(queues, &caps, left, &now).await?;
+                if shares.iter().all(|share| share.count == 0) {
+                    break;
                 }
-            });
-        let mut jobs: Vec<Job> = try_join_all(claims).await?.into_iter().flatten().collect();
+                let claims = queues
+                    .iter()
+                    .zip(&shares)
+                    .map(|(queue, share)| self.claim(queue, share, request, &now));
+                let mut short = false;
+                for ((claimed, share), cap) in try_join_all(claims)
+                    .await?
+                    .into_iter()
+                    .zip(&shares)
+                    .zip(caps.iter_mut())
+                {
+                    let got = u32::try_from(claimed.len()).unwrap_or(u32::MAX);
+                    short |= got < share.count;
+                    *cap = cap.saturating_sub(got);
+                    left = left.saturating_sub(got);
+                    jobs.extend(claimed);
+                }
+                if !short || left == 0 {
+                    break;
+                }
+            }
+        }
         jobs.sort_by_key(|job| (Reverse(job.priority), job.available_at, job.id));
         Ok(jobs)
     }
 
-    /// How many jobs to claim from each queue: the best `limit` of the
-    /// peeked candidates, at most `caps[i]` from queue `i`.
+    /// Claims `share.count` jobs of `queue`, none worse than `share.bound`.
+    async fn claim(
+        &self,
+        queue: &QueueName,
+        share: &Share,
+        request: &DequeueRequest,
+        now: &str,
+    ) -> Result<Vec<Job>> {
+        if share.count == 0 {
+            return Ok(Vec::new());
+        }
+        let (score, member) = share.bound.clone().unwrap_or_default();
+        let args = [
+            now.to_owned(),
+            share.count.to_string(),
+            duration_micros(request.lease()).to_string(),
+            request.worker_id().as_str().to_owned(),
+            score,
+            member,
+        ];
+        let rows: Vec<Vec<String>> = self
+            .invoke(&scripts::DEQUEUE, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        rows.iter().map(|row| rows::job(queue, row)).collect()
+    }
+
+    /// Each queue's share of the best `limit` peeked candidates, at most
+    /// `caps[i]` from queue `i`.
     async fn choose(
         &self,
         queues: &[QueueName],
         caps: &[u32],
         limit: u32,
         now: &str,
-    ) -> Result<Vec<u32>> {
+    ) -> Result<Vec<Share>> {
         let peeks = queues.iter().zip(caps).map(|(queue, cap)| {
-            let args = [now.to_owned(), cap.to_string()];
+            let args = [now.to_owned(), cap.min(&limit).to_string()];
             async move {
+                if args[1] == "0" {
+                    return Ok(Vec::new());
+                }
                 self.invoke::<Vec<String>>(&scripts::PEEK, &self.keys.queue(queue.as_str()), &args)
                     .await
             }
@@ -74,13 +129,15 @@ impl RedisStorage {
                 candidates.push(candidate(&pair[0], &pair[1], slot)?);
             }
         }
-        candidates.sort_by_key(|(priority, at, id, _)| (Reverse(*priority), *at, *id));
+        candidates.sort_by_key(|c| (Reverse(c.0), c.1, c.2));
         candidates.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-        let mut counts = vec![0_u32; queues.len()];
-        for (_, _, _, slot) in candidates {
-            counts[slot] += 1;
+        let mut shares = vec![Share::default(); queues.len()];
+        // Best first: the last one seen per queue is its worst.
+        for (_, _, _, slot, score, member) in candidates {
+            shares[slot].count += 1;
+            shares[slot].bound = Some((score, member));
         }
-        Ok(counts)
+        Ok(shares)
     }
 
     pub(crate) async fn next_due_of(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
@@ -121,5 +178,7 @@ fn candidate(member: &str, score: &str, slot: usize) -> Result<Candidate> {
         integer("available_at", at)?,
         integer("id", id)?,
         slot,
+        score.to_owned(),
+        member.to_owned(),
     ))
 }

@@ -36,10 +36,11 @@
 //!
 //! Operations on one queue are one script, atomic. Those over several
 //! queues are not one atomic step on a cluster: a dequeue over several
-//! queues peeks each queue's best jobs, then claims its share from each
-//! (a racing dequeuer may take some first: the claim then returns fewer or
-//! other jobs, never one held by someone else); reclaim and prune do the
-//! same by lease end and finish time; a batch enqueue into several queues
+//! queues peeks each queue's best jobs, then claims its share from each,
+//! none worse than the worst it chose there (when a racing dequeuer took
+//! some first, it peeks again, a few rounds at most, so it never takes a
+//! worse job in place of a better one); reclaim and prune peek and take
+//! their share the same way, by lease end and finish time; a batch enqueue into several queues
 //! writes each queue's jobs in one script (all jobs are validated before
 //! anything is written). Stats and history listings read each queue in
 //! turn and merge.

@@ -1,7 +1,10 @@
 -- Dequeue: claims the best `n` pending jobs of one queue (nothing while
--- it is paused), after promoting scheduled jobs that came due.
--- ARGV: now, n, lease (micros), worker id.
--- Returns {{id, field, value, ...}, ...} best first.
+-- it is paused), after promoting scheduled jobs that came due; with a
+-- bound, only jobs ranked no worse than it (a dequeue over several queues
+-- chose them by peeking: a job worse than the chosen ones is not taken in
+-- their place when another dequeuer took those first).
+-- ARGV: now, n, lease (micros), worker id, bound score ('' for none),
+-- bound member. Returns {{id, field, value, ...}, ...} best first.
 local now = clock(ARGV[1])
 if redis.call('EXISTS', PAUSED) == 1 then
   return {}
@@ -10,9 +13,14 @@ promote(now)
 local n = tonumber(ARGV[2])
 local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
-local picked = redis.call('ZRANGE', READY, 0, n - 1)
+local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
+local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
 local out = {}
-for _, member in ipairs(picked) do
+for i = 1, #picked, 2 do
+  local member, score = picked[i], tonumber(picked[i + 1])
+  if bound_score and (score > bound_score or (score == bound_score and member > bound_member)) then
+    break
+  end
   local id = id_of_ready(member)
   local k = job_key(id)
   redis.call('ZREM', READY, member)
