@@ -20,8 +20,8 @@
 //! | `P:unique` | hash | unique key -> id of the live job holding it |
 //! | `P:paused` | string | present while the queue is paused |
 //! | `P:hist:<id>` | hash | a history row |
-//! | `P:hist:ids`, `P:hist:ids:<status>` | sorted sets | history ids (score 0, lexical = numeric order) for paging |
-//! | `P:hist:fin`, `P:hist:fin:<status>` | sorted sets | history ids by finished_at, for pruning |
+//! | `P:hist:ids:<status>` | sorted sets | history ids per final status (score 0, lexical = numeric order) for paging; listings without a status merge the three |
+//! | `P:hist:fin:<status>` | sorted sets | history ids per final status by finished_at, for pruning |
 //! | `{ns}:queues`, `{ns}:queue_names` | hashes | queue name <-> index (the registry) |
 //! | `{ns}:queue_seq`, `{ns}:job_seq` | strings | the last queue index and job sequence number given |
 //! | `{ns}:layout` | string | the key layout version ([`LAYOUT_VERSION`]), set by [`RedisStorage::migrate`] |

@@ -12,7 +12,7 @@ while i <= #ARGV do
   end
   i = i + 5
   if holds(id, worker, attempt) then
-    archive(id, 'completed', result, false, worker, now)
+    archive(id, 'completed', result, false, worker, now, true)
     out[#out + 1] = 1
   else
     out[#out + 1] = 0

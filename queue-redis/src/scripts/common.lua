@@ -12,13 +12,24 @@ local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
 local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
 local UNIQUE = P .. ':unique'     -- hash: unique key -> id
 local PAUSED = P .. ':paused'     -- exists while the queue is paused
-local HIST_IDS = P .. ':hist:ids' -- history: score 0, member id (lexical = numeric)
-local HIST_FIN = P .. ':hist:fin' -- history: score finished_at, member id
+-- History, per status (completed, dead_letter, discarded):
+local HIST_IDS = P .. ':hist:ids' -- ..':'..status: score 0, member id (lexical = numeric)
+local HIST_FIN = P .. ':hist:fin' -- ..':'..status: score finished_at, member id
+local STATUSES = {'completed', 'dead_letter', 'discarded'}
 
 local PROMOTE_CAP = 10000
 
 local function fmt(n)
   return string.format('%.0f', n)
+end
+
+-- Calls `command` on `key` with the items of `list` as arguments, in
+-- chunks (Lua's unpack has a limit).
+local function bulk(command, key, list)
+  local step = 2000
+  for i = 1, #list, step do
+    redis.call(command, key, unpack(list, i, math.min(i + step - 1, #list)))
+  end
 end
 
 local function clock(arg)
@@ -107,31 +118,37 @@ local function clear_lease(id)
 end
 
 -- Moves live job `id` to history with `status`. `result`, `last_error`
--- (false keeps the job's own) and `processed_by` may be false. Returns
+-- (false keeps the job's own) and `processed_by` may be false; `held`
+-- says the job is leased (only the lease index needs cleaning). Returns
 -- false when the job is not live.
-local function archive(id, status, result, last_error, processed_by, now)
+local function archive(id, status, result, last_error, processed_by, now, held)
   local key = job_key(id)
   local f = redis.call('HMGET', key, 'priority', 'unique_key', 'payload', 'attempts',
     'max_attempts', 'available_at', 'first_locked_at', 'last_error', 'created_at')
   if not f[1] then
     return false
   end
-  unplace(id, f[6])
+  if held then
+    redis.call('ZREM', LEASED, id)
+  else
+    unplace(id, f[6])
+  end
   if f[2] and redis.call('HGET', UNIQUE, f[2]) == id then
     redis.call('HDEL', UNIQUE, f[2])
   end
-  local h = hist_key(id)
-  redis.call('HSET', h, 'priority', f[1], 'payload', f[3], 'status', status,
-    'attempts', f[4], 'max_attempts', f[5], 'created_at', f[9], 'finished_at', fmt(now))
-  if f[2] then redis.call('HSET', h, 'unique_key', f[2]) end
-  if result then redis.call('HSET', h, 'result', result) end
+  local h = {'priority', f[1], 'payload', f[3], 'status', status, 'attempts', f[4],
+    'max_attempts', f[5], 'created_at', f[9], 'finished_at', fmt(now)}
   local err = last_error or f[8]
-  if err then redis.call('HSET', h, 'last_error', err) end
-  if processed_by then redis.call('HSET', h, 'processed_by', processed_by) end
-  if f[7] then redis.call('HSET', h, 'started_at', f[7]) end
-  redis.call('ZADD', HIST_IDS, 0, id)
+  local optional = {unique_key = f[2], result = result, last_error = err,
+    processed_by = processed_by, started_at = f[7]}
+  for field, value in pairs(optional) do
+    if value then
+      h[#h + 1] = field
+      h[#h + 1] = value
+    end
+  end
+  redis.call('HSET', hist_key(id), unpack(h))
   redis.call('ZADD', HIST_IDS .. ':' .. status, 0, id)
-  redis.call('ZADD', HIST_FIN, fmt(now), id)
   redis.call('ZADD', HIST_FIN .. ':' .. status, fmt(now), id)
   redis.call('DEL', key)
   return true
@@ -140,8 +157,34 @@ end
 -- Deletes history row `id` of `status` and its index entries.
 local function forget(id, status)
   redis.call('DEL', hist_key(id))
-  redis.call('ZREM', HIST_IDS, id)
   redis.call('ZREM', HIST_IDS .. ':' .. status, id)
-  redis.call('ZREM', HIST_FIN, id)
   redis.call('ZREM', HIST_FIN .. ':' .. status, id)
+end
+
+-- The `n` oldest history rows finished before `cutoff`, of `status` (or
+-- of any when ''), as {{id, finished_at}, ...} by finished_at then id.
+local function oldest_history(status, cutoff, n)
+  local statuses = STATUSES
+  if status ~= '' then
+    statuses = {status}
+  end
+  local all = {}
+  for _, s in ipairs(statuses) do
+    local found = redis.call('ZRANGEBYSCORE', HIST_FIN .. ':' .. s, '-inf', '(' .. fmt(cutoff),
+      'WITHSCORES', 'LIMIT', 0, n)
+    for i = 1, #found, 2 do
+      all[#all + 1] = {found[i], tonumber(found[i + 1])}
+    end
+  end
+  table.sort(all, function(a, b)
+    if a[2] ~= b[2] then
+      return a[2] < b[2]
+    end
+    return a[1] < b[1]
+  end)
+  local out = {}
+  for i = 1, math.min(n, #all) do
+    out[i] = all[i]
+  end
+  return out
 end

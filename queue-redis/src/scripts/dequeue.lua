@@ -16,6 +16,8 @@ local worker = ARGV[4]
 local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
 local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
 local out = {}
+local members, ids, leased = {}, {}, {}
+local now_text = fmt(now)
 for i = 1, #picked, 2 do
   local member, score = picked[i], tonumber(picked[i + 1])
   if bound_score and (score > bound_score or (score == bound_score and member > bound_member)) then
@@ -23,12 +25,16 @@ for i = 1, #picked, 2 do
   end
   local id = id_of_ready(member)
   local k = job_key(id)
-  redis.call('ZREM', READY, member)
-  redis.call('ZREM', READY_AT, id)
+  members[#members + 1] = member
+  ids[#ids + 1] = id
+  leased[#leased + 1] = until_at
+  leased[#leased + 1] = id
   redis.call('HINCRBY', k, 'attempts', 1)
-  redis.call('HSET', k, 'lease_until', until_at, 'locked_by', worker, 'updated_at', fmt(now))
-  redis.call('HSETNX', k, 'first_locked_at', fmt(now))
-  redis.call('ZADD', LEASED, until_at, id)
+  redis.call('HSET', k, 'lease_until', until_at, 'locked_by', worker, 'updated_at', now_text)
+  redis.call('HSETNX', k, 'first_locked_at', now_text)
   out[#out + 1] = read_job(id)
 end
+bulk('ZREM', READY, members)
+bulk('ZREM', READY_AT, ids)
+bulk('ZADD', LEASED, leased)
 return out

@@ -17,5 +17,5 @@ if ARGV[6] == '1' and tonumber(f[1]) < tonumber(f[2]) then
   place(id, f[3], at, now)
   return {1, at}
 end
-archive(id, 'dead_letter', false, err, worker, now)
+archive(id, 'dead_letter', false, err, worker, now, true)
 return {2}

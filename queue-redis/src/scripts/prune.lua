@@ -2,18 +2,17 @@
 -- now - older_than, of one status if set.
 -- ARGV: now, older_than (micros), status ('' for any), n. Returns the count.
 local now = clock(ARGV[1])
-local index = HIST_FIN
-if ARGV[3] ~= '' then
-  index = HIST_FIN .. ':' .. ARGV[3]
-end
-local old = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. fmt(now - tonumber(ARGV[2])),
-  'LIMIT', 0, tonumber(ARGV[4]))
-for _, id in ipairs(old) do
+local old = oldest_history(ARGV[3], now - tonumber(ARGV[2]), tonumber(ARGV[4]))
+for _, row in ipairs(old) do
+  local id = row[1]
   local status = redis.call('HGET', hist_key(id), 'status')
   if status then
     forget(id, status)
   else
-    redis.call('ZREM', index, id)
+    for _, s in ipairs(STATUSES) do
+      redis.call('ZREM', HIST_IDS .. ':' .. s, id)
+      redis.call('ZREM', HIST_FIN .. ':' .. s, id)
+    end
   end
 end
 return #old

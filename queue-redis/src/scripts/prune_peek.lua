@@ -3,9 +3,9 @@
 -- ARGV: now, older_than (micros), status ('' for any), n.
 -- Returns {id, finished_at, ...} oldest first.
 local now = clock(ARGV[1])
-local index = HIST_FIN
-if ARGV[3] ~= '' then
-  index = HIST_FIN .. ':' .. ARGV[3]
+local out = {}
+for _, row in ipairs(oldest_history(ARGV[3], now - tonumber(ARGV[2]), tonumber(ARGV[4]))) do
+  out[#out + 1] = row[1]
+  out[#out + 1] = fmt(row[2])
 end
-return redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. fmt(now - tonumber(ARGV[2])),
-  'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[4]))
+return out

@@ -18,7 +18,7 @@ for _, id in ipairs(stalled) do
     to_ready(id, f[4], fmt(now))
     requeued = requeued + 1
   else
-    archive(id, 'dead_letter', false, expired, false, now)
+    archive(id, 'dead_letter', false, expired, false, now, true)
     dead = dead + 1
   end
 end
