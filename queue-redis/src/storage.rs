@@ -115,7 +115,8 @@ impl RedisStorage {
     /// URL connects to a cluster instead (see [`RedisStorage::connect_cluster`]).
     ///
     /// # Errors
-    /// [`QueueError::InvalidInput`] for a URL that does not parse;
+    /// [`QueueError::InvalidInput`] for a URL that does not parse, and for
+    /// `rediss://` (this build has no TLS client);
     /// [`QueueError::Unavailable`] naming the node when it cannot be
     /// reached; [`QueueError::Backend`] naming the node for a refused
     /// password or a server without scripting.

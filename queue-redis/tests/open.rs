@@ -253,3 +253,11 @@ async fn clear_removes_every_key_of_the_namespace() {
 async fn clear_removes_every_key_of_the_namespace_on_every_cluster_node() {
     check_clear(true).await;
 }
+
+#[tokio::test]
+async fn a_tls_url_is_invalid_in_this_build() {
+    let error = RedisStorage::connect("rediss://127.0.0.1:6379")
+        .await
+        .expect_err("no TLS support is built in");
+    assert_eq!(error.invalid_field(), Some("url"), "{error:?}");
+}

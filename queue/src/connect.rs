@@ -7,9 +7,10 @@ use crate::AnyStorage;
 /// Connects to the database at `url`, choosing the backend by its scheme:
 /// `sqlite://path?mode=rwc` or `sqlite::memory:` (feature `sqlite`),
 /// `postgres://` or `postgresql://` (feature `postgres`), `mysql://` or
-/// `mariadb://` (feature `mysql`), `redis://`, `rediss://` or
-/// `redis+cluster://host:port,host:port` (feature `redis`). Call
-/// [`AnyStorage::migrate`] before use.
+/// `mariadb://` (feature `mysql`), `redis://` or
+/// `redis+cluster://host:port,host:port` (feature `redis`; `rediss://`, TLS,
+/// is refused: this build has no TLS client). Call [`AnyStorage::migrate`]
+/// before use.
 ///
 /// # Errors
 /// - [`QueueError::InvalidInput`] (field `url`) for a scheme no backend

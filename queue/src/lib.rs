@@ -29,7 +29,7 @@
 //! | `sqlite` (default) | `sqlite://path?mode=rwc`, `sqlite::memory:` | [`sqlite::SqliteStorage`] |
 //! | `postgres` (default) | `postgres://…`, `postgresql://…` | [`postgres::PgStorage`] |
 //! | `mysql` (default) | `mysql://…`, `mariadb://…` | [`mysql::MySqlStorage`] |
-//! | `redis` (default) | `redis://…`, `rediss://…`, `redis+cluster://host:port,host:port` | [`redis::RedisStorage`] |
+//! | `redis` (default) | `redis://…`, `redis+cluster://host:port,host:port` | [`redis::RedisStorage`] |
 //!
 //! Every backend is on by default, so that a URL alone picks one; an
 //! application trims the others with `default-features = false`.
