@@ -19,7 +19,7 @@
 //! | `P:leased` | sorted set | held jobs by lease_until (running, and stalled once past it) |
 //! | `P:unique` | hash | unique key -> id of the live job holding it |
 //! | `P:paused` | string | present while the queue is paused |
-//! | `P:hist:<id>` | hash | a history row |
+//! | `P:hist:<id>` | hash | a history row: the job's hash renamed at archive time (`first_locked_at` is its `started_at`), plus status, finished_at, result, processed_by |
 //! | `P:hist:ids:<status>` | sorted sets | history ids per final status (score 0, lexical = numeric order) for paging; listings without a status merge the three |
 //! | `P:hist:fin:<status>` | sorted sets | history ids per final status by finished_at, for pruning |
 //! | `{ns}:queues`, `{ns}:queue_names` | hashes | queue name <-> index (the registry) |

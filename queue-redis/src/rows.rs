@@ -141,7 +141,8 @@ pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord>
         max_attempts: f.count("max_attempts")?,
         processed_by: f.name("processed_by", WorkerId::new)?,
         created_at: f.time("created_at")?,
-        started_at: f.optional_time("started_at")?,
+        // A history row is the job's hash renamed: started_at is its first claim.
+        started_at: f.optional_time("first_locked_at")?,
         finished_at: f.time("finished_at")?,
     })
 }

@@ -117,40 +117,43 @@ local function clear_lease(id)
   redis.call('ZREM', LEASED, id)
 end
 
--- Moves live job `id` to history with `status`. `result`, `last_error`
--- (false keeps the job's own) and `processed_by` may be false; `held`
--- says the job is leased (only the lease index needs cleaning). Returns
--- false when the job is not live.
+-- Moves live job `id` to history with `status`: the job's hash is renamed
+-- to the history row (its payload is not copied) and gains status,
+-- finished_at and, when set, result, last_error (false keeps the job's
+-- own) and processed_by; `held` says the job is leased (only the lease
+-- index needs cleaning). Returns false when the job is not live.
 local function archive(id, status, result, last_error, processed_by, now, held)
   local key = job_key(id)
-  local f = redis.call('HMGET', key, 'priority', 'unique_key', 'payload', 'attempts',
-    'max_attempts', 'available_at', 'first_locked_at', 'last_error', 'created_at')
-  if not f[1] then
+  local f = redis.call('HMGET', key, 'unique_key', 'available_at', 'created_at')
+  if not f[3] then
     return false
   end
   if held then
     redis.call('ZREM', LEASED, id)
   else
-    unplace(id, f[6])
+    unplace(id, f[2])
   end
-  if f[2] and redis.call('HGET', UNIQUE, f[2]) == id then
-    redis.call('HDEL', UNIQUE, f[2])
+  if f[1] and redis.call('HGET', UNIQUE, f[1]) == id then
+    redis.call('HDEL', UNIQUE, f[1])
   end
-  local h = {'priority', f[1], 'payload', f[3], 'status', status, 'attempts', f[4],
-    'max_attempts', f[5], 'created_at', f[9], 'finished_at', fmt(now)}
-  local err = last_error or f[8]
-  local optional = {unique_key = f[2], result = result, last_error = err,
-    processed_by = processed_by, started_at = f[7]}
-  for field, value in pairs(optional) do
-    if value then
-      h[#h + 1] = field
-      h[#h + 1] = value
-    end
+  local h = hist_key(id)
+  redis.call('RENAME', key, h)
+  local set = {'status', status, 'finished_at', fmt(now)}
+  if result then
+    set[#set + 1] = 'result'
+    set[#set + 1] = result
   end
-  redis.call('HSET', hist_key(id), unpack(h))
+  if last_error then
+    set[#set + 1] = 'last_error'
+    set[#set + 1] = last_error
+  end
+  if processed_by then
+    set[#set + 1] = 'processed_by'
+    set[#set + 1] = processed_by
+  end
+  redis.call('HSET', h, unpack(set))
   redis.call('ZADD', HIST_IDS .. ':' .. status, 0, id)
   redis.call('ZADD', HIST_FIN .. ':' .. status, fmt(now), id)
-  redis.call('DEL', key)
   return true
 end
 

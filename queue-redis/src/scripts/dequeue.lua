@@ -29,10 +29,31 @@ for i = 1, #picked, 2 do
   ids[#ids + 1] = id
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
-  redis.call('HINCRBY', k, 'attempts', 1)
-  redis.call('HSET', k, 'lease_until', until_at, 'locked_by', worker, 'updated_at', now_text)
-  redis.call('HSETNX', k, 'first_locked_at', now_text)
-  out[#out + 1] = read_job(id)
+  -- Read once, write once, and answer the row as written.
+  local fields = redis.call('HGETALL', k)
+  local at = {}
+  for j = 1, #fields, 2 do
+    at[fields[j]] = j + 1
+  end
+  local changes = {attempts = fmt(tonumber(fields[at.attempts]) + 1), lease_until = until_at,
+    locked_by = worker, updated_at = now_text}
+  if not at.first_locked_at then
+    changes.first_locked_at = now_text
+  end
+  local set = {}
+  for field, value in pairs(changes) do
+    set[#set + 1] = field
+    set[#set + 1] = value
+    if at[field] then
+      fields[at[field]] = value
+    else
+      fields[#fields + 1] = field
+      fields[#fields + 1] = value
+    end
+  end
+  redis.call('HSET', k, unpack(set))
+  table.insert(fields, 1, id)
+  out[#out + 1] = fields
 end
 bulk('ZREM', READY, members)
 bulk('ZREM', READY_AT, ids)
