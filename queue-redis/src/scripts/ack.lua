@@ -3,6 +3,7 @@
 -- Returns {1 acked | 0 lease lost, ...}.
 local now = clock(ARGV[1])
 local out = {}
+local sink = new_sink()
 local i = 2
 while i <= #ARGV do
   local id, worker, attempt = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -12,10 +13,11 @@ while i <= #ARGV do
   end
   i = i + 5
   if holds(id, worker, attempt) then
-    archive(id, 'completed', result, false, worker, now, true)
+    archive(id, 'completed', result, false, worker, now, true, sink)
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
 end
+flush(sink)
 return out

@@ -121,14 +121,18 @@ end
 -- to the history row (its payload is not copied) and gains status,
 -- finished_at and, when set, result, last_error (false keeps the job's
 -- own) and processed_by; `held` says the job is leased (only the lease
--- index needs cleaning). Returns false when the job is not live.
-local function archive(id, status, result, last_error, processed_by, now, held)
+-- index needs cleaning). With `sink` (see `new_sink`), the index writes
+-- are collected there for `flush` instead of made one by one. Returns
+-- false when the job is not live.
+local function archive(id, status, result, last_error, processed_by, now, held, sink)
   local key = job_key(id)
   local f = redis.call('HMGET', key, 'unique_key', 'available_at', 'created_at')
   if not f[3] then
     return false
   end
-  if held then
+  if held and sink then
+    sink.unleased[#sink.unleased + 1] = id
+  elseif held then
     redis.call('ZREM', LEASED, id)
   else
     unplace(id, f[2])
@@ -152,9 +156,36 @@ local function archive(id, status, result, last_error, processed_by, now, held)
     set[#set + 1] = processed_by
   end
   redis.call('HSET', h, unpack(set))
-  redis.call('ZADD', HIST_IDS .. ':' .. status, 0, id)
-  redis.call('ZADD', HIST_FIN .. ':' .. status, fmt(now), id)
+  if sink then
+    local ids, fin = sink.ids[status], sink.fin[status]
+    ids[#ids + 1] = 0
+    ids[#ids + 1] = id
+    fin[#fin + 1] = fmt(now)
+    fin[#fin + 1] = id
+  else
+    redis.call('ZADD', HIST_IDS .. ':' .. status, 0, id)
+    redis.call('ZADD', HIST_FIN .. ':' .. status, fmt(now), id)
+  end
   return true
+end
+
+-- A place for `archive` to collect index writes, made by `flush`.
+local function new_sink()
+  local sink = {unleased = {}, ids = {}, fin = {}}
+  for _, status in ipairs(STATUSES) do
+    sink.ids[status] = {}
+    sink.fin[status] = {}
+  end
+  return sink
+end
+
+-- Makes the index writes collected in `sink`, a few commands in all.
+local function flush(sink)
+  bulk('ZREM', LEASED, sink.unleased)
+  for _, status in ipairs(STATUSES) do
+    bulk('ZADD', HIST_IDS .. ':' .. status, sink.ids[status])
+    bulk('ZADD', HIST_FIN .. ':' .. status, sink.fin[status])
+  end
 end
 
 -- Deletes history row `id` of `status` and its index entries.
