@@ -95,16 +95,26 @@ async fn a_crash_with_aof_always_loses_no_acknowledged_enqueue_and_completes_no_
         enqueued.push(enqueue_until_acknowledged(&storage, n).await);
     }
 
+    // Done when every acknowledged enqueue is completed in history (an ack
+    // the server applied may have lost its reply in the crash: the server's
+    // history, not the consumer's record, is the truth).
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let done: HashSet<JobId> = acked.lock().expect("acked").iter().copied().collect();
-        if enqueued.iter().all(|id| done.contains(id)) {
-            break;
+    let mut waiting: Vec<JobId> = enqueued.clone();
+    while !waiting.is_empty() {
+        let mut still = Vec::new();
+        for id in waiting {
+            match storage.get_history(id).await {
+                Ok(Some(record)) => {
+                    assert_eq!(record.status, FinalStatus::Completed, "job {id}")
+                }
+                _ => still.push(id),
+            }
         }
+        waiting = still;
         assert!(
             Instant::now() < deadline,
-            "{} of {JOBS} acknowledged jobs completed after 60 s",
-            enqueued.iter().filter(|id| done.contains(id)).count()
+            "{} of {JOBS} acknowledged jobs not completed after 60 s",
+            waiting.len()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -114,17 +124,15 @@ async fn a_crash_with_aof_always_loses_no_acknowledged_enqueue_and_completes_no_
     let acked = acked.lock().expect("acked").clone();
     let distinct: HashSet<JobId> = acked.iter().copied().collect();
     assert_eq!(distinct.len(), acked.len(), "a job was completed twice");
-    assert_eq!(
-        distinct,
-        enqueued.iter().copied().collect::<HashSet<_>>(),
-        "completed jobs differ from the acknowledged enqueues"
+    let enqueued: HashSet<JobId> = enqueued.into_iter().collect();
+    assert!(
+        distinct.is_subset(&enqueued),
+        "an ack completed a job nobody enqueued"
     );
-    for id in &enqueued {
-        let record = storage
-            .get_history(*id)
-            .await
-            .expect("history")
-            .unwrap_or_else(|| panic!("job {id} has no history row"));
-        assert_eq!(record.status, FinalStatus::Completed);
-    }
+    assert!(
+        // At most one ack batch (10 jobs) was in flight at the crash.
+        acked.len() + 10 >= JOBS,
+        "only {} of {JOBS} acks were confirmed",
+        acked.len()
+    );
 }
