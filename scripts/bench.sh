@@ -5,9 +5,10 @@
 #
 #   scripts/bench.sh postgres [URL]
 #   scripts/bench.sh mysql [URL]
+#   scripts/bench.sh redis [URL]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-backend=${1:?usage: scripts/bench.sh postgres|mysql [URL]}
+backend=${1:?usage: scripts/bench.sh postgres|mysql|sqlite|redis [URL]}
 url=${2:-}
 cargo build --release -q -p queue-bench
 bench() {

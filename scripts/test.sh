@@ -2,8 +2,10 @@
 # Runs every test of the workspace against real databases, creating what
 # they need (the test database, one schema or database per test).
 #
-# Databases come from QUEUE_TEST_POSTGRES_URL and QUEUE_TEST_MYSQL_URL; when
-# unset they default to the local servers below. Extra arguments go to
+# Databases come from QUEUE_TEST_POSTGRES_URL, QUEUE_TEST_MYSQL_URL,
+# QUEUE_TEST_REDIS_URL and QUEUE_TEST_REDIS_CLUSTER_URL; when unset they
+# default to the local servers below (the Redis Cluster is started by
+# scripts/redis-cluster.sh). Extra arguments go to
 # `cargo test`.
 #
 # The restart tests stop and start the database servers, and the browser
@@ -18,6 +20,12 @@ cd "$(dirname "$0")/.."
 
 export QUEUE_TEST_POSTGRES_URL="${QUEUE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/queue_test}"
 export QUEUE_TEST_MYSQL_URL="${QUEUE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/}"
+export QUEUE_TEST_REDIS_URL="${QUEUE_TEST_REDIS_URL:-redis://127.0.0.1:6379}"
+# The Redis Cluster tests: a local three-master cluster unless one is named.
+if [ -z "${QUEUE_TEST_REDIS_CLUSTER_URL:-}" ]; then
+    export QUEUE_TEST_REDIS_CLUSTER_URL=redis://127.0.0.1:7001
+    scripts/redis-cluster.sh start || echo "no local Redis Cluster: the queue-redis cluster tests will fail naming it"
+fi
 
 is_local() { [[ $1 =~ ://([^@/]*@)?(127\.0\.0\.1|localhost)([:/?]|$) ]]; }
 
@@ -37,6 +45,7 @@ fi
 
 echo "PostgreSQL: ${QUEUE_TEST_POSTGRES_URL}"
 echo "MySQL:      ${QUEUE_TEST_MYSQL_URL}"
+echo "Redis:      ${QUEUE_TEST_REDIS_URL} (cluster: ${QUEUE_TEST_REDIS_CLUSTER_URL})"
 cargo test --workspace --all-features "$@"
 
 [ $# -eq 0 ] || exit 0

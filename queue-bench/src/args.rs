@@ -13,8 +13,8 @@ pub(crate) struct Args {
     /// The server (default: this machine's, as in the README).
     #[arg(long)]
     pub(crate) url: Option<String>,
-    /// The schema (PostgreSQL) or database (MySQL) the run drops and
-    /// recreates before every measurement.
+    /// The schema (PostgreSQL), database (MySQL) or key namespace (Redis)
+    /// the run drops and recreates before every measurement.
     #[arg(long, default_value = "queue_bench")]
     pub(crate) schema: String,
     /// Connections in the storage's pool.
@@ -45,6 +45,10 @@ pub(crate) enum Backend {
     /// SQLite in a local file through sqlx (the file is deleted and
     /// recreated before every measurement).
     Sqlite,
+    /// Redis 7+ (standalone, or `redis+cluster://` URLs) through the redis
+    /// crate; `--schema` is the key namespace, cleared before every
+    /// measurement.
+    Redis,
 }
 
 impl Backend {
@@ -53,6 +57,7 @@ impl Backend {
             Backend::Postgres => "postgres://postgres@127.0.0.1:5432/postgres",
             Backend::Mysql => "mysql://root@127.0.0.1:3306/",
             Backend::Sqlite => "sqlite://queue_bench.db?mode=rwc",
+            Backend::Redis => "redis://127.0.0.1:6379",
         }
     }
 }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use queue::AnyStorage;
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
+use queue_redis::RedisStorage;
 use queue_sqlite::SqliteStorage;
 
 use crate::BenchError;
@@ -21,10 +22,14 @@ impl Target for AnyStorage {
             Backend::Postgres => PgStorage::fresh(setup).await?.into(),
             Backend::Mysql => MySqlStorage::fresh(setup).await?.into(),
             Backend::Sqlite => SqliteStorage::fresh(setup).await?.into(),
+            Backend::Redis => RedisStorage::fresh(setup).await?.into(),
         })
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
+        if let Some(redis) = self.as_redis() {
+            return redis.count_live(queue).await;
+        }
         match (self.as_postgres(), self.as_mysql(), self.as_sqlite()) {
             (Some(pg), _, _) => pg.count_live(queue).await,
             (_, Some(mysql), _) => mysql.count_live(queue).await,
@@ -36,6 +41,9 @@ impl Target for AnyStorage {
     }
 
     async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
+        if let Some(redis) = self.as_redis() {
+            return redis.count_completed(queue).await;
+        }
         match (self.as_postgres(), self.as_mysql(), self.as_sqlite()) {
             (Some(pg), _, _) => pg.count_completed(queue).await,
             (_, Some(mysql), _) => mysql.count_completed(queue).await,
@@ -51,6 +59,7 @@ impl Target for AnyStorage {
             Backend::Postgres => PgStorage::notifies(setup),
             Backend::Mysql => MySqlStorage::notifies(setup),
             Backend::Sqlite => SqliteStorage::notifies(setup),
+            Backend::Redis => RedisStorage::notifies(setup),
         }
     }
 }

@@ -23,6 +23,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
+use queue_redis::RedisStorage;
 use queue_sqlite::SqliteStorage;
 
 use crate::args::{Args, Backend};
@@ -87,6 +88,7 @@ async fn main() -> ExitCode {
         (Backend::Postgres, false) => run::<PgStorage>(&args, &setup).await,
         (Backend::Mysql, false) => run::<MySqlStorage>(&args, &setup).await,
         (Backend::Sqlite, false) => run::<SqliteStorage>(&args, &setup).await,
+        (Backend::Redis, false) => run::<RedisStorage>(&args, &setup).await,
     };
     match outcome {
         Ok(report) => {

@@ -8,6 +8,7 @@ use mysql_async::prelude::Queryable;
 use queue_core::Storage;
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
+use queue_redis::RedisStorage;
 use queue_sqlite::SqliteStorage;
 use sqlx::postgres::PgPoolOptions;
 
@@ -227,6 +228,41 @@ impl Target for SqliteStorage {
     /// Enqueues wake the workers of the same process (the benchmark's).
     fn notifies(_setup: &Setup) -> bool {
         true
+    }
+}
+
+#[async_trait]
+impl Target for RedisStorage {
+    const NAME: &'static str = "redis";
+
+    /// Clears the namespace `--schema` and records the key layout.
+    /// `--pool` does not apply (one multiplexed connection).
+    async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
+        let storage = RedisStorage::connect(&setup.url)
+            .await?
+            .with_namespace(&setup.schema)?;
+        storage.clear().await?;
+        storage.migrate().await?;
+        Ok(storage)
+    }
+
+    async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
+        let (live, _) = self
+            .count_at_priority(&queue_core::QueueName::new(queue)?, 0)
+            .await?;
+        Ok(i64::try_from(live).unwrap_or(i64::MAX))
+    }
+
+    async fn count_completed(&self, queue: &str) -> Result<i64, BenchError> {
+        let (_, completed) = self
+            .count_at_priority(&queue_core::QueueName::new(queue)?, 0)
+            .await?;
+        Ok(i64::try_from(completed).unwrap_or(i64::MAX))
+    }
+
+    /// Enqueues publish on the namespace's channel.
+    fn notifies(setup: &Setup) -> bool {
+        setup.notify
     }
 }
 

@@ -2,7 +2,8 @@
 //! server, so the benchmark cannot rot: each run verifies its own drains
 //! (every job completed once, archived, none left) and fails otherwise.
 //!
-//! Servers come from `QUEUE_TEST_POSTGRES_URL` / `QUEUE_TEST_MYSQL_URL`
+//! Servers come from `QUEUE_TEST_POSTGRES_URL` / `QUEUE_TEST_MYSQL_URL` /
+//! `QUEUE_TEST_REDIS_URL`
 //! (scripts/test.sh sets them); without them the test fails. The benchmark
 //! creates the PostgreSQL database when it is missing.
 
@@ -89,4 +90,13 @@ fn every_workload_runs_on_sqlite() {
         env!("CARGO_TARGET_TMPDIR")
     );
     smoke("sqlite", &url, "unused");
+}
+
+#[test]
+fn every_workload_runs_on_redis() {
+    smoke(
+        "redis",
+        &server_url("QUEUE_TEST_REDIS_URL"),
+        "queue_test_bench_smoke",
+    );
 }

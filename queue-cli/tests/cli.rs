@@ -351,9 +351,9 @@ fn usage_errors_are_one_line_with_exit_code_2() {
         String::from_utf8_lossy(&out.stderr).trim(),
         "queue: no database: pass --database-url or set QUEUE_DATABASE_URL"
     );
-    let stderr = fails("redis://127.0.0.1/", None, &["stats"], 2);
+    let stderr = fails("mongodb://127.0.0.1/", None, &["stats"], 2);
     assert!(
-        stderr.contains("redis://127.0.0.1/: expected sqlite://, postgres://"),
+        stderr.contains("mongodb://127.0.0.1/: expected sqlite://, postgres://"),
         "{stderr}"
     );
 }

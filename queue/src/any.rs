@@ -26,6 +26,9 @@ pub enum AnyStorage {
     /// SQLite.
     #[cfg(feature = "sqlite")]
     Sqlite(queue_sqlite::SqliteStorage),
+    /// Redis, standalone or Cluster.
+    #[cfg(feature = "redis")]
+    Redis(queue_redis::RedisStorage),
 }
 
 /// Runs `$body` with `$s` bound to the backend storage inside `$any`.
@@ -38,12 +41,14 @@ macro_rules! each {
             AnyStorage::MySql($s) => $body,
             #[cfg(feature = "sqlite")]
             AnyStorage::Sqlite($s) => $body,
+            #[cfg(feature = "redis")]
+            AnyStorage::Redis($s) => $body,
         }
     };
 }
 
 impl AnyStorage {
-    /// The backend's name: `postgres`, `mysql` or `sqlite`.
+    /// The backend's name: `postgres`, `mysql`, `sqlite` or `redis`.
     pub fn backend(&self) -> &'static str {
         match self {
             #[cfg(feature = "postgres")]
@@ -52,10 +57,13 @@ impl AnyStorage {
             Self::MySql(_) => "mysql",
             #[cfg(feature = "sqlite")]
             Self::Sqlite(_) => "sqlite",
+            #[cfg(feature = "redis")]
+            Self::Redis(_) => "redis",
         }
     }
 
-    /// Creates or upgrades the queue's tables; returns the versions applied.
+    /// Creates or upgrades the queue's tables (on Redis: checks and records
+    /// the key layout version); returns the versions applied.
     /// Safe to call in every process at start-up.
     ///
     /// # Errors
@@ -111,6 +119,16 @@ impl AnyStorage {
             _ => None,
         }
     }
+
+    /// The Redis storage, when this is one.
+    #[cfg(feature = "redis")]
+    pub fn as_redis(&self) -> Option<&queue_redis::RedisStorage> {
+        #[allow(unreachable_patterns)]
+        match self {
+            Self::Redis(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for AnyStorage {
@@ -137,6 +155,13 @@ impl From<queue_mysql::MySqlStorage> for AnyStorage {
 impl From<queue_sqlite::SqliteStorage> for AnyStorage {
     fn from(storage: queue_sqlite::SqliteStorage) -> Self {
         Self::Sqlite(storage)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<queue_redis::RedisStorage> for AnyStorage {
+    fn from(storage: queue_redis::RedisStorage) -> Self {
+        Self::Redis(storage)
     }
 }
 

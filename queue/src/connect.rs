@@ -7,7 +7,10 @@ use crate::AnyStorage;
 /// Connects to the database at `url`, choosing the backend by its scheme:
 /// `sqlite://path?mode=rwc` or `sqlite::memory:` (feature `sqlite`),
 /// `postgres://` or `postgresql://` (feature `postgres`), `mysql://` or
-/// `mariadb://` (feature `mysql`). Call [`AnyStorage::migrate`] before use.
+/// `mariadb://` (feature `mysql`), `redis://` or
+/// `redis+cluster://host:port,host:port` (feature `redis`; `rediss://`, TLS,
+/// is refused: this build has no TLS client). Call [`AnyStorage::migrate`]
+/// before use.
 ///
 /// # Errors
 /// - [`QueueError::InvalidInput`] (field `url`) for a scheme no backend
@@ -21,10 +24,12 @@ pub async fn connect(url: &str) -> Result<AnyStorage> {
         "postgres" | "postgresql" => postgres(url).await,
         "mysql" | "mariadb" => mysql(url),
         "sqlite" => sqlite(url).await,
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => redis(url).await,
         _ => Err(QueueError::invalid(
             "url",
             format!(
-                "{}: expected sqlite://, postgres://, postgresql://, mysql:// or mariadb://",
+                "{}: expected sqlite://, postgres://, postgresql://, mysql://, mariadb://, \
+                 redis://, rediss:// or redis+cluster://",
                 redact_url(url)
             ),
         )),
@@ -75,10 +80,21 @@ async fn sqlite(url: &str) -> Result<AnyStorage> {
     Err(feature_off(url, "sqlite"))
 }
 
+#[cfg(feature = "redis")]
+async fn redis(url: &str) -> Result<AnyStorage> {
+    Ok(queue_redis::RedisStorage::connect(url).await?.into())
+}
+
+#[cfg(not(feature = "redis"))]
+async fn redis(url: &str) -> Result<AnyStorage> {
+    Err(feature_off(url, "redis"))
+}
+
 #[cfg(any(
     not(feature = "postgres"),
     not(feature = "mysql"),
-    not(feature = "sqlite")
+    not(feature = "sqlite"),
+    not(feature = "redis")
 ))]
 fn feature_off(url: &str, feature: &str) -> QueueError {
     QueueError::invalid(

@@ -29,6 +29,7 @@
 //! | `sqlite` (default) | `sqlite://path?mode=rwc`, `sqlite::memory:` | [`sqlite::SqliteStorage`] |
 //! | `postgres` (default) | `postgres://…`, `postgresql://…` | [`postgres::PgStorage`] |
 //! | `mysql` (default) | `mysql://…`, `mariadb://…` | [`mysql::MySqlStorage`] |
+//! | `redis` (default) | `redis://…`, `redis+cluster://host:port,host:port` | [`redis::RedisStorage`] |
 //!
 //! Every backend is on by default, so that a URL alone picks one; an
 //! application trims the others with `default-features = false`.
@@ -38,9 +39,14 @@
 //! module, [`AnyStorage::as_postgres`] and its siblings, or by building the
 //! backend's storage and converting it with `AnyStorage::from`.
 
-#[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
+#[cfg(not(any(
+    feature = "postgres",
+    feature = "mysql",
+    feature = "sqlite",
+    feature = "redis"
+)))]
 compile_error!(
-    "the `queue` crate needs at least one backend feature: `sqlite`, `postgres` or `mysql`"
+    "the `queue` crate needs at least one backend feature: `sqlite`, `postgres`, `mysql` or `redis`"
 );
 
 mod any;
@@ -61,6 +67,9 @@ pub use queue_mysql as mysql;
 /// The PostgreSQL backend (`queue-postgres`).
 #[cfg(feature = "postgres")]
 pub use queue_postgres as postgres;
+/// The Redis backend (`queue-redis`).
+#[cfg(feature = "redis")]
+pub use queue_redis as redis;
 /// The SQLite backend (`queue-sqlite`).
 #[cfg(feature = "sqlite")]
 pub use queue_sqlite as sqlite;

@@ -1,0 +1,94 @@
+//! Operator actions: discard, retry a dead letter, prune, pause and resume.
+
+use futures_util::future::try_join_all;
+use queue_core::time::duration_micros;
+use queue_core::{FinalStatus, JobId, PruneRequest, QueueError, QueueName, Result};
+
+use crate::keys::token;
+use crate::{RedisStorage, scripts};
+
+impl RedisStorage {
+    pub(crate) async fn discard_job(&self, id: JobId) -> Result<()> {
+        let not_found = || QueueError::not_found(format!("live job {id}"));
+        let Some(queue) = self.queue_of(id).await? else {
+            return Err(not_found());
+        };
+        let args = [self.now_arg(), token(id)];
+        let done: i64 = self
+            .invoke(&scripts::DISCARD, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        if done == 1 { Ok(()) } else { Err(not_found()) }
+    }
+
+    pub(crate) async fn retry_job(&self, id: JobId) -> Result<()> {
+        let not_found = || QueueError::not_found(format!("dead letter {id}"));
+        let Some(queue) = self.queue_of(id).await? else {
+            return Err(not_found());
+        };
+        let args = [
+            self.now_arg(),
+            token(id),
+            self.keys.channel(),
+            queue.as_str().to_owned(),
+        ];
+        let answer: Vec<String> = self
+            .invoke(&scripts::RETRY, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        match answer.as_slice() {
+            [code] if code == "1" => Ok(()),
+            [code] if code == "0" => Err(not_found()),
+            [code, key] if code == "-1" => Err(QueueError::Conflict {
+                reason: format!(
+                    "dead letter {id}: unique key {key:?} is live again in queue {queue}"
+                ),
+            }),
+            other => Err(QueueError::backend(format!(
+                "the retry script answered {other:?}"
+            ))),
+        }
+    }
+
+    pub(crate) async fn prune(&self, request: &PruneRequest) -> Result<u64> {
+        request.validate()?;
+        let queues = self.all_queues().await?;
+        let status = request.status.map(FinalStatus::as_str).unwrap_or_default();
+        let older = duration_micros(request.older_than).to_string();
+        let now = self.now_arg();
+        let peek_args = [
+            now.clone(),
+            older.clone(),
+            status.to_owned(),
+            request.limit.to_string(),
+        ];
+        let counts = self
+            .oldest_first(&queues, &scripts::PRUNE_PEEK, &peek_args, request.limit)
+            .await?;
+        let calls = queues
+            .iter()
+            .zip(counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(queue, n)| {
+                let args = [now.clone(), older.clone(), status.to_owned(), n.to_string()];
+                async move {
+                    self.invoke::<u64>(&scripts::PRUNE, &self.keys.queue(queue.as_str()), &args)
+                        .await
+                }
+            });
+        Ok(try_join_all(calls).await?.into_iter().sum())
+    }
+
+    pub(crate) async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<()> {
+        // A paused queue is listed by stats even without jobs: register it.
+        self.register(&[queue], 0).await?;
+        let args = [
+            self.now_arg(),
+            if paused { "1" } else { "0" }.to_owned(),
+            self.keys.channel(),
+            queue.as_str().to_owned(),
+        ];
+        let _: i64 = self
+            .invoke(&scripts::PAUSE, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,184 @@
+//! Dequeue: one script claims from one queue atomically. Over several
+//! queues (each on its own slot) a peek script per queue finds the best
+//! candidates, and the claim script then takes the chosen count from each,
+//! none worse than the worst one chosen there; when a racing dequeuer took
+//! some first, the dequeue peeks again for the rest (a few rounds at most).
+//! Also `next_due`.
+
+use std::cmp::Reverse;
+use std::time::Duration;
+
+use futures_util::future::try_join_all;
+use queue_core::time::duration_micros;
+use queue_core::{DequeueRequest, Job, QueueError, QueueName, Result};
+
+use crate::rows::{self, integer};
+use crate::{RedisStorage, scripts};
+
+/// A peeked candidate: priority, available_at, id, index of its queue,
+/// and its raw ready-set score and member (the bound of a claim).
+type Candidate = (i64, i64, i64, usize, String, String);
+
+/// How often a dequeue over several queues peeks again when racing
+/// dequeuers took the jobs it chose, before it returns what it has.
+const MAX_ROUNDS: usize = 8;
+
+/// One queue's share of a dequeue: how many jobs, and the worst one chosen.
+#[derive(Debug, Clone, Default)]
+struct Share {
+    count: u32,
+    bound: Option<(String, String)>,
+}
+
+impl RedisStorage {
+    pub(crate) async fn dequeue_jobs(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        let queues = request.queues();
+        let now = self.now_arg();
+        let mut caps: Vec<u32> = queues
+            .iter()
+            .map(|q| request.queue_limit(q).min(request.limit()))
+            .collect();
+        let mut left = request.limit();
+        let mut jobs: Vec<Job> = Vec::new();
+        if queues.len() == 1 {
+            let share = Share {
+                count: caps[0],
+                bound: None,
+            };
+            jobs = self.claim(&queues[0], &share, request, &now).await?;
+        } else {
+            for _ in 0..MAX_ROUNDS {
+                let shares = self.choose(queues, &caps, left, &now).await?;
+                if shares.iter().all(|share| share.count == 0) {
+                    break;
+                }
+                let claims = queues
+                    .iter()
+                    .zip(&shares)
+                    .map(|(queue, share)| self.claim(queue, share, request, &now));
+                let mut short = false;
+                for ((claimed, share), cap) in try_join_all(claims)
+                    .await?
+                    .into_iter()
+                    .zip(&shares)
+                    .zip(caps.iter_mut())
+                {
+                    let got = u32::try_from(claimed.len()).unwrap_or(u32::MAX);
+                    short |= got < share.count;
+                    *cap = cap.saturating_sub(got);
+                    left = left.saturating_sub(got);
+                    jobs.extend(claimed);
+                }
+                if !short || left == 0 {
+                    break;
+                }
+            }
+        }
+        jobs.sort_by_key(|job| (Reverse(job.priority), job.available_at, job.id));
+        Ok(jobs)
+    }
+
+    /// Claims `share.count` jobs of `queue`, none worse than `share.bound`.
+    async fn claim(
+        &self,
+        queue: &QueueName,
+        share: &Share,
+        request: &DequeueRequest,
+        now: &str,
+    ) -> Result<Vec<Job>> {
+        if share.count == 0 {
+            return Ok(Vec::new());
+        }
+        let (score, member) = share.bound.clone().unwrap_or_default();
+        let args = [
+            now.to_owned(),
+            share.count.to_string(),
+            duration_micros(request.lease()).to_string(),
+            request.worker_id().as_str().to_owned(),
+            score,
+            member,
+        ];
+        let rows: Vec<Vec<String>> = self
+            .invoke(&scripts::DEQUEUE, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        rows.iter().map(|row| rows::job(queue, row)).collect()
+    }
+
+    /// Each queue's share of the best `limit` peeked candidates, at most
+    /// `caps[i]` from queue `i`.
+    async fn choose(
+        &self,
+        queues: &[QueueName],
+        caps: &[u32],
+        limit: u32,
+        now: &str,
+    ) -> Result<Vec<Share>> {
+        let peeks = queues.iter().zip(caps).map(|(queue, cap)| {
+            let args = [now.to_owned(), cap.min(&limit).to_string()];
+            async move {
+                if args[1] == "0" {
+                    return Ok(Vec::new());
+                }
+                self.invoke::<Vec<String>>(&scripts::PEEK, &self.keys.queue(queue.as_str()), &args)
+                    .await
+            }
+        });
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for (slot, answer) in try_join_all(peeks).await?.into_iter().enumerate() {
+            for pair in answer.chunks_exact(2) {
+                candidates.push(candidate(&pair[0], &pair[1], slot)?);
+            }
+        }
+        candidates.sort_by_key(|c| (Reverse(c.0), c.1, c.2));
+        candidates.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        let mut shares = vec![Share::default(); queues.len()];
+        // Best first: the last one seen per queue is its worst.
+        for (_, _, _, slot, score, member) in candidates {
+            shares[slot].count += 1;
+            shares[slot].bound = Some((score, member));
+        }
+        Ok(shares)
+    }
+
+    pub(crate) async fn next_due_of(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+        let now = [self.now_arg()];
+        let probes = queues.iter().map(|queue| {
+            let now = &now;
+            async move {
+                self.invoke::<Vec<String>>(
+                    &scripts::NEXT_DUE,
+                    &self.keys.queue(queue.as_str()),
+                    now,
+                )
+                .await
+            }
+        });
+        let mut earliest: Option<i64> = None;
+        for answer in try_join_all(probes).await? {
+            let [now, at] = answer.as_slice() else {
+                return Err(QueueError::backend("the next_due script answered badly"));
+            };
+            if at.is_empty() {
+                continue;
+            }
+            let wait = integer("available_at", at)?.saturating_sub(integer("now", now)?);
+            earliest = Some(earliest.map_or(wait, |e| e.min(wait)));
+        }
+        Ok(earliest.map(|micros| Duration::from_micros(u64::try_from(micros).unwrap_or(0))))
+    }
+}
+
+/// A ready-set entry: member `pad19(available_at):pad19(id)`, score `-priority`.
+fn candidate(member: &str, score: &str, slot: usize) -> Result<Candidate> {
+    let bad = || QueueError::backend(format!("ready-set entry {member:?} {score:?} is malformed"));
+    let (at, id) = member.split_once(':').ok_or_else(bad)?;
+    let priority = score.parse::<f64>().map_err(|_| bad())?;
+    Ok((
+        -(priority as i64),
+        integer("available_at", at)?,
+        integer("id", id)?,
+        slot,
+        score.to_owned(),
+        member.to_owned(),
+    ))
+}

@@ -1,0 +1,153 @@
+//! Turning what the scripts return (`[id, field, value, ...]` of a job or
+//! history hash) into queue-core types; times are integer microseconds.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
+use queue_core::{
+    FinalStatus, HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId,
+};
+use serde_json::Value;
+
+/// An instant from microseconds since the epoch.
+pub(crate) fn instant(micros: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt("time", micros))
+}
+
+/// A queue name read back from the registry.
+pub(crate) fn queue_name(raw: String) -> Result<QueueName> {
+    stored("queue_name", raw, QueueName::new)
+}
+
+/// An integer the scripts wrote as decimal text.
+pub(crate) fn integer(field: &str, raw: &str) -> Result<i64> {
+    raw.parse().map_err(|_| corrupt(field, format!("{raw:?}")))
+}
+
+/// A job id as the scripts carry it.
+pub(crate) fn job_id(raw: &str) -> Result<JobId> {
+    integer("id", raw).map(JobId)
+}
+
+/// The fields of one hash, after its id.
+struct Fields<'a> {
+    map: HashMap<&'a str, &'a str>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(pairs: &'a [String]) -> Self {
+        Self {
+            map: pairs
+                .chunks_exact(2)
+                .map(|pair| (pair[0].as_str(), pair[1].as_str()))
+                .collect(),
+        }
+    }
+
+    fn optional(&self, field: &str) -> Option<&'a str> {
+        self.map.get(field).copied()
+    }
+
+    fn required(&self, field: &str) -> Result<&'a str> {
+        self.optional(field)
+            .ok_or_else(|| corrupt(field, "nothing (the field is missing)"))
+    }
+
+    fn int(&self, field: &str) -> Result<i64> {
+        integer(field, self.required(field)?)
+    }
+
+    fn count(&self, field: &str) -> Result<u32> {
+        stored_count(field, self.int(field)?)
+    }
+
+    fn priority(&self) -> Result<i32> {
+        let raw = self.int("priority")?;
+        i32::try_from(raw).map_err(|_| corrupt("priority", raw))
+    }
+
+    fn time(&self, field: &str) -> Result<DateTime<Utc>> {
+        instant(self.int(field)?)
+    }
+
+    fn optional_time(&self, field: &str) -> Result<Option<DateTime<Utc>>> {
+        self.optional(field)
+            .map(|raw| instant(integer(field, raw)?))
+            .transpose()
+    }
+
+    fn json(&self, field: &str) -> Result<Option<Value>> {
+        self.optional(field)
+            .map(|text| serde_json::from_str(text).map_err(QueueError::Serialization))
+            .transpose()
+    }
+
+    fn payload(&self) -> Result<Value> {
+        self.json("payload")?
+            .ok_or_else(|| corrupt("payload", "nothing (the field is missing)"))
+    }
+
+    fn name<T>(&self, field: &str, parse: fn(String) -> Result<T>) -> Result<Option<T>> {
+        stored_optional(field, self.optional(field).map(str::to_owned), parse)
+    }
+}
+
+/// Splits `[id, field, value, ...]` into the id and the fields.
+fn split(row: &[String]) -> Result<(JobId, Fields<'_>)> {
+    let (id, pairs) = row
+        .split_first()
+        .ok_or_else(|| QueueError::backend("a script returned an empty row"))?;
+    Ok((job_id(id)?, Fields::new(pairs)))
+}
+
+/// A live job of `queue` from `[id, field, value, ...]`.
+pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
+    let (id, f) = split(row)?;
+    Ok(Job {
+        id,
+        queue: queue.clone(),
+        priority: f.priority()?,
+        unique_key: f.name("unique_key", UniqueKey::new)?,
+        payload: f.payload()?,
+        attempts: f.count("attempts")?,
+        max_attempts: f.count("max_attempts")?,
+        available_at: f.time("available_at")?,
+        lease_until: f.optional_time("lease_until")?,
+        locked_by: f.name("locked_by", WorkerId::new)?,
+        first_locked_at: f.optional_time("first_locked_at")?,
+        last_error: f.json("last_error")?,
+        created_at: f.time("created_at")?,
+        updated_at: f.time("updated_at")?,
+    })
+}
+
+/// A history row of `queue` from `[id, field, value, ...]`.
+pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord> {
+    let (id, f) = split(row)?;
+    let status = f.required("status")?;
+    Ok(HistoryRecord {
+        id,
+        queue: queue.clone(),
+        priority: f.priority()?,
+        unique_key: f.name("unique_key", UniqueKey::new)?,
+        payload: f.payload()?,
+        status: status
+            .parse::<FinalStatus>()
+            .map_err(|_| corrupt("status", format!("{status:?}")))?,
+        result: f.json("result")?,
+        last_error: f.json("last_error")?,
+        attempts: f.count("attempts")?,
+        max_attempts: f.count("max_attempts")?,
+        processed_by: f.name("processed_by", WorkerId::new)?,
+        created_at: f.time("created_at")?,
+        // A history row is the job's hash renamed: started_at is its first claim.
+        started_at: f.optional_time("first_locked_at")?,
+        finished_at: f.time("finished_at")?,
+    })
+}
+
+/// JSON text of a value, as the scripts store it.
+pub(crate) fn json_text(value: &Value) -> Result<String> {
+    serde_json::to_string(value).map_err(QueueError::Serialization)
+}

@@ -1,0 +1,85 @@
+//! The Lua scripts, one file per operation under `scripts/`, each run
+//! with EVALSHA (reloaded by the client on NOSCRIPT). Per-queue scripts
+//! are prefixed with `scripts/common.lua`, their shared helpers.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+macro_rules! queue_script {
+    ($name:ident, $file:literal, $doc:literal) => {
+        #[doc = $doc]
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("scripts/common.lua"),
+                include_str!(concat!("scripts/", $file))
+            ))
+        });
+    };
+}
+
+queue_script!(ENQUEUE, "enqueue.lua", "Adds jobs to one queue.");
+queue_script!(DEQUEUE, "dequeue.lua", "Claims the best jobs of one queue.");
+queue_script!(
+    PEEK,
+    "peek.lua",
+    "The best pending jobs of one queue, unclaimed."
+);
+queue_script!(
+    NEXT_DUE,
+    "next_due.lua",
+    "The earliest scheduled time of one queue."
+);
+queue_script!(ACK, "ack.lua", "Completes jobs of one queue.");
+queue_script!(NACK, "nack.lua", "Records a failed attempt.");
+queue_script!(RELEASE, "release.lua", "Gives a lease back uncounted.");
+queue_script!(HEARTBEAT, "heartbeat.lua", "Extends leases of one queue.");
+queue_script!(
+    RECLAIM_PEEK,
+    "reclaim_peek.lua",
+    "The oldest expired leases of one queue."
+);
+queue_script!(
+    RECLAIM,
+    "reclaim.lua",
+    "Recovers expired leases of one queue."
+);
+queue_script!(DISCARD, "discard.lua", "Archives a live job as discarded.");
+queue_script!(RETRY, "retry.lua", "Puts a dead letter back.");
+queue_script!(
+    PRUNE_PEEK,
+    "prune_peek.lua",
+    "The oldest prunable history rows of one queue."
+);
+queue_script!(PRUNE, "prune.lua", "Deletes old history rows of one queue.");
+queue_script!(STATS, "stats.lua", "Counts one queue's jobs by state.");
+queue_script!(
+    LIST_HISTORY,
+    "list_history.lua",
+    "One queue's history page."
+);
+queue_script!(PAUSE, "pause.lua", "Pauses or resumes one queue.");
+queue_script!(
+    LIST_JOBS,
+    "list_jobs.lua",
+    "One queue's live jobs by filter, ids descending."
+);
+queue_script!(
+    RUN_NOW,
+    "run_now.lua",
+    "Makes scheduled jobs of one queue available now."
+);
+queue_script!(
+    THROUGHPUT,
+    "throughput.lua",
+    "One queue's finished jobs per minute."
+);
+queue_script!(
+    COUNT,
+    "count.lua",
+    "Counts one queue's jobs by priority (tests, benchmarks)."
+);
+
+/// Registers queue names and reserves job sequence numbers (global slot).
+pub(crate) static REGISTER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/register.lua")));

@@ -1,0 +1,224 @@
+-- Shared by every per-queue script (prepended to each one).
+-- KEYS[1] is the queue's key prefix `<namespace>:{<queue>}`: every key
+-- below starts with it, so the whole script runs on one cluster slot.
+-- ARGV[1] is the manual clock in microseconds, or '' for the server's TIME.
+-- Ids travel as 19-digit zero-padded decimal strings and are never used
+-- in arithmetic (Lua numbers are doubles).
+
+local P = KEYS[1]
+local READY = P .. ':ready'       -- pending: score -priority, member pad(available_at):id
+local READY_AT = P .. ':ready_at' -- pending: score available_at, member id
+local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
+local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
+local UNIQUE = P .. ':unique'     -- hash: unique key -> id
+local PAUSED = P .. ':paused'     -- exists while the queue is paused
+-- History, per status (completed, dead_letter, discarded):
+local HIST_IDS = P .. ':hist:ids' -- ..':'..status: score 0, member id (lexical = numeric)
+local HIST_FIN = P .. ':hist:fin' -- ..':'..status: score finished_at, member id
+local STATUSES = {'completed', 'dead_letter', 'discarded'}
+
+local PROMOTE_CAP = 10000
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+-- Calls `command` on `key` with the items of `list` as arguments, in
+-- chunks (Lua's unpack has a limit).
+local function bulk(command, key, list)
+  local step = 2000
+  for i = 1, #list, step do
+    redis.call(command, key, unpack(list, i, math.min(i + step - 1, #list)))
+  end
+end
+
+local function clock(arg)
+  if arg ~= nil and arg ~= '' then
+    return tonumber(arg)
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function pad(s)
+  return string.rep('0', 19 - #s) .. s
+end
+
+local function job_key(id)
+  return P .. ':job:' .. id
+end
+
+local function hist_key(id)
+  return P .. ':hist:' .. id
+end
+
+local function ready_member(at, id)
+  return pad(at) .. ':' .. id
+end
+
+local function id_of_ready(member)
+  return string.sub(member, 21)
+end
+
+-- Makes an unheld job claimable.
+local function to_ready(id, priority, at)
+  redis.call('ZADD', READY, fmt(-tonumber(priority)), ready_member(at, id))
+  redis.call('ZADD', READY_AT, at, id)
+end
+
+-- Files an unheld job under pending or scheduled by its available_at.
+local function place(id, priority, at, now)
+  if tonumber(at) <= now then
+    to_ready(id, priority, at)
+  else
+    redis.call('ZADD', DELAYED, at, id)
+  end
+end
+
+-- Removes a job from every live index.
+local function unplace(id, at)
+  redis.call('ZREM', READY, ready_member(at, id))
+  redis.call('ZREM', READY_AT, id)
+  redis.call('ZREM', DELAYED, id)
+  redis.call('ZREM', LEASED, id)
+end
+
+-- Moves scheduled jobs that came due to pending, earliest first.
+local function promote(now)
+  local due = redis.call('ZRANGEBYSCORE', DELAYED, '-inf', fmt(now), 'LIMIT', 0, PROMOTE_CAP)
+  for _, id in ipairs(due) do
+    local f = redis.call('HMGET', job_key(id), 'priority', 'available_at')
+    redis.call('ZREM', DELAYED, id)
+    if f[1] then
+      to_ready(id, f[1], f[2])
+    end
+  end
+end
+
+-- True when (id, worker, attempt) is the job's current lease.
+local function holds(id, worker, attempt)
+  local f = redis.call('HMGET', job_key(id), 'locked_by', 'attempts', 'lease_until')
+  return f[1] == worker and f[2] == attempt and f[3] ~= false
+end
+
+-- The live job as {id, field, value, ...}, or false.
+local function read_job(id)
+  local fields = redis.call('HGETALL', job_key(id))
+  if #fields == 0 then
+    return false
+  end
+  table.insert(fields, 1, id)
+  return fields
+end
+
+-- Clears the lease of a held job (indexes are the caller's business).
+local function clear_lease(id)
+  redis.call('HDEL', job_key(id), 'lease_until', 'locked_by')
+  redis.call('ZREM', LEASED, id)
+end
+
+-- Moves live job `id` to history with `status`: the job's hash is renamed
+-- to the history row (its payload is not copied) and gains status,
+-- finished_at and, when set, result, last_error (false keeps the job's
+-- own) and processed_by; `held` says the job is leased (only the lease
+-- index needs cleaning). With `sink` (see `new_sink`), the index writes
+-- are collected there for `flush` instead of made one by one. Returns
+-- false when the job is not live.
+local function archive(id, status, result, last_error, processed_by, now, held, sink)
+  local key = job_key(id)
+  local f = redis.call('HMGET', key, 'unique_key', 'available_at', 'created_at')
+  if not f[3] then
+    return false
+  end
+  if held and sink then
+    sink.unleased[#sink.unleased + 1] = id
+  elseif held then
+    redis.call('ZREM', LEASED, id)
+  else
+    unplace(id, f[2])
+  end
+  if f[1] and redis.call('HGET', UNIQUE, f[1]) == id then
+    redis.call('HDEL', UNIQUE, f[1])
+  end
+  local h = hist_key(id)
+  redis.call('RENAME', key, h)
+  local set = {'status', status, 'finished_at', fmt(now)}
+  if result then
+    set[#set + 1] = 'result'
+    set[#set + 1] = result
+  end
+  if last_error then
+    set[#set + 1] = 'last_error'
+    set[#set + 1] = last_error
+  end
+  if processed_by then
+    set[#set + 1] = 'processed_by'
+    set[#set + 1] = processed_by
+  end
+  redis.call('HSET', h, unpack(set))
+  if sink then
+    local ids, fin = sink.ids[status], sink.fin[status]
+    ids[#ids + 1] = 0
+    ids[#ids + 1] = id
+    fin[#fin + 1] = fmt(now)
+    fin[#fin + 1] = id
+  else
+    redis.call('ZADD', HIST_IDS .. ':' .. status, 0, id)
+    redis.call('ZADD', HIST_FIN .. ':' .. status, fmt(now), id)
+  end
+  return true
+end
+
+-- A place for `archive` to collect index writes, made by `flush`.
+local function new_sink()
+  local sink = {unleased = {}, ids = {}, fin = {}}
+  for _, status in ipairs(STATUSES) do
+    sink.ids[status] = {}
+    sink.fin[status] = {}
+  end
+  return sink
+end
+
+-- Makes the index writes collected in `sink`, a few commands in all.
+local function flush(sink)
+  bulk('ZREM', LEASED, sink.unleased)
+  for _, status in ipairs(STATUSES) do
+    bulk('ZADD', HIST_IDS .. ':' .. status, sink.ids[status])
+    bulk('ZADD', HIST_FIN .. ':' .. status, sink.fin[status])
+  end
+end
+
+-- Deletes history row `id` of `status` and its index entries.
+local function forget(id, status)
+  redis.call('DEL', hist_key(id))
+  redis.call('ZREM', HIST_IDS .. ':' .. status, id)
+  redis.call('ZREM', HIST_FIN .. ':' .. status, id)
+end
+
+-- The `n` oldest history rows finished before `cutoff`, of `status` (or
+-- of any when ''), as {{id, finished_at}, ...} by finished_at then id.
+local function oldest_history(status, cutoff, n)
+  local statuses = STATUSES
+  if status ~= '' then
+    statuses = {status}
+  end
+  local all = {}
+  for _, s in ipairs(statuses) do
+    local found = redis.call('ZRANGEBYSCORE', HIST_FIN .. ':' .. s, '-inf', '(' .. fmt(cutoff),
+      'WITHSCORES', 'LIMIT', 0, n)
+    for i = 1, #found, 2 do
+      all[#all + 1] = {found[i], tonumber(found[i + 1])}
+    end
+  end
+  table.sort(all, function(a, b)
+    if a[2] ~= b[2] then
+      return a[2] < b[2]
+    end
+    return a[1] < b[1]
+  end)
+  local out = {}
+  for i = 1, math.min(n, #all) do
+    out[i] = all[i]
+  end
+  return out
+end

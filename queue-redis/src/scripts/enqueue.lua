@@ -1,0 +1,66 @@
+-- Enqueue: adds jobs to one queue in input order; a unique key already
+-- live returns its job's id. Publishes the queue's name once when a job
+-- was added.
+-- ARGV: now, channel, queue name, then per job: id, priority, unique key
+-- ('' for none), max attempts, schedule kind (now | after | at), schedule
+-- value (micros: a delay or an instant), payload.
+-- Returns {id, existed (0/1), ...} per job.
+local now = clock(ARGV[1])
+local now_text = fmt(now)
+local out = {}
+local added = false
+local ready, ready_at, delayed = {}, {}, {}
+local i = 4
+while i <= #ARGV do
+  local id, priority, key, max_attempts = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local kind, value, payload = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
+  i = i + 7
+  local existing = false
+  if key ~= '' then
+    existing = redis.call('HGET', UNIQUE, key)
+  end
+  if existing then
+    out[#out + 1] = existing
+    out[#out + 1] = 1
+  else
+    local at
+    if kind == 'now' then
+      at = now_text
+    elseif kind == 'after' then
+      at = fmt(now + tonumber(value))
+    else
+      at = value
+    end
+    local k = job_key(id)
+    if key ~= '' then
+      redis.call('HSET', k, 'priority', priority, 'payload', payload, 'attempts', '0',
+        'max_attempts', max_attempts, 'available_at', at, 'created_at', now_text,
+        'updated_at', now_text, 'unique_key', key)
+      redis.call('HSET', UNIQUE, key, id)
+    else
+      redis.call('HSET', k, 'priority', priority, 'payload', payload, 'attempts', '0',
+        'max_attempts', max_attempts, 'available_at', at, 'created_at', now_text,
+        'updated_at', now_text)
+    end
+    -- Indexes are written below, in bulk (as `place` would).
+    if tonumber(at) <= now then
+      ready[#ready + 1] = fmt(-tonumber(priority))
+      ready[#ready + 1] = ready_member(at, id)
+      ready_at[#ready_at + 1] = at
+      ready_at[#ready_at + 1] = id
+    else
+      delayed[#delayed + 1] = at
+      delayed[#delayed + 1] = id
+    end
+    added = true
+    out[#out + 1] = id
+    out[#out + 1] = 0
+  end
+end
+bulk('ZADD', READY, ready)
+bulk('ZADD', READY_AT, ready_at)
+bulk('ZADD', DELAYED, delayed)
+if added then
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
+return out

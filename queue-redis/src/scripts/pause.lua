@@ -1,0 +1,10 @@
+-- Pause or resume one queue; a resume publishes the queue's name.
+-- ARGV: now (unused), paused (1/0), channel, queue name.
+if ARGV[2] == '1' then
+  redis.call('SET', PAUSED, '1')
+else
+  if redis.call('DEL', PAUSED) == 1 then
+    redis.call('PUBLISH', ARGV[3], ARGV[4])
+  end
+end
+return 1

@@ -1,0 +1,23 @@
+-- Stats: one queue's counts by derived state at now.
+-- ARGV: now. Returns {now, paused, pending, scheduled, running, stalled,
+-- oldest pending available_at or ''}.
+local now = clock(ARGV[1])
+local n = fmt(now)
+local due = redis.call('ZCOUNT', DELAYED, '-inf', n)
+local pending = redis.call('ZCARD', READY) + due
+local scheduled = redis.call('ZCOUNT', DELAYED, '(' .. n, '+inf')
+local running = redis.call('ZCOUNT', LEASED, '(' .. n, '+inf')
+local stalled = redis.call('ZCOUNT', LEASED, '-inf', n)
+local oldest = false
+local first = redis.call('ZRANGE', READY_AT, 0, 0)
+if first[1] then
+  oldest = redis.call('HGET', job_key(first[1]), 'available_at')
+end
+if due > 0 then
+  local d = redis.call('ZRANGE', DELAYED, 0, 0)
+  local at = redis.call('HGET', job_key(d[1]), 'available_at')
+  if at and (not oldest or tonumber(at) < tonumber(oldest)) then
+    oldest = at
+  end
+end
+return {n, redis.call('EXISTS', PAUSED), pending, scheduled, running, stalled, oldest or ''}

@@ -1,0 +1,263 @@
+//! Connecting and bad input: unreachable servers, wrong passwords, servers
+//! without scripting, clusters without slots, payloads over the limit,
+//! namespaces and wake-ups.
+
+mod common;
+#[path = "common/server.rs"]
+mod server;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use queue_core::{NewJob, QueueError, QueueName, Storage, Wakeup};
+use queue_redis::RedisStorage;
+use serde_json::json;
+use server::{Server, free_port};
+
+fn source_text(error: &QueueError) -> String {
+    std::error::Error::source(error)
+        .map(ToString::to_string)
+        .unwrap_or_else(|| error.to_string())
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_unavailable_naming_it() {
+    let port = free_port();
+    let error = RedisStorage::connect(&format!("redis://127.0.0.1:{port}"))
+        .await
+        .expect_err("nobody listens there");
+    assert!(error.is_transient(), "{error:?}");
+    assert!(
+        source_text(&error).contains(&format!("127.0.0.1:{port}")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_refused_naming_the_node_but_not_the_password() {
+    let server = Server::start(&["--requirepass", "right-secret"]);
+    let error = RedisStorage::connect(&server.url(":wrong-secret@"))
+        .await
+        .expect_err("wrong password");
+    let text = source_text(&error);
+    assert!(matches!(error, QueueError::Backend(_)), "{error:?}");
+    assert!(
+        text.contains(&format!("127.0.0.1:{}", server.port())),
+        "{text}"
+    );
+    assert!(
+        !text.contains("wrong-secret"),
+        "the password leaked: {text}"
+    );
+    let storage = RedisStorage::connect(&server.url(":right-secret@"))
+        .await
+        .expect("the right password");
+    storage
+        .enqueue(NewJob::new("q", json!({})))
+        .await
+        .expect("enqueue with the right password");
+}
+
+#[tokio::test]
+async fn a_server_without_scripting_is_refused_at_connect() {
+    let server = Server::start(&[
+        "--user",
+        "default",
+        "on",
+        "nopass",
+        "~*",
+        "&*",
+        "+@all",
+        "-@scripting",
+    ]);
+    let error = RedisStorage::connect(&server.url(""))
+        .await
+        .expect_err("no scripting");
+    assert!(matches!(error, QueueError::Backend(_)), "{error:?}");
+    let text = error.to_string();
+    assert!(
+        text.contains("Lua scripts") && text.contains(&server.port().to_string()),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_without_slots_is_refused_naming_it() {
+    let server = Server::start(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]);
+    let error = RedisStorage::connect_cluster(&[server.url("").as_str()])
+        .await
+        .expect_err("no slot is served");
+    let text = format!("{error} {}", source_text(&error));
+    assert!(text.contains(&server.port().to_string()), "{text}");
+}
+
+#[tokio::test]
+async fn a_payload_over_the_limit_is_invalid_and_nothing_is_written() {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(false)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace")
+        .with_max_payload_bytes(1024);
+    let small = NewJob::new("q", json!({"n": 1}));
+    let big = NewJob::new("q", json!({"blob": "x".repeat(2048)}));
+    let error = storage
+        .enqueue_batch(vec![small, big])
+        .await
+        .expect_err("over the limit");
+    match &error {
+        QueueError::InvalidInput { field, reason } => {
+            assert_eq!(*field, "payload");
+            assert!(reason.contains("1024"), "{reason}");
+        }
+        other => panic!("expected InvalidInput, got {other:?}"),
+    }
+    assert!(
+        storage.stats().await.expect("stats").is_empty(),
+        "something was written"
+    );
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn a_namespace_with_braces_is_invalid() {
+    let error = common::connect(false)
+        .await
+        .with_namespace("a{b}")
+        .expect_err("braces");
+    assert_eq!(error.invalid_field(), Some("namespace"));
+}
+
+/// Waits for the next wake-up naming `queue` (others may come first).
+async fn woken(wakeups: &mut queue_core::Wakeups, queue: &str) {
+    let queue = QueueName::new(queue).expect("valid");
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match wakeups.next().await {
+                Some(Ok(Wakeup::Queue(q))) if q == queue => return,
+                Some(Ok(_)) => continue,
+                other => panic!("wake-up stream: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("woken within 5 s");
+}
+
+async fn check_wakeups(cluster: bool) {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(cluster)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    let mut wakeups = storage
+        .subscribe()
+        .await
+        .expect("subscribe")
+        .expect("a stream");
+    // Another connection enqueues: the signal crosses processes.
+    let other = common::connect(cluster)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    for queue in ["alpha", "beta", "gamma"] {
+        other
+            .enqueue(NewJob::new(queue, json!({})))
+            .await
+            .expect("enqueue");
+        woken(&mut wakeups, queue).await;
+    }
+    let q = QueueName::new("beta").expect("valid");
+    other.pause_queue(&q).await.expect("pause");
+    other.resume_queue(&q).await.expect("resume");
+    woken(&mut wakeups, "beta").await;
+    drop(wakeups);
+    common::purge(cluster, namespace).await;
+}
+
+#[tokio::test]
+async fn wakeups_follow_enqueue_and_resume() {
+    check_wakeups(false).await;
+}
+
+#[tokio::test]
+async fn wakeups_follow_enqueue_and_resume_on_the_cluster() {
+    check_wakeups(true).await;
+}
+
+#[tokio::test]
+async fn migrate_records_the_layout_once_and_refuses_another() {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(false)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    assert_eq!(
+        storage.migrate().await.expect("first"),
+        vec![queue_redis::LAYOUT_VERSION]
+    );
+    assert!(storage.migrate().await.expect("second").is_empty());
+    let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let _: () = redis::cmd("SET")
+        .arg(format!("{{{namespace}}}:layout"))
+        .arg("99")
+        .query_async(&mut conn)
+        .await
+        .expect("a future layout");
+    let error = storage.migrate().await.expect_err("another layout");
+    assert!(matches!(error, QueueError::Conflict { .. }), "{error:?}");
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn a_cluster_url_connects_to_the_cluster() {
+    let seed = common::cluster_url();
+    let url = seed.replacen("redis://", "redis+cluster://", 1);
+    let storage = RedisStorage::connect(&url).await.expect("cluster URL");
+    assert!(
+        format!("{storage:?}").contains("cluster: true"),
+        "{storage:?}"
+    );
+}
+
+async fn check_clear(cluster: bool) {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(cluster)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    let jobs = (0..20)
+        .map(|n| NewJob::new(format!("q{n}"), json!({})))
+        .collect();
+    storage.enqueue_batch(jobs).await.expect("enqueue");
+    assert!(storage.clear().await.expect("clear") > 20);
+    assert!(storage.stats().await.expect("stats").is_empty());
+    assert_eq!(storage.clear().await.expect("clear again"), 0);
+}
+
+#[tokio::test]
+async fn clear_removes_every_key_of_the_namespace() {
+    check_clear(false).await;
+}
+
+#[tokio::test]
+async fn clear_removes_every_key_of_the_namespace_on_every_cluster_node() {
+    check_clear(true).await;
+}
+
+#[tokio::test]
+async fn a_tls_url_is_invalid_in_this_build() {
+    let error = RedisStorage::connect("rediss://127.0.0.1:6379")
+        .await
+        .expect_err("no TLS support is built in");
+    assert_eq!(error.invalid_field(), Some("url"), "{error:?}");
+}
