@@ -159,6 +159,17 @@ async fn body_text(client: &Client) -> String {
         .expect("its text")
 }
 
+/// The body's text, or `None` while a navigation has none to show.
+async fn body_text_now(client: &Client) -> Option<String> {
+    client
+        .find(Locator::Css("body"))
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
 async fn the_overview_and_a_job_render_in_a_browser() {
@@ -245,7 +256,11 @@ async fn a_mutation_without_the_csrf_token_is_refused_and_changes_nothing() {
         .await
         .expect("click");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !body_text(&client).await.contains("CSRF") {
+    // While the refusal page loads the old body is gone: keep polling.
+    while !body_text_now(&client)
+        .await
+        .is_some_and(|text| text.contains("CSRF"))
+    {
         assert!(Instant::now() < deadline, "no refusal shown");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
