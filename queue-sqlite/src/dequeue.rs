@@ -12,15 +12,34 @@ use crate::{SqliteStorage, rows, sql};
 impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let rows = write_tx!(self, |conn, now| claim(conn, now, request))?;
-        rows.iter().map(rows::job).collect()
+        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
+        // RETURNING lists rows in no particular order.
+        jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+        Ok(jobs)
     }
 }
 
+/// Leases the request's jobs: one queue in one statement that picks and
+/// leases; several queues by picking the best of each, merging them in
+/// claim order up to the limit, and leasing those in one statement.
 async fn claim(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
 ) -> Result<Vec<sqlx::sqlite::SqliteRow>, sqlx::Error> {
+    let lease_until = now.saturating_add(duration_micros(request.lease()));
+    let worker = request.worker_id().as_str();
+    if let [queue] = request.queues() {
+        let cap = request.queue_limit(queue).min(request.limit());
+        return sqlx::query(sql::DEQUEUE_CLAIM_QUEUE)
+            .bind(now)
+            .bind(queue.as_str())
+            .bind(lease_until)
+            .bind(worker)
+            .bind(i64::from(cap))
+            .fetch_all(&mut *conn)
+            .await;
+    }
     let mut candidates: Vec<(i32, i64, i64)> = Vec::new();
     for queue in request.queues() {
         let cap = request.queue_limit(queue).min(request.limit());
@@ -38,19 +57,18 @@ async fn claim(
             ));
         }
     }
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
     candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
     candidates.truncate(usize::try_from(request.limit()).unwrap_or(usize::MAX));
-    let lease_until = now.saturating_add(duration_micros(request.lease()));
-    let mut claimed = Vec::with_capacity(candidates.len());
-    for (_, _, id) in candidates {
-        let row = sqlx::query(sql::DEQUEUE_CLAIM)
-            .bind(now)
-            .bind(id)
-            .bind(lease_until)
-            .bind(request.worker_id().as_str())
-            .fetch_one(&mut *conn)
-            .await?;
-        claimed.push(row);
-    }
-    Ok(claimed)
+    let ids: Vec<i64> = candidates.iter().map(|&(_, _, id)| id).collect();
+    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query(sql::DEQUEUE_CLAIM_IDS)
+        .bind(now)
+        .bind(ids)
+        .bind(lease_until)
+        .bind(worker)
+        .fetch_all(&mut *conn)
+        .await
 }

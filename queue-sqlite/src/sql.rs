@@ -38,13 +38,48 @@ macro_rules! history_columns {
     };
 }
 
-/// Inserts one job unless its unique key is live in its queue; returns the new id.
-/// ?1 now, ?2 queue, ?3 priority, ?4 key, ?5 payload, ?6 max attempts, ?7 available at.
-pub(crate) const ENQUEUE: &str = "INSERT INTO job_queue (queue_name, priority, unique_key, payload,
-    max_attempts, available_at, created_at, updated_at)
-VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?1, ?1)
-ON CONFLICT (queue_name, unique_key) DO NOTHING
-RETURNING id";
+/// Rows per multi-row statement. SQLite's bundled library takes at most
+/// 32,766 parameters per statement; the widest row below has 6, so a chunk
+/// stays far under it while one statement still carries a whole usual batch.
+pub(crate) const ROWS_PER_STATEMENT: usize = 1_000;
+
+/// Parameters per row of [`enqueue_many`].
+pub(crate) const ENQUEUE_PARAMS: usize = 6;
+
+/// Inserts `rows` jobs, skipping each whose unique key is live in its queue;
+/// returns `id, queue_name, unique_key` of the rows inserted. ?1 now; row
+/// `r` (from 0) binds queue, priority, key, payload, max attempts and
+/// available at as ?(2 + 6r) to ?(7 + 6r).
+///
+/// The rows are inserted in the order of the VALUES list inside one write
+/// transaction, and AUTOINCREMENT hands out increasing ids, so the ids of
+/// the rows inserted ascend in that order whatever order RETURNING lists
+/// them in.
+pub(crate) fn enqueue_many(rows: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
+         available_at, created_at, updated_at)\nVALUES ",
+    );
+    for row in 0..rows {
+        let p = 2 + ENQUEUE_PARAMS * row;
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&format!(
+            "(?{},?{},?{},?{},?{},?{},?1,?1)",
+            p,
+            p + 1,
+            p + 2,
+            p + 3,
+            p + 4,
+            p + 5
+        ));
+    }
+    sql.push_str(
+        "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
+    );
+    sql
+}
 
 /// The live job holding a unique key in a queue.
 pub(crate) const ENQUEUE_EXISTING: &str =
@@ -57,12 +92,30 @@ WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1 AND attempt
 ORDER BY priority DESC, available_at, id
 LIMIT ?3";
 
-/// Leases job ?2 until ?3 to worker ?4. ?1 now.
-pub(crate) const DEQUEUE_CLAIM: &str = concat!(
+/// Leases the best ?5 claimable jobs of queue ?2 until ?3 to worker ?4, in
+/// one statement. ?1 now.
+pub(crate) const DEQUEUE_CLAIM_QUEUE: &str = concat!(
     "UPDATE job_queue
 SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
     first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
-WHERE id = ?2 AND lease_until IS NULL
+WHERE id IN (
+    SELECT id FROM job_queue
+    WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1
+      AND attempts < max_attempts
+      AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
+    ORDER BY priority DESC, available_at, id
+    LIMIT ?5)
+RETURNING ",
+    job_columns!()
+);
+
+/// Leases the unleased jobs whose ids are in the JSON array ?2 until ?3 to
+/// worker ?4, in one statement. ?1 now.
+pub(crate) const DEQUEUE_CLAIM_IDS: &str = concat!(
+    "UPDATE job_queue
+SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
+    first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
+WHERE id IN (SELECT value FROM json_each(?2)) AND lease_until IS NULL
 RETURNING ",
     job_columns!()
 );
@@ -79,6 +132,40 @@ FROM job_queue WHERE id = ?2";
 /// Deletes a live row.
 pub(crate) const DELETE_LIVE: &str = "DELETE FROM job_queue WHERE id = ?1";
 
+/// Deletes the live rows whose ids are in the JSON array ?1.
+pub(crate) const DELETE_LIVE_IDS: &str =
+    "DELETE FROM job_queue WHERE id IN (SELECT value FROM json_each(?1))";
+
+/// Parameters per row of [`ack_many`].
+pub(crate) const ACK_PARAMS: usize = 4;
+
+/// Archives as `completed` each of `rows` leases that is still current;
+/// returns the lease (`id, processed_by, attempts`) of each row archived.
+/// ?1 now; row `r` (from 0) binds id, worker, attempt and result as
+/// ?(2 + 4r) to ?(5 + 4r). The live rows are left for [`DELETE_LIVE_IDS`].
+pub(crate) fn ack_many(rows: usize) -> String {
+    let mut sql = String::from("WITH acked (a_id, a_worker, a_attempt, a_result) AS (VALUES ");
+    for row in 0..rows {
+        let p = 2 + ACK_PARAMS * row;
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&format!("(?{},?{},?{},?{})", p, p + 1, p + 2, p + 3));
+    }
+    sql.push_str(
+        ")
+INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final, result,
+    last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at)
+SELECT q.id, q.queue_name, q.priority, q.unique_key, q.payload, 'completed', a.a_result,
+       q.last_error, q.attempts, q.max_attempts, a.a_worker, q.created_at, q.first_locked_at, ?1
+FROM acked a JOIN job_queue q
+  ON q.id = a.a_id AND q.locked_by = a.a_worker AND q.attempts = a.a_attempt
+ AND q.lease_until IS NOT NULL
+RETURNING id, processed_by, attempts",
+    );
+    sql
+}
+
 /// The current lease (?1 id, ?2 worker, ?3 attempt): attempts left.
 pub(crate) const COMPLETE_FIND_LEASE: &str = "SELECT max_attempts - attempts AS left FROM job_queue
 WHERE id = ?1 AND locked_by = ?2 AND attempts = ?3 AND lease_until IS NOT NULL";
@@ -93,9 +180,30 @@ pub(crate) const RELEASE: &str = "UPDATE job_queue
 SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, available_at = ?1, updated_at = ?1
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
-/// Extends the current, unexpired lease (?2 id, ?3 worker, ?4 attempt) to ?5. ?1 now.
-pub(crate) const HEARTBEAT: &str = "UPDATE job_queue SET lease_until = ?5, updated_at = ?1
-WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until > ?1";
+/// Parameters per row of [`heartbeat_many`].
+pub(crate) const HEARTBEAT_PARAMS: usize = 3;
+
+/// Extends each of `rows` current, unexpired leases to ?2; returns the
+/// lease (`id, locked_by, attempts`) of each row extended. ?1 now; row `r`
+/// (from 0) binds id, worker and attempt as ?(3 + 3r) to ?(5 + 3r).
+pub(crate) fn heartbeat_many(rows: usize) -> String {
+    let mut sql = String::from("WITH beat (b_id, b_worker, b_attempt) AS (VALUES ");
+    for row in 0..rows {
+        let p = 3 + HEARTBEAT_PARAMS * row;
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&format!("(?{},?{},?{})", p, p + 1, p + 2));
+    }
+    sql.push_str(
+        ")
+UPDATE job_queue SET lease_until = ?2, updated_at = ?1
+FROM beat
+WHERE id = b_id AND locked_by = b_worker AND attempts = b_attempt AND lease_until > ?1
+RETURNING id, locked_by, attempts",
+    );
+    sql
+}
 
 /// Up to ?2 jobs to reclaim: expired leases oldest first, then exhausted jobs. ?1 now.
 pub(crate) const RECLAIM_PICK: &str = "SELECT id, locked_by, attempts, max_attempts FROM (

@@ -1,6 +1,7 @@
 //! The SQLite storage type: opening the database and its options.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,7 +13,7 @@ use queue_core::{
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
-use tokio::sync::broadcast;
+use tokio::sync::{Mutex, broadcast};
 
 use crate::error::open_error;
 use crate::{migrate, sql};
@@ -38,6 +39,11 @@ pub struct SqliteStorage {
     path: String,
     clock: Clock,
     wakeups: broadcast::Sender<QueueName>,
+    /// Held through each write transaction of this storage and its clones:
+    /// SQLite has one writer at a time, and waiting for the turn here wakes
+    /// the next writer as soon as the last one commits, where SQLite's busy
+    /// handler would poll the lock with sleeps of a millisecond and more.
+    pub(crate) write_turn: Arc<Mutex<()>>,
 }
 
 impl SqliteStorage {
@@ -95,6 +101,7 @@ impl SqliteStorage {
             path,
             clock: Clock::Database,
             wakeups,
+            write_turn: Arc::new(Mutex::new(())),
         })
     }
 
