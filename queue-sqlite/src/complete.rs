@@ -149,7 +149,7 @@ async fn ack_all(
         acks.iter().filter(|(key, _)| seen.insert(key)).collect();
     let mut archived: HashSet<LeaseKey> = HashSet::with_capacity(firsts.len());
     for chunk in firsts.chunks(sql::ROWS_PER_STATEMENT) {
-        let mut query = sqlx::query(AssertSqlSafe(sql::ack_many(chunk.len()))).bind(now);
+        let mut query = sqlx::query(AssertSqlSafe(sql::ack_many(chunk.len())));
         for (key, result) in chunk {
             query = query
                 .bind(key.id)
@@ -157,7 +157,7 @@ async fn ack_all(
                 .bind(key.attempt)
                 .bind(result.clone());
         }
-        let rows = query.fetch_all(&mut *conn).await?;
+        let rows = query.bind(now).fetch_all(&mut *conn).await?;
         let mut ids = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;

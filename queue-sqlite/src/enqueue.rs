@@ -111,7 +111,7 @@ async fn insert_chunk(
     ids: &mut [Option<i64>],
 ) -> Result<(), sqlx::Error> {
     let statement = sql::enqueue_many(chunk.len());
-    let mut query = sqlx::query(AssertSqlSafe(statement)).bind(now);
+    let mut query = sqlx::query(AssertSqlSafe(statement));
     for &index in chunk {
         let job = &jobs[index];
         let payload = json_text(&job.payload).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
@@ -121,7 +121,9 @@ async fn insert_chunk(
             .bind(job.unique_key.as_ref().map(|k| k.as_str().to_owned()))
             .bind(payload)
             .bind(i64::from(job.max_attempts))
-            .bind(job.available_at(start).timestamp_micros());
+            .bind(job.available_at(start).timestamp_micros())
+            .bind(now)
+            .bind(now);
     }
     let inserted = query.fetch_all(&mut *conn).await?;
     // Keyed rows are told apart by (queue, key), unique among the firsts;

@@ -26,13 +26,14 @@ impl SqliteStorage {
             let mut extended: HashSet<LeaseKey> = HashSet::with_capacity(keys.len());
             for chunk in keys.chunks(sql::ROWS_PER_STATEMENT) {
                 let statement = sql::heartbeat_many(chunk.len());
-                let mut query = sqlx::query(AssertSqlSafe(statement)).bind(now).bind(until);
+                let mut query = sqlx::query(AssertSqlSafe(statement));
                 for key in chunk {
                     query = query
                         .bind(key.id)
                         .bind(key.worker.clone())
                         .bind(key.attempt);
                 }
+                let query = query.bind(until).bind(now).bind(now);
                 for row in query.fetch_all(&mut *conn).await? {
                     let worker: Option<String> = row.try_get("locked_by")?;
                     let key = LeaseKey::of_row(

@@ -39,17 +39,29 @@ macro_rules! history_columns {
 }
 
 /// Rows per multi-row statement. SQLite's bundled library takes at most
-/// 32,766 parameters per statement; the widest row below has 6, so a chunk
+/// 32,766 parameters per statement; the widest row below has 8, so a chunk
 /// stays far under it while one statement still carries a whole usual batch.
+///
+/// The multi-row statements number their parameters by position (plain
+/// `?`): sqlx looks up the name of every parameter it binds, and SQLite
+/// finds a name by walking the list of named parameters, so numbered
+/// parameters (`?NNN`) would cost time quadratic in their count.
 pub(crate) const ROWS_PER_STATEMENT: usize = 1_000;
 
-/// Parameters per row of [`enqueue_many`].
-pub(crate) const ENQUEUE_PARAMS: usize = 6;
+/// Appends `rows` comma-separated tuples of `width` positional parameters.
+fn tuples(sql: &mut String, rows: usize, width: usize) {
+    let tuple = format!("({})", vec!["?"; width].join(","));
+    for row in 0..rows {
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&tuple);
+    }
+}
 
 /// Inserts `rows` jobs, skipping each whose unique key is live in its queue;
-/// returns `id, queue_name, unique_key` of the rows inserted. ?1 now; row
-/// `r` (from 0) binds queue, priority, key, payload, max attempts and
-/// available at as ?(2 + 6r) to ?(7 + 6r).
+/// returns `id, queue_name, unique_key` of the rows inserted. Binds per row:
+/// queue, priority, key, payload, max attempts, available at, now, now.
 ///
 /// The rows are inserted in the order of the VALUES list inside one write
 /// transaction, and AUTOINCREMENT hands out increasing ids, so the ids of
@@ -60,21 +72,7 @@ pub(crate) fn enqueue_many(rows: usize) -> String {
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
          available_at, created_at, updated_at)\nVALUES ",
     );
-    for row in 0..rows {
-        let p = 2 + ENQUEUE_PARAMS * row;
-        if row > 0 {
-            sql.push(',');
-        }
-        sql.push_str(&format!(
-            "(?{},?{},?{},?{},?{},?{},?1,?1)",
-            p,
-            p + 1,
-            p + 2,
-            p + 3,
-            p + 4,
-            p + 5
-        ));
-    }
+    tuples(&mut sql, rows, 8);
     sql.push_str(
         "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
     );
@@ -136,28 +134,19 @@ pub(crate) const DELETE_LIVE: &str = "DELETE FROM job_queue WHERE id = ?1";
 pub(crate) const DELETE_LIVE_IDS: &str =
     "DELETE FROM job_queue WHERE id IN (SELECT value FROM json_each(?1))";
 
-/// Parameters per row of [`ack_many`].
-pub(crate) const ACK_PARAMS: usize = 4;
-
 /// Archives as `completed` each of `rows` leases that is still current;
 /// returns the lease (`id, processed_by, attempts`) of each row archived.
-/// ?1 now; row `r` (from 0) binds id, worker, attempt and result as
-/// ?(2 + 4r) to ?(5 + 4r). The live rows are left for [`DELETE_LIVE_IDS`].
+/// Binds per row: id, worker, attempt, result; then now. The live rows are
+/// left for [`DELETE_LIVE_IDS`].
 pub(crate) fn ack_many(rows: usize) -> String {
     let mut sql = String::from("WITH acked (a_id, a_worker, a_attempt, a_result) AS (VALUES ");
-    for row in 0..rows {
-        let p = 2 + ACK_PARAMS * row;
-        if row > 0 {
-            sql.push(',');
-        }
-        sql.push_str(&format!("(?{},?{},?{},?{})", p, p + 1, p + 2, p + 3));
-    }
+    tuples(&mut sql, rows, 4);
     sql.push_str(
         ")
 INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final, result,
     last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at)
 SELECT q.id, q.queue_name, q.priority, q.unique_key, q.payload, 'completed', a.a_result,
-       q.last_error, q.attempts, q.max_attempts, a.a_worker, q.created_at, q.first_locked_at, ?1
+       q.last_error, q.attempts, q.max_attempts, a.a_worker, q.created_at, q.first_locked_at, ?
 FROM acked a JOIN job_queue q
   ON q.id = a.a_id AND q.locked_by = a.a_worker AND q.attempts = a.a_attempt
  AND q.lease_until IS NOT NULL
@@ -180,26 +169,17 @@ pub(crate) const RELEASE: &str = "UPDATE job_queue
 SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, available_at = ?1, updated_at = ?1
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
-/// Parameters per row of [`heartbeat_many`].
-pub(crate) const HEARTBEAT_PARAMS: usize = 3;
-
-/// Extends each of `rows` current, unexpired leases to ?2; returns the
-/// lease (`id, locked_by, attempts`) of each row extended. ?1 now; row `r`
-/// (from 0) binds id, worker and attempt as ?(3 + 3r) to ?(5 + 3r).
+/// Extends each of `rows` current, unexpired leases; returns the lease
+/// (`id, locked_by, attempts`) of each row extended. Binds per row: id,
+/// worker, attempt; then the new end of the lease, now, now.
 pub(crate) fn heartbeat_many(rows: usize) -> String {
     let mut sql = String::from("WITH beat (b_id, b_worker, b_attempt) AS (VALUES ");
-    for row in 0..rows {
-        let p = 3 + HEARTBEAT_PARAMS * row;
-        if row > 0 {
-            sql.push(',');
-        }
-        sql.push_str(&format!("(?{},?{},?{})", p, p + 1, p + 2));
-    }
+    tuples(&mut sql, rows, 3);
     sql.push_str(
         ")
-UPDATE job_queue SET lease_until = ?2, updated_at = ?1
+UPDATE job_queue SET lease_until = ?, updated_at = ?
 FROM beat
-WHERE id = b_id AND locked_by = b_worker AND attempts = b_attempt AND lease_until > ?1
+WHERE id = b_id AND locked_by = b_worker AND attempts = b_attempt AND lease_until > ?
 RETURNING id, locked_by, attempts",
     );
     sql
