@@ -84,7 +84,13 @@ pub(crate) const ENQUEUE_EXISTING: &str =
     "SELECT id FROM job_queue WHERE queue_name = ?1 AND unique_key = ?2";
 
 /// Up to ?3 claimable jobs of queue ?2, best first. ?1 now.
-pub(crate) const DEQUEUE_PICK: &str = "SELECT id, priority, available_at FROM job_queue
+///
+/// The claims name their index: left to itself, the planner takes the
+/// range `available_at <= now` on `job_queue_next_due` and sorts every due
+/// job for each claim, which grows with the backlog; `job_queue_dequeue`
+/// yields them in claim order and stops at the limit.
+pub(crate) const DEQUEUE_PICK: &str = "SELECT id, priority, available_at
+FROM job_queue INDEXED BY job_queue_dequeue
 WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1 AND attempts < max_attempts
   AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
 ORDER BY priority DESC, available_at, id
@@ -97,7 +103,7 @@ pub(crate) const DEQUEUE_CLAIM_QUEUE: &str = concat!(
 SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
     first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
 WHERE id IN (
-    SELECT id FROM job_queue
+    SELECT id FROM job_queue INDEXED BY job_queue_dequeue
     WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1
       AND attempts < max_attempts
       AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
