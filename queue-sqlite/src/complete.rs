@@ -21,7 +21,7 @@ impl SqliteStorage {
         lease: &Lease,
         result: Option<Value>,
     ) -> Result<()> {
-        let now = self.now_on(conn).await.map_err(interpret_error)?;
+        let now = self.now_micros();
         let result = result.as_ref().map(json_text).transpose()?;
         let acked = ack_all(conn, now, &[(LeaseKey::of(lease), result)])
             .await
@@ -44,7 +44,7 @@ impl SqliteStorage {
         retry: Retry,
     ) -> Result<NackOutcome> {
         retry.validate()?;
-        let now = self.now_on(conn).await.map_err(interpret_error)?;
+        let now = self.now_micros();
         let error = json_text(&error)?;
         nack_one(conn, now, lease, &error, retry)
             .await

@@ -4,14 +4,22 @@
 
 use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
-use queue_core::{DequeueRequest, Job, Result};
+use queue_core::{DequeueRequest, Job, QueueName, Result};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use crate::{SqliteStorage, rows, sql};
 
 impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let rows = write_tx!(self, |conn, now| claim(conn, now, request))?;
+        let rows = if let [queue] = request.queues() {
+            let cap = request.queue_limit(queue).min(request.limit());
+            write_statement!(self, |conn, now| claim_queue(
+                conn, now, request, queue, cap
+            ))?
+        } else {
+            write_tx!(self, |conn, now| claim(conn, now, request))?
+        };
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
         // RETURNING lists rows in no particular order.
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
@@ -19,27 +27,34 @@ impl SqliteStorage {
     }
 }
 
-/// Leases the request's jobs: one queue in one statement that picks and
-/// leases; several queues by picking the best of each, merging them in
-/// claim order up to the limit, and leasing those in one statement.
+/// Leases the best `cap` claimable jobs of `queue`, in one statement that
+/// picks and leases them.
+async fn claim_queue(
+    conn: &mut SqliteConnection,
+    now: i64,
+    request: &DequeueRequest,
+    queue: &QueueName,
+    cap: u32,
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
+    sqlx::query(sql::DEQUEUE_CLAIM_QUEUE)
+        .bind(now)
+        .bind(queue.as_str())
+        .bind(now.saturating_add(duration_micros(request.lease())))
+        .bind(request.worker_id().as_str())
+        .bind(i64::from(cap))
+        .fetch_all(conn)
+        .await
+}
+
+/// Leases the jobs of a request naming several queues: picks the best of
+/// each, merges them in claim order up to the limit, and leases those in
+/// one statement.
 async fn claim(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
-) -> Result<Vec<sqlx::sqlite::SqliteRow>, sqlx::Error> {
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
     let lease_until = now.saturating_add(duration_micros(request.lease()));
-    let worker = request.worker_id().as_str();
-    if let [queue] = request.queues() {
-        let cap = request.queue_limit(queue).min(request.limit());
-        return sqlx::query(sql::DEQUEUE_CLAIM_QUEUE)
-            .bind(now)
-            .bind(queue.as_str())
-            .bind(lease_until)
-            .bind(worker)
-            .bind(i64::from(cap))
-            .fetch_all(&mut *conn)
-            .await;
-    }
     let mut candidates: Vec<(i32, i64, i64)> = Vec::new();
     for queue in request.queues() {
         let cap = request.queue_limit(queue).min(request.limit());
@@ -68,7 +83,7 @@ async fn claim(
         .bind(now)
         .bind(ids)
         .bind(lease_until)
-        .bind(worker)
+        .bind(request.worker_id().as_str())
         .fetch_all(&mut *conn)
         .await
 }

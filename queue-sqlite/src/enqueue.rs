@@ -23,7 +23,7 @@ impl SqliteStorage {
         job: NewJob,
     ) -> Result<EnqueueOutcome> {
         let jobs = validate_batch(&[job])?;
-        let now = self.now_on(conn).await.map_err(interpret_error)?;
+        let now = self.now_micros();
         insert_all(conn, now, &jobs)
             .await
             .map_err(interpret_error)?

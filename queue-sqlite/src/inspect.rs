@@ -11,7 +11,7 @@ use crate::{SqliteStorage, interpret_error, rows, sql};
 
 impl SqliteStorage {
     pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
-        let now = self.now_pooled().await?;
+        let now = self.now_micros();
         let found = sqlx::query(sql::STATS)
             .bind(now)
             .fetch_all(&self.pool)
@@ -72,7 +72,7 @@ impl SqliteStorage {
     }
 
     pub(crate) async fn next_due_pooled(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
-        let now = self.now_pooled().await?;
+        let now = self.now_micros();
         let mut earliest: Option<i64> = None;
         for queue in queues {
             let due: Option<i64> = sqlx::query_scalar(sql::NEXT_DUE)

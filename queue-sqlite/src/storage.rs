@@ -122,12 +122,20 @@ impl SqliteStorage {
         self
     }
 
-    /// Now, in microseconds since the epoch: the manual clock's, or SQLite's.
-    pub(crate) async fn now_on(&self, conn: &mut SqliteConnection) -> Result<i64, sqlx::Error> {
-        match self.clock.fixed_now() {
-            Some(now) => Ok(now.timestamp_micros()),
-            None => sqlx::query_scalar(sql::NOW_MICROS).fetch_one(conn).await,
-        }
+    /// Now, in microseconds since the epoch: the manual clock's, or the
+    /// system clock SQLite itself reads.
+    ///
+    /// SQLite's `unixepoch('subsec')` is the operating system's real-time
+    /// clock of the process running the statement, and every process that
+    /// shares a database file runs on the same machine (WAL needs shared
+    /// memory), so reading that clock here is reading the database's clock,
+    /// at microsecond rather than millisecond precision, without a
+    /// statement and its round trip to the connection's thread.
+    pub(crate) fn now_micros(&self) -> i64 {
+        self.clock
+            .fixed_now()
+            .unwrap_or_else(Utc::now)
+            .timestamp_micros()
     }
 
     /// Wakes this process's subscribers: jobs of `queue` became claimable
@@ -171,18 +179,12 @@ impl SqliteStorage {
             .map_err(crate::interpret_error)?;
         crate::rows::instant(micros)
     }
-
-    /// Now on the storage's clock, read on a pooled connection.
-    pub(crate) async fn now_pooled(&self) -> Result<i64> {
-        let mut conn = self.pool.acquire().await.map_err(crate::interpret_error)?;
-        self.now_on(&mut conn).await.map_err(crate::interpret_error)
-    }
 }
 
 #[async_trait::async_trait]
 impl Storage for SqliteStorage {
     async fn now(&self) -> Result<DateTime<Utc>> {
-        crate::rows::instant(self.now_pooled().await?)
+        crate::rows::instant(self.now_micros())
     }
 
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
