@@ -22,4 +22,4 @@ mod storage;
 
 pub use error::{OpenError, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};
-pub use storage::SqliteStorage;
+pub use storage::{Durability, SqliteStorage};
