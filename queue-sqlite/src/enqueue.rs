@@ -39,7 +39,15 @@ impl SqliteStorage {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let outcomes = write_tx!(self, |conn, now| insert_all(conn, now, &jobs))?;
+        // Without unique keys nothing is looked up after the insert, so a
+        // batch that fits one statement needs no transaction around it.
+        let one_statement = jobs.len() <= sql::ROWS_PER_STATEMENT
+            && jobs.iter().all(|job| job.unique_key.is_none());
+        let outcomes = if one_statement {
+            write_statement!(self, |conn, now| insert_all(conn, now, &jobs))?
+        } else {
+            write_tx!(self, |conn, now| insert_all(conn, now, &jobs))?
+        };
         let woken: BTreeSet<_> = jobs
             .iter()
             .zip(&outcomes)
