@@ -90,9 +90,9 @@ pub(crate) const BUSY: RetryPolicy = RetryPolicy {
 };
 
 /// Runs `$body` (an async block using `$conn: &mut SqliteConnection` and
-/// `$now: i64` microseconds) in a `BEGIN IMMEDIATE` transaction on a pooled
-/// connection, one write transaction of this storage (and its clones) at a
-/// time, retried a bounded number of times on SQLITE_BUSY; evaluates
+/// `$now: i64` microseconds) in a `BEGIN IMMEDIATE` transaction on the
+/// storage's write connection (the pool's in memory), one write of this
+/// storage (and its clones) at a time, retried a bounded number of times on SQLITE_BUSY; evaluates
 /// to `queue_core::Result` of the body's value.
 macro_rules! write_tx {
     ($storage:expr, |$conn:ident, $now:ident| $body:expr) => {{
@@ -105,8 +105,16 @@ macro_rules! write_tx {
                 // Writers of this process take turns here rather than in
                 // SQLite's busy handler, which sleeps (1 ms, 2 ms, 5 ms …)
                 // between looks at the lock.
-                let _turn = storage.write_turn.lock().await;
-                let mut tx = storage.pool.begin_with("BEGIN IMMEDIATE").await?;
+                let mut turn = storage.write_turn.lock().await;
+                let mut pooled;
+                let conn: &mut ::sqlx::SqliteConnection = match turn.as_mut() {
+                    Some(writer) => writer,
+                    None => {
+                        pooled = storage.pool.acquire().await?;
+                        &mut pooled
+                    }
+                };
+                let mut tx = ::sqlx::Connection::begin_with(conn, "BEGIN IMMEDIATE").await?;
                 let value = {
                     let $conn: &mut ::sqlx::SqliteConnection = &mut tx;
                     let $now = storage.now_micros();
@@ -133,9 +141,15 @@ macro_rules! write_statement {
             $crate::error::is_busy,
             ::tokio::time::sleep,
             || async {
-                let _turn = storage.write_turn.lock().await;
-                let mut pooled = storage.pool.acquire().await?;
-                let $conn: &mut ::sqlx::SqliteConnection = &mut pooled;
+                let mut turn = storage.write_turn.lock().await;
+                let mut pooled;
+                let $conn: &mut ::sqlx::SqliteConnection = match turn.as_mut() {
+                    Some(writer) => writer,
+                    None => {
+                        pooled = storage.pool.acquire().await?;
+                        &mut pooled
+                    }
+                };
                 let $now = storage.now_micros();
                 $body.await
             },

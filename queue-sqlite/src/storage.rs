@@ -103,11 +103,16 @@ pub struct SqliteStorage {
     path: String,
     clock: Clock,
     wakeups: broadcast::Sender<QueueName>,
-    /// Held through each write transaction of this storage and its clones:
-    /// SQLite has one writer at a time, and waiting for the turn here wakes
-    /// the next writer as soon as the last one commits, where SQLite's busy
-    /// handler would poll the lock with sleeps of a millisecond and more.
-    pub(crate) write_turn: Arc<Mutex<()>>,
+    /// Held through each write of this storage and its clones: SQLite has
+    /// one writer at a time, and waiting for the turn here wakes the next
+    /// writer as soon as the last one commits, where SQLite's busy handler
+    /// would poll the lock with sleeps of a millisecond and more.
+    ///
+    /// For a file it holds the connection every write runs on, kept out of
+    /// the pool: a pooled connection costs a spawned task and a ping on
+    /// every release. In memory it holds `None` and writes take the pool's
+    /// one connection (another connection would be another database).
+    pub(crate) write_turn: Arc<Mutex<Option<SqliteConnection>>>,
 }
 
 impl SqliteStorage {
@@ -160,7 +165,7 @@ impl SqliteStorage {
             // embedded one cannot drop, and the ping costs a round trip to
             // the connection's thread on every acquire.
             .test_before_acquire(false)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(|error| open_error(&path, error))?;
         sqlx::query(sql::OPEN_CHECK)
@@ -168,13 +173,21 @@ impl SqliteStorage {
             .await
             .map_err(|error| open_error(&path, error))?;
         migrate(&pool, &path).await?;
+        let writer = if in_memory {
+            None
+        } else {
+            let writer = SqliteConnection::connect_with(&options)
+                .await
+                .map_err(|error| open_error(&path, error))?;
+            Some(writer)
+        };
         let (wakeups, _) = broadcast::channel(WAKEUP_BACKLOG);
         Ok(Self {
             pool,
             path,
             clock: Clock::Database,
             wakeups,
-            write_turn: Arc::new(Mutex::new(())),
+            write_turn: Arc::new(Mutex::new(writer)),
         })
     }
 
