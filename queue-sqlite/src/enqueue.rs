@@ -118,7 +118,8 @@ async fn insert_chunk(
     chunk: &[usize],
     ids: &mut [Option<i64>],
 ) -> Result<(), sqlx::Error> {
-    let statement = sql::enqueue_many(chunk.len());
+    let keyed = chunk.iter().any(|&index| jobs[index].unique_key.is_some());
+    let statement = sql::enqueue_many(chunk.len(), keyed);
     let mut query = sqlx::query(AssertSqlSafe(statement));
     for &index in chunk {
         let job = &jobs[index];
@@ -132,6 +133,21 @@ async fn insert_chunk(
             .bind(job.available_at(start).timestamp_micros())
             .bind(now)
             .bind(now);
+    }
+    if !keyed {
+        let done = query.execute(&mut *conn).await?;
+        let count = i64::try_from(chunk.len()).unwrap_or(i64::MAX);
+        if done.rows_affected() != chunk.len() as u64 {
+            return Err(sqlx::Error::Protocol(format!(
+                "inserted {} rows of {count}",
+                done.rows_affected()
+            )));
+        }
+        let first = done.last_insert_rowid() - count + 1;
+        for (offset, &index) in (0..).zip(chunk) {
+            ids[index] = Some(first + offset);
+        }
+        return Ok(());
     }
     let inserted = query.fetch_all(&mut *conn).await?;
     // Keyed rows are told apart by (queue, key), unique among the firsts;

@@ -67,15 +67,23 @@ fn tuples(sql: &mut String, rows: usize, width: usize) {
 /// transaction, and AUTOINCREMENT hands out increasing ids, so the ids of
 /// the rows inserted ascend in that order whatever order RETURNING lists
 /// them in.
-pub(crate) fn enqueue_many(rows: usize) -> String {
+///
+/// With `keyed` false every row's key is NULL, so none can conflict: the
+/// statement has no conflict clause and returns nothing, and the caller
+/// reads the ids from the last inserted rowid (AUTOINCREMENT hands them out
+/// consecutively to the rows of one statement under the write lock), which
+/// spares streaming a row per job back from the connection's thread.
+pub(crate) fn enqueue_many(rows: usize, keyed: bool) -> String {
     let mut sql = String::from(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
          available_at, created_at, updated_at)\nVALUES ",
     );
     tuples(&mut sql, rows, 8);
-    sql.push_str(
-        "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
-    );
+    if keyed {
+        sql.push_str(
+            "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
+        );
+    }
     sql
 }
 
