@@ -22,8 +22,9 @@ use crate::{migrate, sql};
 /// reports the database busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connections per pool for a file: SQLite has one writer at a time, so
-/// more connections only add readers.
+/// Connections per pool for a file: reads and the caller's own
+/// transactions. The storage's writes run on one more connection of their
+/// own (SQLite has one writer at a time).
 const FILE_CONNECTIONS: u32 = 8;
 
 /// How many wake-ups a slow subscriber may fall behind before it is told
