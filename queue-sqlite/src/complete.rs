@@ -1,11 +1,13 @@
 //! Ack, nack and release: finishing an attempt, in a write transaction of
 //! the storage's own or in the caller's transaction.
 
+use std::collections::HashSet;
+
 use queue_core::backend::LeaseKey;
 use queue_core::time::duration_micros;
 use queue_core::{Ack, FinalStatus, JobId, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
-use sqlx::SqliteConnection;
+use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use crate::rows::{instant, json_text};
 use crate::{SqliteStorage, interpret_error, sql};
@@ -19,12 +21,12 @@ impl SqliteStorage {
         lease: &Lease,
         result: Option<Value>,
     ) -> Result<()> {
-        let now = self.now_on(conn).await.map_err(interpret_error)?;
+        let now = self.now_micros();
         let result = result.as_ref().map(json_text).transpose()?;
-        if ack_one(conn, now, lease, result.as_deref())
+        let acked = ack_all(conn, now, &[(LeaseKey::of(lease), result)])
             .await
-            .map_err(interpret_error)?
-        {
+            .map_err(interpret_error)?;
+        if acked.first().copied().unwrap_or(false) {
             Ok(())
         } else {
             Err(QueueError::LeaseLost {
@@ -42,7 +44,7 @@ impl SqliteStorage {
         retry: Retry,
     ) -> Result<NackOutcome> {
         retry.validate()?;
-        let now = self.now_on(conn).await.map_err(interpret_error)?;
+        let now = self.now_micros();
         let error = json_text(&error)?;
         nack_one(conn, now, lease, &error, retry)
             .await
@@ -56,17 +58,14 @@ impl SqliteStorage {
         if acks.is_empty() {
             return Ok(Vec::new());
         }
-        let results: Vec<Option<String>> = acks
+        let acks: Vec<(LeaseKey, Option<String>)> = acks
             .iter()
-            .map(|ack| ack.result.as_ref().map(json_text).transpose())
+            .map(|ack| {
+                let result = ack.result.as_ref().map(json_text).transpose()?;
+                Ok((LeaseKey::of(&ack.lease), result))
+            })
             .collect::<Result<_>>()?;
-        write_tx!(self, |conn, now| async {
-            let mut acked = Vec::with_capacity(acks.len());
-            for (ack, result) in acks.iter().zip(&results) {
-                acked.push(ack_one(&mut *conn, now, &ack.lease, result.as_deref()).await?);
-            }
-            Ok::<_, sqlx::Error>(acked)
-        })
+        write_tx!(self, |conn, now| ack_all(conn, now, &acks))
     }
 
     pub(crate) async fn nack_pooled(
@@ -137,26 +136,47 @@ pub(crate) async fn archive(
     Ok(moved.rows_affected() == 1)
 }
 
-async fn ack_one(
+/// Archives each current lease of `acks` as `completed` with its result,
+/// then deletes the live rows, a chunk of leases per statement; true for
+/// each lease that was current. A lease named twice counts once.
+async fn ack_all(
     conn: &mut SqliteConnection,
     now: i64,
-    lease: &Lease,
-    result: Option<&str>,
-) -> Result<bool, sqlx::Error> {
-    if current(conn, lease).await?.is_none() {
-        return Ok(false);
+    acks: &[(LeaseKey, Option<String>)],
+) -> Result<Vec<bool>, sqlx::Error> {
+    let mut seen: HashSet<&LeaseKey> = HashSet::with_capacity(acks.len());
+    let firsts: Vec<&(LeaseKey, Option<String>)> =
+        acks.iter().filter(|(key, _)| seen.insert(key)).collect();
+    let mut archived: HashSet<LeaseKey> = HashSet::with_capacity(firsts.len());
+    for chunk in firsts.chunks(sql::ROWS_PER_STATEMENT) {
+        let mut query = sqlx::query(AssertSqlSafe(sql::ack_many(chunk.len())));
+        for (key, result) in chunk {
+            query = query
+                .bind(key.id)
+                .bind(key.worker.clone())
+                .bind(key.attempt)
+                .bind(result.clone());
+        }
+        let rows = query.bind(now).fetch_all(&mut *conn).await?;
+        let mut ids = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.try_get("id")?;
+            let worker: Option<String> = row.try_get("processed_by")?;
+            if let Some(key) = LeaseKey::of_row(id, worker.as_deref(), row.try_get("attempts")?) {
+                archived.insert(key);
+            }
+            ids.push(id);
+        }
+        if !ids.is_empty() {
+            let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+            sqlx::query(sql::DELETE_LIVE_IDS)
+                .bind(ids)
+                .execute(&mut *conn)
+                .await?;
+        }
     }
-    let worker = lease.worker_id.as_str();
-    archive(
-        conn,
-        now,
-        lease.job_id,
-        FinalStatus::Completed,
-        result,
-        None,
-        Some(worker),
-    )
-    .await
+    // The first ack of an archived lease took it; a repeat finds it gone.
+    Ok(acks.iter().map(|(key, _)| archived.remove(key)).collect())
 }
 
 async fn nack_one(

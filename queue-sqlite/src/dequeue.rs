@@ -10,26 +10,71 @@
 
 use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
-use queue_core::{DequeueRequest, Job, Result};
+use queue_core::{DequeueRequest, Job, QueueName, Result};
+use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use crate::{SqliteStorage, rows, sql};
 
 impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let rows = write_tx!(self, |conn, now| claim(conn, now, request))?;
-        rows.iter().map(rows::job).collect()
+        let rows = if let [queue] = request.queues() {
+            // One statement for the queue's top priority level; the lower
+            // levels only when it had fewer due jobs than the claim takes.
+            let cap = request.queue_limit(queue).min(request.limit());
+            let mut rows = write_statement!(self, |conn, now| claim_queue(
+                conn, now, request, queue, cap
+            ))?;
+            let taken = rows.len();
+            if taken < cap as usize {
+                rows.extend(write_tx!(self, |conn, now| claim(
+                    conn, now, request, taken
+                ))?);
+            }
+            rows
+        } else {
+            write_tx!(self, |conn, now| claim(conn, now, request, 0))?
+        };
+        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
+        // RETURNING lists rows in no particular order.
+        jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+        Ok(jobs)
     }
 }
 
+/// Leases the best `cap` claimable jobs of `queue`, in one statement that
+/// picks and leases them.
+async fn claim_queue(
+    conn: &mut SqliteConnection,
+    now: i64,
+    request: &DequeueRequest,
+    queue: &QueueName,
+    cap: u32,
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
+    sqlx::query(sql::DEQUEUE_CLAIM_QUEUE)
+        .bind(now)
+        .bind(queue.as_str())
+        .bind(now.saturating_add(duration_micros(request.lease())))
+        .bind(request.worker_id().as_str())
+        .bind(i64::from(cap))
+        .fetch_all(conn)
+        .await
+}
+
+/// Leases the jobs of a request: picks the best of each queue level by
+/// level, merges them in claim order up to the limit, and leases those in
+/// one statement. `taken` jobs were claimed already (a single queue's top
+/// level): they count against the limits.
 async fn claim(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
-) -> Result<Vec<sqlx::sqlite::SqliteRow>, sqlx::Error> {
+    taken: usize,
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
+    let lease_until = now.saturating_add(duration_micros(request.lease()));
     let mut candidates: Vec<(i32, i64, i64)> = Vec::new();
     for queue in request.queues() {
-        let cap = request.queue_limit(queue).min(request.limit()) as usize;
+        let cap = (request.queue_limit(queue).min(request.limit()) as usize).saturating_sub(taken);
         let mut taken = 0;
         // Above every priority: the first step finds the highest level.
         let mut bound = i64::from(i32::MAX) + 1;
@@ -58,19 +103,22 @@ async fn claim(
             }
         }
     }
-    candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
-    candidates.truncate(usize::try_from(request.limit()).unwrap_or(usize::MAX));
-    let lease_until = now.saturating_add(duration_micros(request.lease()));
-    let mut claimed = Vec::with_capacity(candidates.len());
-    for (_, _, id) in candidates {
-        let row = sqlx::query(sql::DEQUEUE_CLAIM)
-            .bind(now)
-            .bind(id)
-            .bind(lease_until)
-            .bind(request.worker_id().as_str())
-            .fetch_one(&mut *conn)
-            .await?;
-        claimed.push(row);
+    if candidates.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(claimed)
+    candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
+    candidates.truncate(
+        usize::try_from(request.limit())
+            .unwrap_or(usize::MAX)
+            .saturating_sub(taken),
+    );
+    let ids: Vec<i64> = candidates.iter().map(|&(_, _, id)| id).collect();
+    let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query(sql::DEQUEUE_CLAIM_IDS)
+        .bind(now)
+        .bind(ids)
+        .bind(lease_until)
+        .bind(request.worker_id().as_str())
+        .fetch_all(&mut *conn)
+        .await
 }

@@ -1,10 +1,12 @@
 //! Heartbeat: extending live leases.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use queue_core::backend::LeaseKey;
 use queue_core::time::duration_micros;
 use queue_core::{Lease, Result, validate_lease};
+use sqlx::{AssertSqlSafe, Row};
 
 use crate::{SqliteStorage, sql};
 
@@ -18,22 +20,31 @@ impl SqliteStorage {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
+        let keys: Vec<LeaseKey> = leases.iter().map(LeaseKey::of).collect();
         write_tx!(self, |conn, now| async {
             let until = now.saturating_add(duration_micros(extend_by));
-            let mut alive = Vec::with_capacity(leases.len());
-            for lease in leases {
-                let key = LeaseKey::of(lease);
-                let done = sqlx::query(sql::HEARTBEAT)
-                    .bind(now)
-                    .bind(key.id)
-                    .bind(key.worker)
-                    .bind(key.attempt)
-                    .bind(until)
-                    .execute(&mut *conn)
-                    .await?;
-                alive.push(done.rows_affected() == 1);
+            let mut extended: HashSet<LeaseKey> = HashSet::with_capacity(keys.len());
+            for chunk in keys.chunks(sql::ROWS_PER_STATEMENT) {
+                let statement = sql::heartbeat_many(chunk.len());
+                let mut query = sqlx::query(AssertSqlSafe(statement));
+                for key in chunk {
+                    query = query
+                        .bind(key.id)
+                        .bind(key.worker.clone())
+                        .bind(key.attempt);
+                }
+                let query = query.bind(until).bind(now).bind(now);
+                for row in query.fetch_all(&mut *conn).await? {
+                    let worker: Option<String> = row.try_get("locked_by")?;
+                    let key = LeaseKey::of_row(
+                        row.try_get("id")?,
+                        worker.as_deref(),
+                        row.try_get("attempts")?,
+                    );
+                    extended.extend(key);
+                }
             }
-            Ok::<_, sqlx::Error>(alive)
+            Ok::<_, sqlx::Error>(keys.iter().map(|key| extended.contains(key)).collect())
         })
     }
 }

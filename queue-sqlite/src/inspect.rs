@@ -14,7 +14,7 @@ use crate::{SqliteStorage, interpret_error, rows, sql};
 
 impl SqliteStorage {
     pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
-        let now = self.now_pooled().await?;
+        let now = self.now_micros();
         let found = sqlx::query(sql::STATS)
             .bind(now)
             .fetch_all(&self.pool)
@@ -75,7 +75,7 @@ impl SqliteStorage {
     }
 
     pub(crate) async fn next_due_pooled(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
-        let now = self.now_pooled().await?;
+        let now = self.now_micros();
         let mut earliest: Option<i64> = None;
         for queue in queues {
             let due: Option<i64> = sqlx::query_scalar(sql::NEXT_DUE)
@@ -94,7 +94,7 @@ impl SqliteStorage {
 
     pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
         filter.validate()?;
-        let now = self.now_pooled().await?;
+        let now = self.now_micros();
         let found = bind_job_filter(sqlx::query(sql::LIST_JOBS), now, filter, filter.limit + 1)
             .fetch_all(&self.pool)
             .await
@@ -105,7 +105,7 @@ impl SqliteStorage {
 
     pub(crate) async fn throughput_pooled(&self, window: Duration) -> Result<Vec<Throughput>> {
         validate_window(window)?;
-        let now = self.now_pooled().await?;
+        let now = self.now_micros();
         let found = sqlx::query(sql::THROUGHPUT)
             .bind(now.saturating_sub(duration_micros(window)))
             .bind(now)

@@ -52,13 +52,54 @@ macro_rules! history_columns {
     };
 }
 
-/// Inserts one job unless its unique key is live in its queue; returns the new id.
-/// ?1 now, ?2 queue, ?3 priority, ?4 key, ?5 payload, ?6 max attempts, ?7 available at.
-pub(crate) const ENQUEUE: &str = "INSERT INTO job_queue (queue_name, priority, unique_key, payload,
-    max_attempts, available_at, created_at, updated_at)
-VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?1, ?1)
-ON CONFLICT (queue_name, unique_key) DO NOTHING
-RETURNING id";
+/// Rows per multi-row statement. SQLite's bundled library takes at most
+/// 32,766 parameters per statement; the widest row below has 8, so a chunk
+/// stays far under it while one statement still carries a whole usual batch.
+///
+/// The multi-row statements number their parameters by position (plain
+/// `?`): sqlx looks up the name of every parameter it binds, and SQLite
+/// finds a name by walking the list of named parameters, so numbered
+/// parameters (`?NNN`) would cost time quadratic in their count.
+pub(crate) const ROWS_PER_STATEMENT: usize = 1_000;
+
+/// Appends `rows` comma-separated tuples of `width` positional parameters.
+fn tuples(sql: &mut String, rows: usize, width: usize) {
+    let tuple = format!("({})", vec!["?"; width].join(","));
+    for row in 0..rows {
+        if row > 0 {
+            sql.push(',');
+        }
+        sql.push_str(&tuple);
+    }
+}
+
+/// Inserts `rows` jobs, skipping each whose unique key is live in its queue;
+/// returns `id, queue_name, unique_key` of the rows inserted. Binds per row:
+/// queue, priority, key, payload, max attempts, available at, now, now.
+///
+/// The rows are inserted in the order of the VALUES list inside one write
+/// transaction, and AUTOINCREMENT hands out increasing ids, so the ids of
+/// the rows inserted ascend in that order whatever order RETURNING lists
+/// them in.
+///
+/// With `keyed` false every row's key is NULL, so none can conflict: the
+/// statement has no conflict clause and returns nothing, and the caller
+/// reads the ids from the last inserted rowid (AUTOINCREMENT hands them out
+/// consecutively to the rows of one statement under the write lock), which
+/// spares streaming a row per job back from the connection's thread.
+pub(crate) fn enqueue_many(rows: usize, keyed: bool) -> String {
+    let mut sql = String::from(
+        "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
+         available_at, created_at, updated_at)\nVALUES ",
+    );
+    tuples(&mut sql, rows, 8);
+    if keyed {
+        sql.push_str(
+            "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
+        );
+    }
+    sql
+}
 
 /// The live job holding a unique key in a queue.
 pub(crate) const ENQUEUE_EXISTING: &str =
@@ -76,20 +117,46 @@ LIMIT 1";
 /// Up to ?3 claimable jobs of queue ?2 at priority ?4, best first. ?1 now.
 /// A range scan of the dequeue index on (queue, priority, available_at <=
 /// now): it ends at the first job not due yet, so jobs waiting for their
-/// time are never read.
-pub(crate) const DEQUEUE_PICK: &str = "SELECT id, priority, available_at FROM job_queue
+/// time are never read. The claims name their index: left to itself, the
+/// planner took the range `available_at <= now` on `job_queue_next_due`
+/// and sorted every due job for each claim.
+pub(crate) const DEQUEUE_PICK: &str = "SELECT id, priority, available_at
+FROM job_queue INDEXED BY job_queue_dequeue
 WHERE queue_name = ?2 AND lease_until IS NULL AND priority = ?4 AND available_at <= ?1
   AND attempts < max_attempts
   AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
 ORDER BY available_at, id
 LIMIT ?3";
 
-/// Leases job ?2 until ?3 to worker ?4. ?1 now.
-pub(crate) const DEQUEUE_CLAIM: &str = concat!(
+/// Leases the best ?5 claimable jobs of queue ?2 at its highest priority
+/// level until ?3 to worker ?4, in one statement. ?1 now. The range scan
+/// ends at the first job of that level not due yet; when it takes fewer
+/// than ?5, the caller walks the lower levels (`DEQUEUE_LEVEL`).
+pub(crate) const DEQUEUE_CLAIM_QUEUE: &str = concat!(
     "UPDATE job_queue
 SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
     first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
-WHERE id = ?2 AND lease_until IS NULL
+WHERE id IN (
+    SELECT id FROM job_queue INDEXED BY job_queue_dequeue
+    WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1
+      AND priority = (SELECT priority FROM job_queue
+                      WHERE queue_name = ?2 AND lease_until IS NULL
+                      ORDER BY priority DESC LIMIT 1)
+      AND attempts < max_attempts
+      AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?2 AND p.paused)
+    ORDER BY available_at, id
+    LIMIT ?5)
+RETURNING ",
+    job_columns!()
+);
+
+/// Leases the unleased jobs whose ids are in the JSON array ?2 until ?3 to
+/// worker ?4, in one statement. ?1 now.
+pub(crate) const DEQUEUE_CLAIM_IDS: &str = concat!(
+    "UPDATE job_queue
+SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
+    first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
+WHERE id IN (SELECT value FROM json_each(?2)) AND lease_until IS NULL
 RETURNING ",
     job_columns!()
 );
@@ -106,6 +173,31 @@ FROM job_queue WHERE id = ?2";
 /// Deletes a live row.
 pub(crate) const DELETE_LIVE: &str = "DELETE FROM job_queue WHERE id = ?1";
 
+/// Deletes the live rows whose ids are in the JSON array ?1.
+pub(crate) const DELETE_LIVE_IDS: &str =
+    "DELETE FROM job_queue WHERE id IN (SELECT value FROM json_each(?1))";
+
+/// Archives as `completed` each of `rows` leases that is still current;
+/// returns the lease (`id, processed_by, attempts`) of each row archived.
+/// Binds per row: id, worker, attempt, result; then now. The live rows are
+/// left for [`DELETE_LIVE_IDS`].
+pub(crate) fn ack_many(rows: usize) -> String {
+    let mut sql = String::from("WITH acked (a_id, a_worker, a_attempt, a_result) AS (VALUES ");
+    tuples(&mut sql, rows, 4);
+    sql.push_str(
+        ")
+INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final, result,
+    last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at)
+SELECT q.id, q.queue_name, q.priority, q.unique_key, q.payload, 'completed', a.a_result,
+       q.last_error, q.attempts, q.max_attempts, a.a_worker, q.created_at, q.first_locked_at, ?
+FROM acked a JOIN job_queue q
+  ON q.id = a.a_id AND q.locked_by = a.a_worker AND q.attempts = a.a_attempt
+ AND q.lease_until IS NOT NULL
+RETURNING id, processed_by, attempts",
+    );
+    sql
+}
+
 /// The current lease (?1 id, ?2 worker, ?3 attempt): attempts left.
 pub(crate) const COMPLETE_FIND_LEASE: &str = "SELECT max_attempts - attempts AS left FROM job_queue
 WHERE id = ?1 AND locked_by = ?2 AND attempts = ?3 AND lease_until IS NOT NULL";
@@ -120,9 +212,21 @@ pub(crate) const RELEASE: &str = "UPDATE job_queue
 SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, available_at = ?1, updated_at = ?1
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
-/// Extends the current, unexpired lease (?2 id, ?3 worker, ?4 attempt) to ?5. ?1 now.
-pub(crate) const HEARTBEAT: &str = "UPDATE job_queue SET lease_until = ?5, updated_at = ?1
-WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until > ?1";
+/// Extends each of `rows` current, unexpired leases; returns the lease
+/// (`id, locked_by, attempts`) of each row extended. Binds per row: id,
+/// worker, attempt; then the new end of the lease, now, now.
+pub(crate) fn heartbeat_many(rows: usize) -> String {
+    let mut sql = String::from("WITH beat (b_id, b_worker, b_attempt) AS (VALUES ");
+    tuples(&mut sql, rows, 3);
+    sql.push_str(
+        ")
+UPDATE job_queue SET lease_until = ?, updated_at = ?
+FROM beat
+WHERE id = b_id AND locked_by = b_worker AND attempts = b_attempt AND lease_until > ?
+RETURNING id, locked_by, attempts",
+    );
+    sql
+}
 
 /// Up to ?2 jobs to reclaim: expired leases oldest first, then exhausted jobs. ?1 now.
 pub(crate) const RECLAIM_PICK: &str = "SELECT id, locked_by, attempts, max_attempts FROM (

@@ -1,6 +1,7 @@
 //! The SQLite storage type: opening the database and its options.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -12,7 +13,7 @@ use queue_core::{
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
-use tokio::sync::broadcast;
+use tokio::sync::{Mutex, broadcast};
 
 use crate::error::open_error;
 use crate::{migrate, sql};
@@ -21,13 +22,78 @@ use crate::{migrate, sql};
 /// reports the database busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connections per pool for a file: SQLite has one writer at a time, so
-/// more connections only add readers.
+/// Connections per pool for a file: reads and the caller's own
+/// transactions. The storage's writes run on one more connection of their
+/// own (SQLite has one writer at a time).
 const FILE_CONNECTIONS: u32 = 8;
 
 /// How many wake-ups a slow subscriber may fall behind before it is told
 /// to look at every queue.
 const WAKEUP_BACKLOG: usize = 1024;
+
+/// How far a committed write survives, chosen by the URL's `synchronous`
+/// parameter. Files are always in WAL mode; this sets SQLite's
+/// `synchronous` setting. See docs/reliability.md.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=NORMAL`, the default: a commit is written to the WAL
+    /// before it returns, and the WAL is synced to disk at checkpoints, not
+    /// at every commit. A commit survives the application crashing or being
+    /// killed (the operating system holds the write); a power loss or an
+    /// operating-system crash may lose the last commits before the
+    /// checkpoint, but never corrupts the file. This is the setting SQLite
+    /// recommends with WAL, and it spares a disk sync per write, which
+    /// would bound a queue to the disk's sync rate (a few hundred to a few
+    /// thousand writes per second).
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit syncs the WAL to disk before it
+    /// returns, so a commit also survives a power loss; each write waits
+    /// for the disk.
+    Full,
+}
+
+impl Durability {
+    /// Takes the `synchronous` parameter out of `url` (sqlx does not know
+    /// it), returning the URL without it and the durability it names.
+    fn from_url(url: &str) -> Result<(String, Self)> {
+        let Some((base, query)) = url.split_once('?') else {
+            return Ok((url.to_owned(), Self::default()));
+        };
+        let mut durability = Self::default();
+        let mut rest = Vec::new();
+        for pair in query.split('&') {
+            match pair.split_once('=') {
+                Some(("synchronous", value)) => {
+                    durability = match value.to_ascii_lowercase().as_str() {
+                        "normal" => Self::Normal,
+                        "full" => Self::Full,
+                        _ => {
+                            return Err(QueueError::invalid(
+                                "url",
+                                format!("synchronous={value}: expected normal or full"),
+                            ));
+                        }
+                    }
+                }
+                _ => rest.push(pair),
+            }
+        }
+        let url = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        Ok((url, durability))
+    }
+
+    fn synchronous(self) -> SqliteSynchronous {
+        match self {
+            Self::Normal => SqliteSynchronous::Normal,
+            Self::Full => SqliteSynchronous::Full,
+        }
+    }
+}
 
 /// A job queue stored in SQLite.
 ///
@@ -38,6 +104,16 @@ pub struct SqliteStorage {
     path: String,
     clock: Clock,
     wakeups: broadcast::Sender<QueueName>,
+    /// Held through each write of this storage and its clones: SQLite has
+    /// one writer at a time, and waiting for the turn here wakes the next
+    /// writer as soon as the last one commits, where SQLite's busy handler
+    /// would poll the lock with sleeps of a millisecond and more.
+    ///
+    /// For a file it holds the connection every write runs on, kept out of
+    /// the pool: a pooled connection costs a spawned task and a ping on
+    /// every release. In memory it holds `None` and writes take the pool's
+    /// one connection (another connection would be another database).
+    pub(crate) write_turn: Arc<Mutex<Option<SqliteConnection>>>,
 }
 
 impl SqliteStorage {
@@ -52,15 +128,20 @@ impl SqliteStorage {
     /// A path that is a directory, a file that is not a database, or one
     /// that cannot be read or written returns an error naming the path,
     /// and nothing is left half-migrated.
+    ///
+    /// The query parameter `synchronous` chooses the [`Durability`] of a
+    /// file: `synchronous=normal` (the default) or `synchronous=full`, as in
+    /// `sqlite://jobs.db?mode=rwc&synchronous=full`.
     pub async fn connect(url: &str) -> Result<Self> {
-        let options = SqliteConnectOptions::from_str(url)
+        let (url, durability) = Durability::from_url(url)?;
+        let options = SqliteConnectOptions::from_str(&url)
             .map_err(|error| QueueError::invalid("url", error.to_string()))?;
         let path = options.get_filename().display().to_string();
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let options = options
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(false)
-            .synchronous(SqliteSynchronous::Normal);
+            .synchronous(durability.synchronous());
         let options = if in_memory {
             options
         } else {
@@ -81,7 +162,11 @@ impl SqliteStorage {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_with(options)
+            // A ping before each use checks a network connection; an
+            // embedded one cannot drop, and the ping costs a round trip to
+            // the connection's thread on every acquire.
+            .test_before_acquire(false)
+            .connect_with(options.clone())
             .await
             .map_err(|error| open_error(&path, error))?;
         sqlx::query(sql::OPEN_CHECK)
@@ -89,12 +174,21 @@ impl SqliteStorage {
             .await
             .map_err(|error| open_error(&path, error))?;
         migrate(&pool, &path).await?;
+        let writer = if in_memory {
+            None
+        } else {
+            let writer = SqliteConnection::connect_with(&options)
+                .await
+                .map_err(|error| open_error(&path, error))?;
+            Some(writer)
+        };
         let (wakeups, _) = broadcast::channel(WAKEUP_BACKLOG);
         Ok(Self {
             pool,
             path,
             clock: Clock::Database,
             wakeups,
+            write_turn: Arc::new(Mutex::new(writer)),
         })
     }
 
@@ -115,12 +209,20 @@ impl SqliteStorage {
         self
     }
 
-    /// Now, in microseconds since the epoch: the manual clock's, or SQLite's.
-    pub(crate) async fn now_on(&self, conn: &mut SqliteConnection) -> Result<i64, sqlx::Error> {
-        match self.clock.fixed_now() {
-            Some(now) => Ok(now.timestamp_micros()),
-            None => sqlx::query_scalar(sql::NOW_MICROS).fetch_one(conn).await,
-        }
+    /// Now, in microseconds since the epoch: the manual clock's, or the
+    /// system clock SQLite itself reads.
+    ///
+    /// SQLite's `unixepoch('subsec')` is the operating system's real-time
+    /// clock of the process running the statement, and every process that
+    /// shares a database file runs on the same machine (WAL needs shared
+    /// memory), so reading that clock here is reading the database's clock,
+    /// at microsecond rather than millisecond precision, without a
+    /// statement and its round trip to the connection's thread.
+    pub(crate) fn now_micros(&self) -> i64 {
+        self.clock
+            .fixed_now()
+            .unwrap_or_else(Utc::now)
+            .timestamp_micros()
     }
 
     /// Wakes this process's subscribers: jobs of `queue` became claimable
@@ -164,18 +266,12 @@ impl SqliteStorage {
             .map_err(crate::interpret_error)?;
         crate::rows::instant(micros)
     }
-
-    /// Now on the storage's clock, read on a pooled connection.
-    pub(crate) async fn now_pooled(&self) -> Result<i64> {
-        let mut conn = self.pool.acquire().await.map_err(crate::interpret_error)?;
-        self.now_on(&mut conn).await.map_err(crate::interpret_error)
-    }
 }
 
 #[async_trait::async_trait]
 impl Storage for SqliteStorage {
     async fn now(&self) -> Result<DateTime<Utc>> {
-        crate::rows::instant(self.now_pooled().await?)
+        crate::rows::instant(self.now_micros())
     }
 
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {

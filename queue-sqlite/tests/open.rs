@@ -170,3 +170,49 @@ async fn edited_migration_is_a_conflict() {
         .expect_err("edited migration");
     assert!(matches!(error, QueueError::Conflict { .. }), "{error:?}");
 }
+
+/// `PRAGMA synchronous` as every pooled connection of `storage` sees it
+/// (1 = NORMAL, 2 = FULL).
+async fn synchronous(storage: &SqliteStorage) -> i64 {
+    sqlx::query_scalar("PRAGMA synchronous")
+        .fetch_one(storage.pool())
+        .await
+        .expect("read synchronous")
+}
+
+#[tokio::test]
+async fn synchronous_parameter_sets_the_durability_and_defaults_to_normal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = SqliteStorage::connect(&url(&dir.path().join("plain.db"), "rwc"))
+        .await
+        .expect("connect without the parameter");
+    assert_eq!(synchronous(&plain).await, 1);
+    let full_url = format!(
+        "{}&synchronous=full",
+        url(&dir.path().join("full.db"), "rwc")
+    );
+    let full = SqliteStorage::connect(&full_url)
+        .await
+        .expect("connect with synchronous=full");
+    assert_eq!(synchronous(&full).await, 2);
+    let normal_url = format!(
+        "sqlite://{}?synchronous=NORMAL&mode=rwc",
+        dir.path().join("normal.db").display()
+    );
+    let normal = SqliteStorage::connect(&normal_url)
+        .await
+        .expect("connect with synchronous=NORMAL first");
+    assert_eq!(synchronous(&normal).await, 1);
+}
+
+#[tokio::test]
+async fn unknown_synchronous_value_is_an_invalid_url_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("off.db");
+    let bad = format!("{}&synchronous=off", url(&path, "rwc"));
+    match SqliteStorage::connect(&bad).await {
+        Err(QueueError::InvalidInput { field, .. }) => assert_eq!(field, "url"),
+        other => panic!("expected an invalid url, got {other:?}"),
+    }
+    assert!(!path.exists(), "the file was created");
+}

@@ -21,3 +21,26 @@ impl StorageFactory for SqliteFactory {
         Fixture::new(storage)
     }
 }
+
+/// Makes a `SqliteStorage` in a new file of its own (WAL, a pool of
+/// several connections and the separate write connection), deleted after
+/// the case.
+pub(crate) struct SqliteFileFactory;
+
+#[async_trait]
+impl StorageFactory for SqliteFileFactory {
+    type Storage = SqliteStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<SqliteStorage> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("queue.db").display()
+        );
+        let storage = SqliteStorage::connect(&url)
+            .await
+            .expect("open a database file")
+            .with_clock(clock);
+        Fixture::new(storage).with_teardown(async move { drop(dir) })
+    }
+}
