@@ -42,6 +42,8 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         "enqueue",
         "drain",
         "latency",
+        "scheduled_backlog",
+        "idle_claim",
         "scheduled",
         "backlog",
         "ops",
@@ -54,10 +56,10 @@ fn smoke(backend: &str, url: &str, schema: &str) {
             "no {workload} result in:\n{stdout}"
         );
     }
-    // enqueue batch + single, drain at two concurrencies, latency,
-    // scheduled, backlog empty + two variants, eleven storage operations,
-    // five operator reads.
-    assert_eq!(results.len(), 25, "{stdout}");
+    // enqueue batch + single, drain at two concurrencies, latency, the
+    // scheduled backlog's enqueue, idle claims, scheduled, backlog empty +
+    // two variants, eleven storage operations, five operator reads.
+    assert_eq!(results.len(), 27, "{stdout}");
     assert!(
         stdout
             .lines()
