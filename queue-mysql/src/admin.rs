@@ -13,8 +13,7 @@ use crate::complete::delete_live;
 use crate::error::{Failure, retrying};
 use crate::rows::IdRow;
 use crate::sql::{
-    self, DISCARD_LOCK, PAUSE, PRUNE, RESUME, RETRY_DEAD_LETTER_DELETE, RETRY_DEAD_LETTER_LOCK,
-    RETRY_DEAD_LETTER_REQUEUE, RETRY_DEAD_LETTERS_LOCK,
+    self, DISCARD_LOCK, PAUSE, PRUNE, RESUME, RETRY_DEAD_LETTER_LOCK, RETRY_DEAD_LETTERS_LOCK,
 };
 
 impl MySqlStorage {
@@ -30,7 +29,7 @@ impl MySqlStorage {
                     return Ok(false);
                 }
                 query(
-                    &sql::discard_archive(),
+                    &sql::discard_jobs(1),
                     vec![Param::Time(now), Param::Int(id.get())],
                 )
                 .execute(conn)
@@ -60,14 +59,17 @@ impl MySqlStorage {
                     return Ok(false);
                 }
                 query(
-                    RETRY_DEAD_LETTER_REQUEUE,
+                    &sql::retry_dead_letters_requeue(1),
                     vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
                 )
                 .execute(conn)
                 .await?;
-                query(RETRY_DEAD_LETTER_DELETE, vec![Param::Int(id.get())])
-                    .execute(conn)
-                    .await?;
+                query(
+                    &sql::retry_dead_letters_delete(1),
+                    vec![Param::Int(id.get())],
+                )
+                .execute(conn)
+                .await?;
                 Ok(true)
             })
             .await

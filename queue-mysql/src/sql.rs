@@ -268,32 +268,9 @@ pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
 /// Locks a live job. Binds: id.
 pub(crate) const DISCARD_LOCK: &str = "SELECT id FROM job_queue WHERE id = ? FOR UPDATE";
 
-/// Archives a live job, in any state, as `discarded`. Binds: finished_at, id.
-pub(crate) fn discard_archive() -> String {
-    format!(
-        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-         SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ? \
-         FROM job_queue WHERE id = ?"
-    )
-}
-
 /// Locks a dead letter. Binds: id.
 pub(crate) const RETRY_DEAD_LETTER_LOCK: &str =
     "SELECT id FROM job_history WHERE id = ? AND status_final = 'dead_letter' FOR UPDATE";
-
-/// Copies a dead letter back to the live table under its id, due now; a
-/// unique key live again fails it as a duplicate. max_attempts 0 (archived
-/// by hand without it) gets the default allowance (20). Binds: now, now, id.
-pub(crate) const RETRY_DEAD_LETTER_REQUEUE: &str = "
-INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
-                       available_at, last_error, created_at, updated_at)
-SELECT id, queue_name, priority, unique_key, payload, 0,
-       CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, created_at, ?
-FROM job_history WHERE id = ?";
-
-/// Deletes the requeued dead letter. Binds: id.
-pub(crate) const RETRY_DEAD_LETTER_DELETE: &str = "DELETE FROM job_history WHERE id = ?";
 
 /// One live job. Binds: id.
 pub(crate) fn get_job() -> String {
@@ -388,7 +365,8 @@ pub(crate) fn run_now(ids: usize) -> String {
     )
 }
 
-/// Archives live jobs as `discarded`. Binds: finished_at, the ids.
+/// Archives live jobs, in any state, as `discarded` (one: `discard`,
+/// several: `discard_jobs`). Binds: finished_at, the ids.
 pub(crate) fn discard_jobs(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
@@ -412,8 +390,10 @@ ORDER BY h.id DESC
 LIMIT ?
 FOR UPDATE SKIP LOCKED";
 
-/// Copies dead letters back to the live table under their ids, due now.
-/// Binds: now, now, the ids.
+/// Copies dead letters back to the live table under their ids, due now
+/// (one: `retry_dead_letter`, several: `retry_dead_letters`); a unique key
+/// live again fails it as a duplicate. max_attempts 0 (archived by hand
+/// without it) gets the default allowance (20). Binds: now, now, the ids.
 pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
     format!(
         "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \

@@ -280,12 +280,9 @@ SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_er
        max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now())
 FROM gone";
 
-/// Moves a dead letter back to the live table under its id, and wakes workers.
-const RETRY_DEAD_LETTER: &str = "
-WITH dl AS (
-    DELETE FROM {s}.job_history WHERE id = $2 AND status_final = 'dead_letter' RETURNING *
-),
-back AS (
+/// The CTE `back` of the dead-letter retries: the rows of `dl` (deleted
+/// from history) inserted live under their ids, pending now, attempts 0.
+const RESTORE_DEAD_LETTERS: &str = "back AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
                                available_at, last_error, created_at, updated_at)
     -- max_attempts 0: archived by hand without it; the default allowance (20).
@@ -294,7 +291,14 @@ back AS (
            COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now())
     FROM dl
     RETURNING queue_name
-)
+)";
+
+/// Moves a dead letter back to the live table under its id, and wakes workers.
+const RETRY_DEAD_LETTER: &str = "
+WITH dl AS (
+    DELETE FROM {s}.job_history WHERE id = $2 AND status_final = 'dead_letter' RETURNING *
+),
+{restore}
 SELECT queue_name, pg_notify('{chan}', queue_name)::text AS notified FROM back";
 
 /// Deletes up to $4 history rows older than the retention, oldest first.
@@ -419,16 +423,7 @@ WITH dl AS (
     )
     RETURNING *
 ),
-back AS (
-    INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
-                               available_at, last_error, created_at, updated_at)
-    -- max_attempts 0: archived by hand without it; the default allowance (20).
-    SELECT id, queue_name, priority, unique_key, payload, 0,
-           CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END,
-           COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now())
-    FROM dl
-    RETURNING queue_name
-)
+{restore}
 SELECT (SELECT count(*) FROM back) AS moved,
        (SELECT count(pg_notify('{chan}', q.queue_name))
         FROM (SELECT DISTINCT queue_name FROM back) q) AS notified";
@@ -552,6 +547,7 @@ impl Statements {
             AssertSqlSafe(
                 template
                     .replace("{job_filter}", JOB_FILTER)
+                    .replace("{restore}", RESTORE_DEAD_LETTERS)
                     .replace("{job}", JOB_COLUMNS)
                     .replace("{history}", HISTORY_COLUMNS)
                     .replace("{s}", &format!("\"{schema}\""))
