@@ -56,6 +56,18 @@ impl JobFilter {
         validate_limit("limit", self.limit, MAX_PAGE_SIZE)
     }
 
+    /// The filter `run_now` acts on: this one narrowed to scheduled jobs,
+    /// or `None` when it selects another state (then nothing moves).
+    pub fn scheduled_only(&self) -> Option<Self> {
+        match self.state {
+            None | Some(JobState::Scheduled) => Some(Self {
+                state: Some(JobState::Scheduled),
+                ..self.clone()
+            }),
+            Some(_) => None,
+        }
+    }
+
     /// Whether `job`, in state `state` at the storage's now, is selected
     /// (the limit aside): for storages that filter in memory.
     pub fn matches(&self, job: &Job, state: JobState) -> bool {

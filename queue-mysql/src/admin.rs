@@ -3,9 +3,7 @@
 
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::time::duration_micros;
-use queue_core::{
-    HistoryFilter, JobFilter, JobId, JobState, PruneRequest, QueueError, QueueName, Result,
-};
+use queue_core::{HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, job_filter, query};
@@ -130,13 +128,8 @@ impl MySqlStorage {
 
     pub(crate) async fn run_now_pooled(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        // A job the filter selects in another state is not moved.
-        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+        let Some(scheduled) = filter.scheduled_only() else {
             return Ok(0);
-        }
-        let scheduled = JobFilter {
-            state: Some(JobState::Scheduled),
-            ..filter.clone()
         };
         retrying(false, || async {
             let mut conn = self.connection().await?;

@@ -2,9 +2,7 @@
 //! resume; run now, discard and retry in bulk by filter.
 
 use queue_core::time::duration_micros;
-use queue_core::{
-    HistoryFilter, JobFilter, JobId, JobState, PruneRequest, QueueError, QueueName, Result,
-};
+use queue_core::{HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result};
 use sqlx::Row;
 
 use crate::PgStorage;
@@ -80,14 +78,9 @@ impl PgStorage {
 
     pub(crate) async fn run_now_pooled(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        let scheduled = JobFilter {
-            state: Some(JobState::Scheduled),
-            ..filter.clone()
-        };
-        // A job the filter selects in another state is not moved.
-        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+        let Some(scheduled) = filter.scheduled_only() else {
             return Ok(0);
-        }
+        };
         let row = retrying(false, || {
             let query = sqlx::query(self.sql.run_now.clone());
             bind_job_filter(query, self.now_override(), &scheduled, filter.limit)

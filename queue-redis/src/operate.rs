@@ -63,14 +63,8 @@ impl RedisStorage {
 
     pub(crate) async fn run_now_jobs(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        // A job the filter selects in another state is not moved.
-        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+        let Some(scheduled) = filter.scheduled_only() else {
             return Ok(0);
-        }
-        let scheduled = JobFilter {
-            state: Some(JobState::Scheduled),
-            before: filter.before,
-            ..filter.clone()
         };
         let page = self.list_live(&scheduled).await?;
         let mut moved = 0;

@@ -635,7 +635,6 @@ impl Storage for RedisStorage {
     }
 
     async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64> {
-        filter.validate()?;
         self.discard_selected(filter).await
     }
 

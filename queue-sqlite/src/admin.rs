@@ -3,8 +3,7 @@
 
 use queue_core::time::duration_micros;
 use queue_core::{
-    FinalStatus, HistoryFilter, JobFilter, JobId, JobState, PruneRequest, QueueError, QueueName,
-    Result,
+    FinalStatus, HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result,
 };
 use sqlx::Row;
 
@@ -104,13 +103,8 @@ impl SqliteStorage {
 
     pub(crate) async fn run_now_pooled(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        // A job the filter selects in another state is not moved.
-        if filter.state.is_some_and(|s| s != JobState::Scheduled) {
+        let Some(scheduled) = filter.scheduled_only() else {
             return Ok(0);
-        }
-        let scheduled = JobFilter {
-            state: Some(JobState::Scheduled),
-            ..filter.clone()
         };
         let queues: Vec<String> = write_tx!(self, |conn, now| async {
             let rows = bind_job_filter(sqlx::query(sql::RUN_NOW), now, &scheduled, filter.limit)
