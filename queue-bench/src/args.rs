@@ -1,5 +1,7 @@
 //! The command line.
 
+use std::time::Duration;
+
 use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
 
 /// Measures the job queue on a real database; prints `result key=value ...`
@@ -80,6 +82,9 @@ pub(crate) enum Workload {
     /// Operator reads (stats, the dashboard overview, job listings,
     /// throughput) with many live and finished jobs.
     Inspect(InspectArgs),
+    /// Steady enqueue and drain at a fixed rate for a long time, with the
+    /// tables' sizes, dead rows and the load average every sample.
+    Soak(SoakArgs),
     /// Every workload at a tiny size: proves the benchmark still works.
     Smoke,
 }
@@ -133,6 +138,11 @@ pub(crate) struct DrainArgs {
     /// Worker concurrencies to measure, one run each.
     #[arg(long, value_delimiter = ',', default_value = "16")]
     pub(crate) concurrency: Vec<usize>,
+    /// Gives the drained queue a concurrency limit of N
+    /// (`Storage::configure_queue`) before each run, so that every claim
+    /// takes the limited path (lock, count, narrow); none by default.
+    #[arg(long)]
+    pub(crate) queue_limit: Option<u32>,
 }
 
 /// `latency` settings.
@@ -179,4 +189,92 @@ pub(crate) struct BacklogArgs {
     /// Worker concurrency.
     #[arg(long, default_value_t = 16)]
     pub(crate) concurrency: usize,
+}
+
+/// `soak` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct SoakArgs {
+    /// Jobs enqueued per second. Default: half the rate of a drain of
+    /// 20,000 jobs at `--concurrency`, measured first on a fresh schema.
+    #[arg(long)]
+    pub(crate) rate: Option<u32>,
+    /// How long jobs are enqueued (`90s`, `30m`, `2h`; a bare number is
+    /// seconds).
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    pub(crate) duration: Duration,
+    /// Time between two samples (one report row each).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub(crate) sample: Duration,
+    /// Worker concurrency.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) concurrency: usize,
+    /// History retention for completed jobs (and dead letters): the
+    /// worker's prune, as in production, so history stops growing.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub(crate) retention: Duration,
+    /// How often the worker prunes history.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub(crate) prune_interval: Duration,
+    /// PostgreSQL: `on` turns autovacuum on for the run (`ALTER SYSTEM`
+    /// and a reload) and restores the previous setting afterwards, also
+    /// after an error, Ctrl-C or SIGTERM; `keep` leaves the server as it is.
+    #[arg(long, value_enum, default_value_t = Autovacuum::On)]
+    pub(crate) autovacuum: Autovacuum,
+    /// PostgreSQL: storage parameters set on `job_queue` before the run,
+    /// as in `ALTER TABLE job_queue SET (...)`, e.g.
+    /// `autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0`.
+    #[arg(long)]
+    pub(crate) queue_table_options: Option<String>,
+    /// PostgreSQL: storage parameters set on `job_history` before the run.
+    #[arg(long)]
+    pub(crate) history_table_options: Option<String>,
+}
+
+/// What `soak` does with PostgreSQL's autovacuum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Autovacuum {
+    /// Leave the server's setting alone.
+    Keep,
+    /// On for the run, the previous setting restored after.
+    On,
+}
+
+/// `90`, `90s`, `30m`, `2h`, `500ms`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number with an optional unit (ms, s, m, h)"))?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(number),
+        "" | "s" => Duration::from_secs(number),
+        "m" => Duration::from_secs(number * 60),
+        "h" => Duration::from_secs(number * 3_600),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
+    };
+    if duration.is_zero() {
+        return Err(format!("{text:?}: must be greater than zero"));
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1_800)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7_200)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("m").is_err());
+    }
 }

@@ -48,6 +48,8 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         "backlog",
         "ops",
         "inspect",
+        "soak_sample",
+        "soak",
     ] {
         assert!(
             results
@@ -58,8 +60,9 @@ fn smoke(backend: &str, url: &str, schema: &str) {
     }
     // enqueue batch + single, drain at two concurrencies, latency, the
     // scheduled backlog's enqueue, idle claims, scheduled, backlog empty +
-    // two variants, eleven storage operations, five operator reads.
-    assert_eq!(results.len(), 27, "{stdout}");
+    // two variants, eleven storage operations, five operator reads, three
+    // soak samples and the soak's summary.
+    assert_eq!(results.len(), 31, "{stdout}");
     assert!(
         stdout
             .lines()

@@ -151,6 +151,7 @@ mod tests {
             last_error: None,
             attempts,
             max_attempts: 100,
+            snoozes: 0,
             processed_by: Some(WorkerId::new(worker).expect("worker")),
             created_at: Utc::now(),
             started_at: None,

@@ -56,11 +56,17 @@ pub(crate) enum Command {
         #[arg(long)]
         at: Option<DateTime<Utc>>,
     },
-    /// Live jobs per queue by state.
+    /// Live jobs per queue by state; a count that reaches the cap shows as
+    /// "10,000+".
     Stats {
         /// Print again every this many seconds until interrupted.
         #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "2")]
         watch: Option<u64>,
+        /// Count each state up to this many jobs (counting stops there, so
+        /// a large cap costs time on a large backlog).
+        #[arg(long, value_name = "N", default_value_t = queue::DEFAULT_COUNT_CAP,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        cap: u64,
     },
     /// One job, live or finished.
     Show {
@@ -133,6 +139,44 @@ pub(crate) enum Command {
         #[arg(long, short)]
         yes: bool,
     },
+    /// Cancel a live job: it goes to history as `cancelled`; a worker
+    /// running it has its cancellation token fired.
+    Cancel {
+        /// The job's id.
+        id: i64,
+    },
+    /// Set a queue's limits (every limit not given is lifted), enforced by
+    /// every worker's claim on every host.
+    Config {
+        /// The queue.
+        queue: String,
+        /// At most this many of its jobs running at once, across all workers.
+        #[arg(long)]
+        concurrency: Option<u32>,
+        /// At most this many jobs started per second (fractions allowed).
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Jobs that may start at once after a quiet spell (default: the
+        /// rate rounded up).
+        #[arg(long, requires = "rate")]
+        burst: Option<u32>,
+        /// The lease workers take on its jobs (e.g. `45s`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        lease: Option<Duration>,
+        /// Retry backoff: the first delay (e.g. `2s`).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        backoff_base: Option<Duration>,
+        /// Retry backoff: the longest delay (default one hour).
+        #[arg(long, value_parser = humantime::parse_duration, requires = "backoff_base")]
+        backoff_max: Option<Duration>,
+        /// Retry backoff: the jitter fraction in [0, 1] (default 0.2).
+        #[arg(long, requires = "backoff_base")]
+        backoff_jitter: Option<f64>,
+    },
+    /// Every queue that is paused or has limits, with its settings.
+    Queues,
+    /// Periodic schedules that have fired: latest and next fire time.
+    Schedules,
     /// Stop workers from claiming a queue's jobs.
     Pause {
         /// The queue.
@@ -229,6 +273,8 @@ pub(crate) enum Status {
     DeadLetter,
     /// Removed by an operator.
     Discarded,
+    /// Cancelled by id.
+    Cancelled,
 }
 
 impl From<Status> for FinalStatus {
@@ -237,6 +283,7 @@ impl From<Status> for FinalStatus {
             Status::Completed => FinalStatus::Completed,
             Status::DeadLetter => FinalStatus::DeadLetter,
             Status::Discarded => FinalStatus::Discarded,
+            Status::Cancelled => FinalStatus::Cancelled,
         }
     }
 }

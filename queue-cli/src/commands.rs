@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::CliError;
 use crate::args::{Args, Command, JobSelection};
-use crate::{bulk, output};
+use crate::{bulk, flow, output};
 
 /// Runs the parsed command line.
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
@@ -59,8 +59,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 println!("{}", outcome.id);
             }
         }
-        Command::Stats { watch } => loop {
-            let stats = storage.stats().await?;
+        Command::Stats { watch, cap } => loop {
+            let stats = storage.stats_capped(cap).await?;
             if json {
                 output::json(&stats)?;
             } else {
@@ -144,6 +144,49 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         }
         Command::RunNow { id, filter, yes } => {
             by_id_or_filter(&storage, bulk::Action::RunNow, id, &filter, yes, json).await?;
+        }
+        Command::Cancel { id } => {
+            storage.cancel(JobId(id)).await?;
+            done(json, "cancelled", id.to_string())?;
+        }
+        Command::Config {
+            queue,
+            concurrency,
+            rate,
+            burst,
+            lease,
+            backoff_base,
+            backoff_max,
+            backoff_jitter,
+        } => {
+            let limits = flow::limits(
+                concurrency,
+                rate,
+                burst,
+                lease,
+                backoff_base,
+                backoff_max,
+                backoff_jitter,
+            )?;
+            let name = QueueName::new(queue.clone())?;
+            storage.configure_queue(&name, &limits).await?;
+            done(json, "configured", queue)?;
+        }
+        Command::Queues => {
+            let configs = storage.queue_configs().await?;
+            if json {
+                output::json(&configs.iter().map(flow::config_json).collect::<Vec<_>>())?;
+            } else {
+                flow::print_configs(&configs);
+            }
+        }
+        Command::Schedules => {
+            let schedules = storage.schedules().await?;
+            if json {
+                output::json(&schedules)?;
+            } else {
+                flow::print_schedules(&schedules);
+            }
         }
         Command::Pause { queue } => {
             storage.pause_queue(&QueueName::new(queue.clone())?).await?;

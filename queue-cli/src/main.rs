@@ -17,6 +17,7 @@
 mod args;
 mod bulk;
 mod commands;
+mod flow;
 mod output;
 mod serve;
 

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
-use queue::{HistoryPage, HistoryRecord, Job, JobPage, QueueStats};
+use queue::{HistoryPage, HistoryRecord, Job, JobPage, JobState, QueueStats};
 use serde::Serialize;
 
 use crate::CliError;
@@ -15,12 +15,12 @@ pub(crate) fn json<T: Serialize>(value: &T) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The stats table.
+/// The stats table; a count that reached the cap shows as "10,000+".
 pub(crate) fn stats(stats: &[QueueStats]) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "{:<24} {:>6} {:>9} {:>9} {:>9} {:>7} {:>9}  oldest pending",
+        "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  oldest pending",
         "queue", "paused", "pending", "scheduled", "running", "stalled", "exhausted"
     );
     for s in stats {
@@ -30,14 +30,14 @@ pub(crate) fn stats(stats: &[QueueStats]) {
         );
         let _ = writeln!(
             out,
-            "{:<24} {:>6} {:>9} {:>9} {:>9} {:>7} {:>9}  {oldest}",
+            "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  {oldest}",
             s.queue.as_str(),
             if s.paused { "yes" } else { "no" },
-            s.pending,
-            s.scheduled,
-            s.running,
-            s.stalled,
-            s.exhausted
+            s.shown(JobState::Pending),
+            s.shown(JobState::Scheduled),
+            s.shown(JobState::Running),
+            s.shown(JobState::Stalled),
+            s.shown(JobState::Exhausted)
         );
     }
 }

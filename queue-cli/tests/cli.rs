@@ -482,3 +482,72 @@ async fn a_payload_that_is_not_utf8_is_refused_and_nothing_is_written() {
     assert_eq!(stats, json!([]), "nothing written");
     schema.drop_schema().await;
 }
+
+/// `config`, `queues`, `cancel` and `schedules` on one database.
+async fn flow_tour(url: &str, schema: Option<&str>) {
+    ok(url, schema, &["migrate"], None);
+    let none = ok(url, schema, &["queues"], None);
+    assert_eq!(none.trim(), "no queue is paused or limited");
+    ok(
+        url,
+        schema,
+        &[
+            "config",
+            "mail",
+            "--concurrency",
+            "5",
+            "--rate",
+            "2.5",
+            "--lease",
+            "45s",
+        ],
+        None,
+    );
+    let listed = ok(url, schema, &["queues"], None);
+    assert_eq!(
+        listed.trim(),
+        "mail: concurrency 5, 2.5/s (burst 3), lease 45s",
+        "{listed}"
+    );
+    let json = json_of(&ok(url, schema, &["queues", "--json"], None));
+    assert_eq!(json[0]["concurrency"], json!(5));
+    assert_eq!(json[0]["burst"], json!(3));
+    assert_eq!(json[0]["lease_ms"], json!(45_000));
+    // A bad limit: a one-line usage error, and the settings unchanged.
+    let refused = fails(url, schema, &["config", "mail", "--concurrency", "0"], 2);
+    assert!(refused.contains("concurrency"), "{refused}");
+    assert_eq!(ok(url, schema, &["queues"], None), listed);
+    ok(url, schema, &["config", "mail"], None);
+    let cleared = ok(url, schema, &["queues"], None);
+    assert_eq!(cleared.trim(), "no queue is paused or limited");
+
+    let id = json_of(&ok(url, schema, &["enqueue", "mail", "{}", "--json"], None))["id"]
+        .as_i64()
+        .expect("an id");
+    ok(url, schema, &["cancel", &id.to_string()], None);
+    let shown = json_of(&ok(url, schema, &["show", &id.to_string(), "--json"], None));
+    assert!(shown.to_string().contains("\"cancelled\""), "{shown}");
+    let again = fails(url, schema, &["cancel", &id.to_string()], 1);
+    assert!(again.contains(&id.to_string()), "{again}");
+
+    let schedules = ok(url, schema, &["schedules"], None);
+    assert_eq!(schedules.trim(), "no periodic schedule has fired");
+    assert_eq!(
+        json_of(&ok(url, schema, &["schedules", "--json"], None)),
+        json!([])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_commands_on_postgres() {
+    let schema = TestSchema::create().await;
+    flow_tour(schema.url(), Some(schema.name())).await;
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flow_commands_on_mysql() {
+    let db = TestDatabase::create().await;
+    flow_tour(&db.url(), None).await;
+    db.drop_database().await;
+}

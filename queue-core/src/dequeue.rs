@@ -120,6 +120,34 @@ impl DequeueRequest {
             .map_or(0, |i| self.queue_limits[i])
     }
 
+    /// This request with each queue's cap lowered to its allowance (queues
+    /// absent from `allowances` keep theirs), the total kept: what a
+    /// backend claims once flow limits are known. `None` when no queue may
+    /// give a job.
+    pub fn narrowed(&self, allowances: &[(QueueName, u32)]) -> Option<Self> {
+        let mut queues = Vec::with_capacity(self.queues.len());
+        let mut queue_limits = Vec::with_capacity(self.queues.len());
+        for (queue, cap) in self.queues.iter().zip(&self.queue_limits) {
+            let allowed = allowances
+                .iter()
+                .find(|(q, _)| q == queue)
+                .map_or(*cap, |(_, allowed)| (*allowed).min(*cap));
+            if allowed > 0 {
+                queues.push(queue.clone());
+                queue_limits.push(allowed);
+            }
+        }
+        let total: u64 = queue_limits.iter().map(|l| u64::from(*l)).sum();
+        let limit = u32::try_from(total.min(u64::from(self.limit))).unwrap_or(self.limit);
+        (limit > 0).then(|| Self {
+            queues,
+            queue_limits,
+            limit,
+            lease: self.lease,
+            worker_id: self.worker_id.clone(),
+        })
+    }
+
     /// How long each claimed lease lasts.
     pub fn lease(&self) -> Duration {
         self.lease

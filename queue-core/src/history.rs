@@ -21,6 +21,9 @@ pub enum FinalStatus {
     DeadLetter,
     /// Removed by an operator before it finished.
     Discarded,
+    /// Cancelled by id before it finished ([`crate::Storage::cancel`]); a
+    /// running holder's cancellation token fires.
+    Cancelled,
 }
 
 impl FinalStatus {
@@ -30,6 +33,7 @@ impl FinalStatus {
             Self::Completed => "completed",
             Self::DeadLetter => "dead_letter",
             Self::Discarded => "discarded",
+            Self::Cancelled => "cancelled",
         }
     }
 }
@@ -48,6 +52,7 @@ impl FromStr for FinalStatus {
             "completed" => Ok(Self::Completed),
             "dead_letter" => Ok(Self::DeadLetter),
             "discarded" => Ok(Self::Discarded),
+            "cancelled" => Ok(Self::Cancelled),
             other => Err(QueueError::invalid(
                 "status_final",
                 format!("unknown status {other:?}"),
@@ -77,6 +82,9 @@ pub struct HistoryRecord {
     pub last_error: Option<Value>,
     /// Attempts used.
     pub attempts: u32,
+    /// Times a handler snoozed it ([`crate::Storage::snooze`]).
+    #[serde(default)]
+    pub snoozes: u32,
     /// Attempts it was allowed; 0 when the row was archived by a
     /// hand-written statement that did not record it (docs/sql-interop.md).
     pub max_attempts: u32,

@@ -143,6 +143,12 @@ validated_name!(
     "unique_key"
 );
 validated_name!(
+    /// The name of a periodic schedule: the key under which its fire times
+    /// are recorded, so that each one yields exactly one job.
+    ScheduleName,
+    "schedule"
+);
+validated_name!(
     /// The identity of a worker process; it holds the leases it claims.
     WorkerId,
     "worker_id"

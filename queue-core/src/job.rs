@@ -23,6 +23,10 @@ pub struct Job {
     pub attempts: u32,
     /// Claims allowed before the job becomes a dead letter.
     pub max_attempts: u32,
+    /// Times a handler snoozed it ([`crate::Storage::snooze`]): each one
+    /// gave its claim back, so it is not counted in `attempts`.
+    #[serde(default)]
+    pub snoozes: u32,
     /// The earliest time the job may be claimed.
     pub available_at: DateTime<Utc>,
     /// When the current lease ends; `None` when nobody holds the job.

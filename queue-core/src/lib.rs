@@ -13,12 +13,14 @@ mod backoff;
 mod clock;
 mod dequeue;
 mod error;
+mod flow;
 mod history;
 mod ids;
 mod job;
 mod listing;
 mod new_job;
 mod outcome;
+mod periodic;
 mod state;
 mod stats;
 mod storage;
@@ -30,19 +32,21 @@ pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock};
 pub use dequeue::{DequeueRequest, MAX_DEQUEUE_LIMIT, MAX_LEASE, validate_lease};
 pub use error::{BoxError, QueueError, Result};
+pub use flow::{Bucket, MAX_FLOW_LIMIT, QueueConfig, QueueLimits, RateLimit};
 pub use history::{
     FinalStatus, HistoryFilter, HistoryPage, HistoryRecord, MAX_BATCH, MAX_PAGE_SIZE, PruneRequest,
     validate_limit,
 };
-pub use ids::{JobId, MAX_NAME_BYTES, QueueName, UniqueKey, WorkerId, validate_name};
+pub use ids::{JobId, MAX_NAME_BYTES, QueueName, ScheduleName, UniqueKey, WorkerId, validate_name};
 pub use job::{Job, Lease};
 pub use listing::{
     JobFilter, JobPage, MAX_THROUGHPUT_WINDOW, Throughput, minute_of, validate_window,
 };
 pub use new_job::{DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob};
 pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
+pub use periodic::{PeriodicFire, ScheduleRecord, ValidFire};
 pub use state::{JobState, derive_state};
-pub use stats::QueueStats;
+pub use stats::{DEFAULT_COUNT_CAP, QueueStats, validate_count_cap};
 pub use storage::Storage;
 pub use url::{redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};

@@ -19,8 +19,9 @@ use serde_json::Value;
 
 use crate::{
     Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
-    Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, Throughput, Wakeups,
+    Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest,
+    QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Throughput, Wakeups,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -76,6 +77,10 @@ pub trait Storage: Send + Sync + 'static {
     /// - Takes at most `request.queue_limit(q)` jobs from each queue `q`
     ///   and at most `request.limit()` in all: the best jobs within those
     ///   caps.
+    /// - Takes no more from a queue than its [`QueueLimits`] allow at now
+    ///   ([`QueueLimits::allowance`]: its concurrency limit less the leases
+    ///   its jobs hold, and its bucket's whole tokens), atomically with the
+    ///   claim, and takes a token per claimed job from the bucket.
     /// - Each claimed job gets `lease_until = now + lease`, `locked_by`,
     ///   `attempts + 1`, and `first_locked_at = now` only on its first claim.
     /// - Concurrent dequeuers never receive the same job while its lease is live.
@@ -139,6 +144,17 @@ pub trait Storage: Send + Sync + 'static {
     ///   `dead_letter` with `error` as its last error.
     async fn nack(&self, lease: &Lease, error: Value, retry: Retry) -> Result<NackOutcome>;
 
+    /// Puts a running job off for `delay` without counting the attempt: the
+    /// handler's "not now".
+    ///
+    /// # Contract
+    /// - For the current lease: clears the lease, decrements attempts, adds
+    ///   one to `snoozes`, sets `available_at = now + delay`, keeps
+    ///   `last_error`, and returns the new `available_at`.
+    /// - For a lost lease: `LeaseLost`, nothing changed.
+    /// - A delay above 100 years: `InvalidInput` (`delay`), nothing changed.
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>>;
+
     /// Gives a job back without counting the attempt (used at shutdown).
     ///
     /// # Contract
@@ -189,6 +205,19 @@ pub trait Storage: Send + Sync + 'static {
     /// - An unknown id returns [`crate::QueueError::NotFound`].
     async fn discard(&self, id: JobId) -> Result<()>;
 
+    /// Cancels a live job, in any state: it moves into history as
+    /// `cancelled`, and a worker running it is told to stop.
+    ///
+    /// # Contract
+    /// - The job is in history with status `cancelled`, its key free again.
+    /// - A holder's later ack, nack, snooze or heartbeat gets `LeaseLost` /
+    ///   false and changes nothing.
+    /// - Subscribers ([`Storage::subscribe`]) get
+    ///   [`crate::Wakeup::Cancelled`] with its id soon after the commit, where
+    ///   the storage has wake-ups.
+    /// - An id that is not live returns [`crate::QueueError::NotFound`].
+    async fn cancel(&self, id: JobId) -> Result<()>;
+
     /// Puts a dead letter back into its queue with attempts reset to 0.
     ///
     /// # Contract
@@ -205,12 +234,24 @@ pub trait Storage: Send + Sync + 'static {
     ///   most `limit` per call, and returns how many it deleted.
     async fn prune_history(&self, request: &PruneRequest) -> Result<u64>;
 
-    /// Counts live jobs per queue by derived state.
+    /// Counts live jobs per queue by derived state, each count up to
+    /// [`crate::DEFAULT_COUNT_CAP`]: [`Storage::stats_capped`] with that cap.
+    ///
+    /// The default is that composition, correct as it is.
+    async fn stats(&self) -> Result<Vec<QueueStats>> {
+        self.stats_capped(crate::DEFAULT_COUNT_CAP).await
+    }
+
+    /// Counts live jobs per queue by derived state, each count up to `cap`.
     ///
     /// # Contract
     /// - One entry per queue that has live jobs or is paused, sorted by queue name.
-    /// - Counts match [`crate::derive_state`] of every live job at now.
-    async fn stats(&self) -> Result<Vec<QueueStats>>;
+    /// - Each count is the number of the queue's live jobs in that state
+    ///   ([`crate::derive_state`] at now), or `cap` when there are at least
+    ///   `cap`; every entry's [`QueueStats::cap`] is `Some(cap)`.
+    /// - The oldest pending age is exact, whatever the cap.
+    /// - A cap of 0 is rejected and reads nothing.
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>>;
 
     /// Reads one live job.
     ///
@@ -293,6 +334,48 @@ pub trait Storage: Send + Sync + 'static {
     ///   Discarded jobs are not counted.
     /// - A window under a minute or over 7 days is rejected.
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>>;
+
+    /// Sets `queue`'s limits in its `queue_config` row (its paused flag is
+    /// left as it is).
+    ///
+    /// # Contract
+    /// - From the next claim on, no claim takes a job of the queue while
+    ///   `concurrency` of its jobs hold a lease, across every caller.
+    /// - With a rate, the queue's bucket starts full (`burst` tokens), gains
+    ///   `per_second` tokens per second of the storage's clock up to
+    ///   `burst`, and every claimed job takes one; a claim never takes more
+    ///   jobs than whole tokens.
+    /// - [`QueueLimits::default`] removes every limit.
+    /// - Invalid limits: `InvalidInput` naming the field, nothing changed.
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()>;
+
+    /// Every queue with a `queue_config` row (paused, or given limits),
+    /// sorted by name.
+    ///
+    /// # Contract
+    /// - Reads back what [`Storage::configure_queue`] and
+    ///   [`Storage::pause_queue`] set, durations to the millisecond.
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>>;
+
+    /// Enqueues a schedule's fire unless that fire time, or a later one of
+    /// the same schedule, was already recorded: what makes periodic jobs
+    /// leaderless.
+    ///
+    /// # Contract
+    /// - The first call for a fire time enqueues its job, records the fire
+    ///   and returns the outcome; every later call for that fire time or an
+    ///   earlier one returns `None` and writes nothing, however many callers
+    ///   race.
+    /// - Recording the fire and enqueueing its job commit together.
+    /// - Invalid input: `InvalidInput` naming the field, nothing recorded.
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>>;
+
+    /// Every schedule that has fired, sorted by name.
+    ///
+    /// # Contract
+    /// - Lists each schedule's latest recorded fire and the next fire time
+    ///   that fire reported.
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>>;
 
     /// Stops dequeue from claiming jobs of `queue`.
     ///

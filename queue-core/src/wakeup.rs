@@ -17,6 +17,9 @@ pub enum Wakeup {
     /// Signals may have been missed (the subscription reconnected): look at
     /// every queue.
     All,
+    /// Job `0` was cancelled or discarded: a worker running it fires its
+    /// cancellation token now instead of at its next heartbeat.
+    Cancelled(crate::JobId),
 }
 
 impl Wakeup {
@@ -25,6 +28,7 @@ impl Wakeup {
         match self {
             Self::Queue(queue) => queues.contains(queue),
             Self::All => true,
+            Self::Cancelled(_) => false,
         }
     }
 }

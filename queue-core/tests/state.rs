@@ -25,6 +25,7 @@ fn job(
         payload: json!(null),
         attempts,
         max_attempts,
+        snoozes: 0,
         available_at,
         lease_until,
         locked_by: lease_until.map(|_| WorkerId::new("w").expect("valid worker")),

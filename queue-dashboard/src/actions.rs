@@ -9,7 +9,10 @@ use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Redirect;
-use queue_core::{HistoryFilter, JobFilter, JobId, MAX_PAGE_SIZE, NewJob, QueueName, Storage};
+use queue_core::{
+    HistoryFilter, JobFilter, JobId, MAX_PAGE_SIZE, NewJob, QueueLimits, QueueName, RateLimit,
+    Storage,
+};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -61,6 +64,74 @@ pub(crate) async fn discard<S: Storage>(
     allowed(&state, &form.csrf)?;
     state.storage.discard(JobId(id)).await?;
     Ok(Redirect::to(&format!("/jobs/{id}")))
+}
+
+/// Cancels a live job: history as `cancelled`, its runner told to stop.
+pub(crate) async fn cancel<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Path(id): Path<i64>,
+    Form(form): Form<Token>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    state.storage.cancel(JobId(id)).await?;
+    Ok(Redirect::to(&format!("/jobs/{id}")))
+}
+
+/// The overview's limits form: empty fields lift that limit.
+#[derive(Debug, Deserialize)]
+pub(crate) struct LimitsForm {
+    #[serde(default)]
+    csrf: String,
+    queue: String,
+    #[serde(default)]
+    concurrency: String,
+    #[serde(default)]
+    rate: String,
+    #[serde(default)]
+    burst: String,
+}
+
+fn optional<T: std::str::FromStr>(field: &'static str, text: &str) -> Result<Option<T>, Failure> {
+    match text.trim() {
+        "" => Ok(None),
+        text => text.parse().map(Some).map_err(|_| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                format!("{field}: {text:?} is not a number"),
+            )
+        }),
+    }
+}
+
+/// Sets a queue's concurrency and rate limits (its lease and backoff are
+/// kept).
+pub(crate) async fn limits<S: Storage>(
+    State(state): State<Arc<AppState<S>>>,
+    Form(form): Form<LimitsForm>,
+) -> Result<Redirect, Failure> {
+    allowed(&state, &form.csrf)?;
+    let queue = QueueName::new(form.queue.trim())?;
+    let concurrency = optional::<u32>("concurrency", &form.concurrency)?;
+    let rate = optional::<f64>("rate", &form.rate)?;
+    let burst = optional::<u32>("burst", &form.burst)?;
+    let kept = state
+        .storage
+        .queue_configs()
+        .await?
+        .into_iter()
+        .find(|c| c.queue == queue)
+        .map(|c| c.limits)
+        .unwrap_or_default();
+    let limits = QueueLimits {
+        concurrency,
+        rate: rate.map(|per_second| RateLimit {
+            per_second,
+            burst: burst.unwrap_or_else(|| per_second.ceil().clamp(1.0, 1e6) as u32),
+        }),
+        ..kept
+    };
+    state.storage.configure_queue(&queue, &limits).await?;
+    Ok(Redirect::to("/"))
 }
 
 /// Makes a scheduled job available now.

@@ -70,6 +70,8 @@ pub(crate) struct AppState<S> {
     pub(crate) options: DashboardOptions,
     /// The token every form carries, random per process.
     pub(crate) csrf: String,
+    /// `/metrics`' counters.
+    pub(crate) finished: metrics::Finished,
 }
 
 /// The dashboard's routes over `storage`.
@@ -78,6 +80,7 @@ pub fn router<S: Storage>(storage: Arc<S>, options: DashboardOptions) -> Router 
         storage,
         options,
         csrf: format!("{:032x}", rand::random::<u128>()),
+        finished: metrics::Finished::new(),
     });
     Router::new()
         .route("/", get(pages::overview::<S>))
@@ -96,6 +99,8 @@ pub fn router<S: Storage>(storage: Arc<S>, options: DashboardOptions) -> Router 
         )
         .route("/jobs/{id}/retry", post(actions::retry::<S>))
         .route("/jobs/{id}/discard", post(actions::discard::<S>))
+        .route("/jobs/{id}/cancel", post(actions::cancel::<S>))
+        .route("/queues/limits", post(actions::limits::<S>))
         .route("/queues/{queue}/pause", post(actions::pause::<S>))
         .route("/queues/{queue}/resume", post(actions::resume::<S>))
         .route("/metrics", get(metrics::metrics::<S>))

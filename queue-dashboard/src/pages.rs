@@ -5,7 +5,8 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
 use queue_core::{
-    FinalStatus, HistoryFilter, JobId, JobState, QueueName, QueueStats, Storage, Throughput,
+    FinalStatus, HistoryFilter, JobId, JobState, QueueLimits, QueueName, QueueStats, Storage,
+    Throughput,
 };
 use serde::Deserialize;
 
@@ -19,6 +20,7 @@ pub(crate) async fn overview<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
 ) -> Result<Markup, Failure> {
     let mut stats = state.storage.stats().await?;
+    let configs = state.storage.queue_configs().await?;
     let now = state.storage.now().await?;
     let day = state.storage.throughput(DAY).await?;
     // Queues with nothing live but jobs finished today are shown too.
@@ -47,9 +49,15 @@ pub(crate) async fn overview<S: Storage>(
                             td {
                                 a href=(format!("/jobs?queue={}", s.queue.as_str())) { (s.queue.as_str()) }
                                 @if s.paused { " " span.paused { "paused" } }
+                                @if let Some(config) = configs.iter().find(|c| c.queue == s.queue && c.limits != QueueLimits::default()) {
+                                    br; small.muted { (config.limits.to_string()) }
+                                }
                             }
-                            td { (s.pending) } td { (s.scheduled) } td { (s.running) }
-                            td { (s.stalled) } td { (s.exhausted) }
+                            @for job_state in JobState::ALL {
+                                td title=[s.is_capped(job_state).then_some("counted up to this cap")] {
+                                    (s.shown(job_state))
+                                }
+                            }
                             td { (s.oldest_pending_age.map_or_else(|| "-".to_owned(), |a| format!("{:.1} s", a.as_secs_f64()))) }
                             td { (points.iter().map(|p| p.completed).sum::<u64>()) }
                             td {
@@ -65,6 +73,18 @@ pub(crate) async fn overview<S: Storage>(
                         }
                     }
                 }
+            }
+        }
+        @if !state.options.read_only {
+            h2 { "Limits" }
+            p.muted { "Enforced by every worker's claim on every host. An empty field lifts that limit." }
+            form method="post" action="/queues/limits" {
+                input type="hidden" name="csrf" value=(state.csrf);
+                label { "queue " input name="queue" required; } " "
+                label { "concurrency " input name="concurrency" size="6"; } " "
+                label { "jobs per second " input name="rate" size="6"; } " "
+                label { "burst " input name="burst" size="6"; } " "
+                button type="submit" { "Set limits" }
             }
         }
     };
@@ -92,7 +112,7 @@ pub(crate) async fn history<S: Storage>(
         Some(text) => Some(text.parse::<FinalStatus>().map_err(|_| {
             Failure::new(
                 axum::http::StatusCode::BAD_REQUEST,
-                format!("unknown status {text:?}: completed, dead_letter or discarded"),
+                format!("unknown status {text:?}: completed, dead_letter, discarded or cancelled"),
             )
         })?),
     };
@@ -182,6 +202,7 @@ pub(crate) async fn job<S: Storage>(
                 dt { "priority" } dd { (job.priority) }
                 dt { "unique key" } dd { (job.unique_key.as_ref().map_or("-", |k| k.as_str())) }
                 dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
+                dt { "snoozes" } dd { (job.snoozes) }
                 dt { "available at" } dd { (job.available_at.to_rfc3339()) }
                 dt { "lease until" } dd { (job.lease_until.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }
                 dt { "locked by" } dd { (job.locked_by.as_ref().map_or("-", |w| w.as_str())) }
@@ -193,6 +214,7 @@ pub(crate) async fn job<S: Storage>(
                 @if job.state(now) == JobState::Scheduled {
                     (action(&state, &format!("/jobs/{id}/run-now"), "Run now")) " "
                 }
+                (action(&state, &format!("/jobs/{id}/cancel"), "Cancel")) " "
                 (action(&state, &format!("/jobs/{id}/discard"), "Discard"))
             }
         };
@@ -211,6 +233,7 @@ pub(crate) async fn job<S: Storage>(
             dt { "priority" } dd { (record.priority) }
             dt { "unique key" } dd { (record.unique_key.as_ref().map_or("-", |k| k.as_str())) }
             dt { "attempts" } dd { (record.attempts) " of " (record.max_attempts) }
+            dt { "snoozes" } dd { (record.snoozes) }
             dt { "processed by" } dd { (record.processed_by.as_ref().map_or("-", |w| w.as_str())) }
             dt { "created at" } dd { (record.created_at.to_rfc3339()) }
             dt { "started at" } dd { (record.started_at.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }

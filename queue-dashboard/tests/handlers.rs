@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use queue_core::{DequeueRequest, JobId, NewJob, QueueName, Retry, Storage, WorkerId};
+use queue_core::{DequeueRequest, JobId, ManualClock, NewJob, QueueName, Retry, Storage, WorkerId};
 use queue_dashboard::{DashboardOptions, router};
 use queue_testkit::MemoryStorage;
 use serde_json::json;
@@ -487,5 +487,181 @@ async fn metrics_count_the_jobs_finished_in_the_last_hour() {
             .contains(r#"queue_finished_last_hour{queue="reports",status="dead_letter"} 1"#),
         "{}",
         reply.body
+    );
+}
+
+#[tokio::test]
+async fn a_live_job_is_cancelled_from_its_page() {
+    let (storage, live, _) = storage().await;
+    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get(&format!("/jobs/{live}"))).await;
+    assert!(
+        page.body.contains(&format!("/jobs/{live}/cancel")),
+        "{}",
+        page.body
+    );
+    let form = format!("csrf={}", csrf(&page.body));
+    let reply = send(&app, post(&format!("/jobs/{live}/cancel"), &form)).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER);
+    let record = storage
+        .get_history(live)
+        .await
+        .expect("read")
+        .expect("archived");
+    assert_eq!(record.status, queue_core::FinalStatus::Cancelled);
+    let again = send(&app, post(&format!("/jobs/{live}/cancel"), &form)).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND, "{}", again.body);
+}
+
+#[tokio::test]
+async fn limits_are_set_from_the_overview_and_shown_there() {
+    let (storage, _, _) = storage().await;
+    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/")).await;
+    let token = csrf(&page.body);
+    let reply = send(
+        &app,
+        post(
+            "/queues/limits",
+            &format!("csrf={token}&queue=emails&concurrency=5&rate=2.5&burst="),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(configs.len(), 1);
+    assert_eq!(configs[0].limits.concurrency, Some(5));
+    let rate = configs[0].limits.rate.expect("a rate");
+    assert_eq!(
+        (rate.per_second, rate.burst),
+        (2.5, 3),
+        "burst defaults to the rate rounded up"
+    );
+    let page = send(&app, get("/")).await;
+    assert!(
+        page.body.contains("concurrency 5, 2.5/s (burst 3)"),
+        "{}",
+        page.body
+    );
+    let bad = send(
+        &app,
+        post(
+            "/queues/limits",
+            &format!("csrf={token}&queue=emails&concurrency=lots"),
+        ),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    let zero = send(
+        &app,
+        post(
+            "/queues/limits",
+            &format!("csrf={token}&queue=emails&concurrency=0"),
+        ),
+    )
+    .await;
+    assert_eq!(zero.status, StatusCode::BAD_REQUEST, "{}", zero.body);
+    assert_eq!(
+        storage.queue_configs().await.expect("configs")[0]
+            .limits
+            .concurrency,
+        Some(5)
+    );
+}
+
+/// Claims and finishes one job of `queue`: acked, or dead-lettered.
+async fn finish(storage: &MemoryStorage, queue: &str, ok: bool) -> JobId {
+    let id = storage
+        .enqueue(NewJob::new(queue, json!({})).max_attempts(1))
+        .await
+        .expect("enqueue")
+        .id;
+    let request = DequeueRequest::new(
+        vec![QueueName::new(queue).expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("w").expect("worker"),
+    )
+    .expect("request");
+    let job = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    let lease = job.lease().expect("leased");
+    if ok {
+        storage.ack(&lease, None).await.expect("ack");
+    } else {
+        storage
+            .nack(&lease, json!("boom"), Retry::Never)
+            .await
+            .expect("nack");
+    }
+    id
+}
+
+fn counter(body: &str, name: &str, queue: &str) -> Option<u64> {
+    let prefix = format!("{name}_total{{queue=\"{queue}\"}} ");
+    body.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map(|n| n.parse().expect("a count"))
+}
+
+#[tokio::test]
+async fn metrics_count_finished_jobs_in_counters_that_only_grow() {
+    let start = chrono::DateTime::parse_from_rfc3339("2030-01-01T12:00:10Z")
+        .expect("time")
+        .to_utc();
+    let clock = ManualClock::new(start);
+    let storage = Arc::new(MemoryStorage::with_clock(clock.clone()));
+    finish(&storage, "mail", true).await;
+    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    // The first scrape starts counting: what finished before is not counted.
+    let reply = send(&app, get("/metrics")).await;
+    assert_eq!(counter(&reply.body, "queue_jobs_completed", "mail"), None);
+
+    clock.advance(Duration::from_secs(60));
+    finish(&storage, "mail", true).await;
+    finish(&storage, "mail", true).await;
+    let dead = finish(&storage, "mail", false).await;
+    // 12:01:10: the jobs' minute has not closed yet.
+    let reply = send(&app, get("/metrics")).await;
+    assert_eq!(counter(&reply.body, "queue_jobs_completed", "mail"), None);
+
+    clock.advance(Duration::from_secs(120));
+    let reply = send(&app, get("/metrics")).await;
+    assert!(
+        reply.body.contains("# TYPE queue_jobs_completed counter"),
+        "{}",
+        reply.body
+    );
+    assert_eq!(
+        counter(&reply.body, "queue_jobs_completed", "mail"),
+        Some(2)
+    );
+    assert_eq!(
+        counter(&reply.body, "queue_jobs_dead_lettered", "mail"),
+        Some(1)
+    );
+
+    // Retrying the dead letter takes it out of history, not out of the count;
+    // scraping again counts nothing twice.
+    storage.retry_dead_letter(dead).await.expect("retry");
+    clock.advance(Duration::from_secs(60));
+    finish(&storage, "mail", true).await;
+    let reply = send(&app, get("/metrics")).await;
+    assert_eq!(
+        counter(&reply.body, "queue_jobs_completed", "mail"),
+        Some(2)
+    );
+    assert_eq!(
+        counter(&reply.body, "queue_jobs_dead_lettered", "mail"),
+        Some(1)
+    );
+    clock.advance(Duration::from_secs(120));
+    let reply = send(&app, get("/metrics")).await;
+    assert_eq!(
+        counter(&reply.body, "queue_jobs_completed", "mail"),
+        Some(3)
+    );
+    assert_eq!(
+        counter(&reply.body, "queue_jobs_dead_lettered", "mail"),
+        Some(1)
     );
 }

@@ -1,9 +1,11 @@
-//! Operator actions: discard, retry a dead letter, prune, pause and
+//! Operator actions: discard and cancel, retry a dead letter, prune, pause and
 //! resume; run now, discard and retry in bulk by filter.
 
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::time::duration_micros;
-use queue_core::{HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result};
+use queue_core::{
+    FinalStatus, HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result,
+};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, job_filter, query};
@@ -11,11 +13,14 @@ use crate::complete::delete_live;
 use crate::error::{Failure, retrying};
 use crate::rows::IdRow;
 use crate::sql::{
-    self, DISCARD_LOCK, PAUSE, PRUNE, RESUME, RETRY_DEAD_LETTER_LOCK, RETRY_DEAD_LETTERS_LOCK,
+    self, DISCARD_LOCK, PAUSE, PRUNE, PRUNE_COUNTERS, RESUME, RETRY_DEAD_LETTER_LOCK,
+    RETRY_DEAD_LETTERS_LOCK,
 };
 
 impl MySqlStorage {
-    pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
+    /// Discard or cancel (`status`): the live job goes to history as
+    /// `status`; its holder's later ack, nack or heartbeat finds no lease.
+    pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let found = retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
@@ -28,7 +33,11 @@ impl MySqlStorage {
                 }
                 query(
                     &sql::discard_jobs(1),
-                    vec![Param::Time(now), Param::Int(id.get())],
+                    vec![
+                        Param::Text(status.as_str().to_owned()),
+                        Param::Time(now),
+                        Param::Int(id.get()),
+                    ],
                 )
                 .execute(conn)
                 .await?;
@@ -98,7 +107,13 @@ impl MySqlStorage {
                 Param::OptText(status.clone()),
                 Param::Int(i64::from(request.limit)),
             ];
-            Ok(query(PRUNE, params).execute(&mut conn).await? as u64)
+            let pruned = query(PRUNE, params).execute(&mut conn).await? as u64;
+            if pruned > 0 {
+                // After the prune committed: then the older minutes'
+                // counters sum to zero (see `PRUNE_COUNTERS`).
+                query(PRUNE_COUNTERS, vec![]).execute(&mut conn).await?;
+            }
+            Ok(pruned)
         })
         .await
     }
@@ -156,7 +171,10 @@ impl MySqlStorage {
             conn.transaction(async |conn| {
                 let (now, ids) = self.lock_selected(conn, filter).await?;
                 if !ids.is_empty() {
-                    let mut params = vec![Param::Time(now)];
+                    let mut params = vec![
+                        Param::Text(FinalStatus::Discarded.as_str().to_owned()),
+                        Param::Time(now),
+                    ];
                     params.extend(ids.iter().map(|id| Param::Int(*id)));
                     query(&sql::discard_jobs(ids.len()), params)
                         .execute(conn)
@@ -218,7 +236,7 @@ impl MySqlStorage {
         let now = self.resolve_now(conn).await?;
         let mut params = job_filter(filter, now);
         params.push(Param::Int(i64::from(filter.limit)));
-        let ids = query(&sql::lock_selected(), params)
+        let ids = query(&sql::lock_selected(filter.state), params)
             .load::<IdRow>(conn)
             .await?
             .iter()

@@ -3,7 +3,7 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::mysql::Mysql;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-use diesel::sql_types::{BigInt, Datetime, Nullable, Text};
+use diesel::sql_types::{BigInt, Datetime, Double, Nullable, Text};
 
 /// One `?` of a statement.
 #[derive(Debug, Clone)]
@@ -14,6 +14,7 @@ pub(crate) enum Param {
     OptText(Option<String>),
     Time(NaiveDateTime),
     OptTime(Option<NaiveDateTime>),
+    OptDouble(Option<f64>),
 }
 
 /// A UTC instant as the naive DATETIME(6) value stored for it.
@@ -21,27 +22,34 @@ pub(crate) fn naive(at: DateTime<Utc>) -> NaiveDateTime {
     at.naive_utc()
 }
 
-/// The binds of `sql.rs`'s `JOB_FILTER` for `filter` at `now`.
+/// The binds of `sql.rs`'s `JOB_FILTER` for `filter` at `now`, its state
+/// filter as `sql::state_filter` writes it.
 pub(crate) fn job_filter(filter: &queue_core::JobFilter, now: NaiveDateTime) -> Vec<Param> {
     let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
     let state = filter.state.map(|s| s.as_str().to_owned());
     let key = filter.unique_key.as_ref().map(|k| k.as_str().to_owned());
     let id = filter.id.map(queue_core::JobId::get);
     let before = filter.before.map(queue_core::JobId::get);
-    vec![
-        Param::OptText(queue.clone()),
-        Param::OptText(queue),
-        Param::OptText(state.clone()),
-        Param::Time(now),
-        Param::Time(now),
-        Param::OptText(state),
+    let mut params = vec![Param::OptText(queue.clone()), Param::OptText(queue)];
+    match crate::sql::state_filter(filter.state) {
+        crate::sql::StateFilter::Derived => params.extend([
+            Param::OptText(state.clone()),
+            Param::Time(now),
+            Param::Time(now),
+            Param::OptText(state),
+        ]),
+        crate::sql::StateFilter::AtNow(_) => params.push(Param::Time(now)),
+        crate::sql::StateFilter::Fixed(_) => {}
+    }
+    params.extend([
         Param::OptInt(id),
         Param::OptInt(id),
         Param::OptText(key.clone()),
         Param::OptText(key),
         Param::OptInt(before),
         Param::OptInt(before),
-    ]
+    ]);
+    params
 }
 
 /// A statement ready to run.
@@ -58,6 +66,7 @@ pub(crate) fn query(sql: &str, params: Vec<Param>) -> Query {
             Param::OptText(v) => query.bind::<Nullable<Text>, _>(v),
             Param::Time(v) => query.bind::<Datetime, _>(v),
             Param::OptTime(v) => query.bind::<Nullable<Datetime>, _>(v),
+            Param::OptDouble(v) => query.bind::<Nullable<Double>, _>(v),
         };
     }
     query
@@ -126,6 +135,7 @@ impl diesel::query_builder::QueryFragment<Mysql> for Cached {
                 Param::OptText(v) => out.push_bind_param::<Nullable<Text>, _>(v)?,
                 Param::Time(v) => out.push_bind_param::<Datetime, _>(v)?,
                 Param::OptTime(v) => out.push_bind_param::<Nullable<Datetime>, _>(v)?,
+                Param::OptDouble(v) => out.push_bind_param::<Nullable<Double>, _>(v)?,
             }
             out.push_sql(piece);
         }

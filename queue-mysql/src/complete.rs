@@ -1,9 +1,11 @@
-//! Ack, nack and release: finishing an attempt, in a transaction of ours or nested
-//! (as a savepoint) in the caller's, together with the handler's writes.
+//! Ack, nack, release and snooze: finishing or putting off an attempt, in a
+//! transaction of ours or nested (as a savepoint) in the caller's, together
+//! with the handler's writes.
 
 use std::collections::HashSet;
 
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use queue_core::time::validate_duration;
 use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 
@@ -14,7 +16,7 @@ use crate::bind::{Param, bucket, cached, id_list, query};
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::heartbeat::{HeldRow, later, lock_leased};
 use crate::rows::utc;
-use crate::sql::{self, NACK_RETRY, RELEASE};
+use crate::sql::{self, NACK_RETRY, RELEASE, SNOOZE};
 
 /// Copies live rows into history as `dead_letter` with `error`, then
 /// deletes them.
@@ -237,5 +239,40 @@ impl MySqlStorage {
             Ok(query(RELEASE, params).execute(&mut conn).await? == 1)
         })
         .await
+    }
+}
+
+impl MySqlStorage {
+    /// Puts the job of a current lease off by `delay` without counting the
+    /// attempt (fenced like nack by the lease's id, holder and attempt).
+    pub(crate) async fn snooze_pooled(
+        &self,
+        lease: &Lease,
+        delay: std::time::Duration,
+    ) -> Result<chrono::DateTime<chrono::Utc>> {
+        validate_duration("delay", delay, true)?;
+        let LeaseKey {
+            id,
+            worker,
+            attempt,
+        } = LeaseKey::of(lease);
+        let at = retrying(false, || async {
+            let mut conn = self.connection().await?;
+            let now = self.resolve_now(&mut conn).await?;
+            let at = later(now, delay);
+            let params = vec![
+                Param::Time(at),
+                Param::Time(now),
+                Param::Int(id),
+                Param::Text(worker.clone()),
+                Param::Int(i64::from(attempt)),
+            ];
+            let done = query(SNOOZE, params).execute(&mut conn).await?;
+            Ok((done == 1).then_some(at))
+        })
+        .await?;
+        at.map(utc).ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
+        })
     }
 }

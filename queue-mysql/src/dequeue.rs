@@ -1,5 +1,6 @@
 //! Dequeue: one range scan per queue, the best of their rows leased in
-//! one UPDATE, in one transaction.
+//! one UPDATE, in one transaction; a claim on a queue with limits locks
+//! and applies them first, in the same transaction (`flow.rs`).
 
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
@@ -13,7 +14,7 @@ use crate::bind::{Param, cached, id_list};
 use crate::error::{Failure, retrying};
 use crate::heartbeat::later;
 use crate::rows::JobRow;
-use crate::sql::{self, DEQUEUE_LEVEL, DEQUEUE_PICK};
+use crate::sql::{self, DEQUEUE_LEVEL, DEQUEUE_PEEK, DEQUEUE_PICK};
 
 /// A claimable row and the claim statement's "now".
 #[derive(QueryableByName)]
@@ -33,10 +34,17 @@ pub(crate) struct Level {
 
 impl MySqlStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        let limited = self.claim_is_limited(request).await?;
         retrying(false, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| self.dequeue_on(conn, request).await)
-                .await
+            conn.transaction(async |conn| {
+                if limited {
+                    self.dequeue_limited_on(conn, request).await
+                } else {
+                    self.dequeue_on(conn, request).await
+                }
+            })
+            .await
         })
         .await
     }
@@ -47,13 +55,21 @@ impl MySqlStorage {
     /// queue's cap is met or no level is left; the best `limit` of all
     /// leased in one UPDATE. For one queue whose jobs share one priority:
     /// BEGIN, probe, scan, UPDATE, COMMIT (and one more probe when fewer
-    /// than the cap were due).
+    /// than the cap were due). On several queues whose caps add up to more
+    /// than the limit, the scans do not lock ([`DEQUEUE_PEEK`]) and only the
+    /// best `limit` are then locked and read again
+    /// ([`sql::dequeue_lock_picked`]), so that no row the claim does not take
+    /// stays locked until it commits (a racing claimer would skip it and
+    /// take worse jobs).
     pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
+        let caps: u64 = request.queue_limits().iter().map(|c| u64::from(*c)).sum();
+        let peek = request.queues().len() > 1 && caps > u64::from(request.limit());
+        let scan = if peek { DEQUEUE_PEEK } else { DEQUEUE_PICK };
         let mut candidates = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
             let name = || Param::Text(queue.as_str().to_owned());
@@ -76,17 +92,31 @@ impl MySqlStorage {
                     name(),
                     Param::Int(i64::try_from(*cap as usize - taken).unwrap_or(i64::MAX)),
                 ];
-                let picked = cached(DEQUEUE_PICK, params).load::<Candidate>(conn).await?;
+                let picked = cached(scan, params).load::<Candidate>(conn).await?;
                 taken += picked.len();
                 candidates.extend(picked);
             }
         }
-        // The latest of the scans' clocks: every candidate was due by then.
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
+        candidates.truncate(request.limit() as usize);
+        if peek {
+            let ids: Vec<i64> = candidates.iter().map(|c| c.job.id).collect();
+            let padded = id_list(&ids);
+            let mut params = vec![Param::OptTime(fixed)];
+            params.extend(padded.iter().map(|id| Param::Int(*id)));
+            params.push(Param::OptTime(fixed));
+            candidates = cached(sql::dequeue_lock_picked(padded.len()), params)
+                .load::<Candidate>(conn)
+                .await?;
+            candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
+        }
+        // The latest of the reads' clocks: every candidate was due by then.
         let Some(now) = candidates.iter().map(|c| c.now_ts).max() else {
             return Ok(Vec::new());
         };
-        candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
-        candidates.truncate(request.limit() as usize);
         let ids: Vec<i64> = candidates.iter().map(|c| c.job.id).collect();
         let lease_until = later(now, request.lease());
 

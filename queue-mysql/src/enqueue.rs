@@ -1,13 +1,17 @@
-//! Enqueue: one multi-row INSERT per batch, in a transaction of ours or
-//! nested (as a savepoint) in the caller's.
+//! Enqueue: multi-row INSERTs per batch, in a transaction of ours or nested
+//! (as a savepoint) in the caller's.
 //!
 //! MySQL returns no ids for the rows of a multi-row INSERT, and
-//! `LAST_INSERT_ID()` names only the first: with InnoDB's default
-//! interleaved auto-increment on MySQL 8, the others need not follow it.
-//! So each keyless row of a batch is written with a temporary key that no
-//! valid key can equal (it starts with a control character), read back
-//! through the unique index with the real keys, and cleared before commit;
-//! nobody else ever sees it. A lone new row uses `LAST_INSERT_ID()`.
+//! `LAST_INSERT_ID()` names only the first. When the server's
+//! `innodb_autoinc_lock_mode` is 0 or 1 (MariaDB's default, and MySQL's
+//! before 8.0), InnoDB gives the rows of such an INSERT consecutive ids, so
+//! they follow from the first and the session's auto-increment step. With
+//! lock mode 2 (MySQL 8's default) they need not: each keyless row of a
+//! batch is then written with a temporary key that no valid key can equal
+//! (it starts with a control character), read back through the unique
+//! index with the real keys, and cleared before commit; nobody else ever
+//! sees it. Each INSERT carries as many rows as fit in half the server's
+//! `max_allowed_packet` (and at most [`MAX_ROWS`]).
 
 use std::collections::HashMap;
 
@@ -18,14 +22,46 @@ use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 
-use crate::bind::{Param, naive, query};
+use crate::bind::{Param, cached, naive, query};
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::rows::{IdRow, utc};
 use crate::{MySqlStorage, sql};
 
-/// Rows per INSERT or lookup statement, well under the 65,535 placeholders
-/// a prepared statement may have.
+/// Rows per lookup statement, well under the 65,535 placeholders a
+/// prepared statement may have.
 const CHUNK: usize = 1_000;
+
+/// Rows per INSERT at most: eight placeholders each, under the 65,535 a
+/// prepared statement may have.
+const MAX_ROWS: usize = 8_000;
+
+/// The first id of a multi-row INSERT and the auto-increment step.
+#[derive(QueryableByName)]
+struct FirstIdRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = BigInt)]
+    step: i64,
+}
+
+/// The server's answer to [`sql::SERVER_INSERT_TRAITS`].
+#[derive(QueryableByName)]
+struct TraitsRow {
+    #[diesel(sql_type = BigInt)]
+    lock_mode: i64,
+    #[diesel(sql_type = BigInt)]
+    max_packet: i64,
+}
+
+/// What a batch enqueue relies on of the server (see
+/// [`sql::SERVER_INSERT_TRAITS`]); read once per storage.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServerTraits {
+    /// A multi-row INSERT's rows get consecutive ids.
+    consecutive_ids: bool,
+    /// `max_allowed_packet`, in bytes.
+    max_packet: usize,
+}
 
 #[derive(QueryableByName)]
 struct KeyRow {
@@ -88,7 +124,7 @@ impl MySqlStorage {
     /// One transaction: find live keys, insert the rest, read their ids.
     /// A key committed by someone else in between fails the INSERT with a
     /// duplicate; the transaction is then run again, a few times at most.
-    async fn insert_all(
+    pub(crate) async fn insert_all(
         &self,
         conn: &mut AsyncMysqlConnection,
         jobs: &[ValidJob],
@@ -106,6 +142,24 @@ impl MySqlStorage {
                 other => return other,
             }
         }
+    }
+
+    /// The server's [`ServerTraits`], asked on first use.
+    async fn insert_traits(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+    ) -> Result<ServerTraits, Failure> {
+        if let Some(traits) = self.server.get() {
+            return Ok(*traits);
+        }
+        let row = cached(sql::SERVER_INSERT_TRAITS, Vec::new())
+            .get_result::<TraitsRow>(conn)
+            .await?;
+        let traits = ServerTraits {
+            consecutive_ids: matches!(row.lock_mode, 0 | 1),
+            max_packet: usize::try_from(row.max_packet).unwrap_or(1 << 20),
+        };
+        Ok(*self.server.get_or_init(|| traits))
     }
 
     async fn insert_once(
@@ -149,46 +203,13 @@ impl MySqlStorage {
 
         if !new_rows.is_empty() {
             let now = self.resolve_now(conn).await?;
-            // A lone new row is found by LAST_INSERT_ID(); several need keys.
-            let single = new_rows.len() == 1;
-            let nonce: u64 = rand_nonce();
-            let written: Vec<(String, Option<String>)> = new_rows
-                .iter()
-                .map(|i| {
-                    let key = match &jobs[*i].unique_key {
-                        Some(key) => Some(key.as_str().to_owned()),
-                        None if single => None,
-                        None => Some(format!("\u{1}{nonce:016x}:{i}")),
-                    };
-                    (jobs[*i].queue.as_str().to_owned(), key)
-                })
-                .collect();
-            for chunk in new_rows
-                .iter()
-                .zip(&written)
-                .collect::<Vec<_>>()
-                .chunks(CHUNK)
-            {
-                insert(conn, chunk.iter().map(|(i, w)| (&jobs[**i], &w.1)), now).await?;
-            }
-            let ids: HashMap<(String, String), i64> = if single {
-                let id = diesel::sql_query(sql::ENQUEUE_LAST_ID)
-                    .get_result::<IdRow>(conn)
-                    .await?
-                    .id;
-                HashMap::from([(lookup_key(&written[0]), id)])
+            let server = self.insert_traits(conn).await?;
+            let ids = if server.consecutive_ids {
+                insert_consecutive(conn, jobs, &new_rows, now, server).await?
             } else {
-                let pairs: Vec<(String, String)> = written.iter().map(lookup_key).collect();
-                lookup(conn, &pairs).await?
+                insert_marked(conn, jobs, &new_rows, now, server).await?
             };
-            let mut markers = Vec::new();
-            for (index, written) in new_rows.iter().zip(&written) {
-                let id = *ids
-                    .get(&lookup_key(written))
-                    .ok_or_else(|| Failure::Invariant("an inserted job could not be read back"))?;
-                if jobs[*index].unique_key.is_none() && !single {
-                    markers.push(id);
-                }
+            for (index, id) in new_rows.iter().zip(ids) {
                 outcomes.insert(
                     *index,
                     EnqueueOutcome {
@@ -196,14 +217,6 @@ impl MySqlStorage {
                         existed: false,
                     },
                 );
-            }
-            for chunk in markers.chunks(CHUNK) {
-                query(
-                    &sql::enqueue_clear_markers(chunk.len()),
-                    chunk.iter().map(|id| Param::Int(*id)).collect(),
-                )
-                .execute(conn)
-                .await?;
             }
         }
 
@@ -236,6 +249,165 @@ fn lookup_key((queue, key): &(String, Option<String>)) -> (String, String) {
     (queue.clone(), key.clone().unwrap_or_default())
 }
 
+/// Inserts the jobs `rows` (indexes into `jobs`) with their own keys, in
+/// chunks of one INSERT each; each chunk's ids follow from its first
+/// (`LAST_INSERT_ID()`) and the session's auto-increment step, which the
+/// server guarantees when its lock mode gives consecutive ids. Returns the
+/// ids in the order of `rows`.
+async fn insert_consecutive(
+    conn: &mut AsyncMysqlConnection,
+    jobs: &[ValidJob],
+    rows: &[usize],
+    now: chrono::NaiveDateTime,
+    server: ServerTraits,
+) -> Result<Vec<i64>, Failure> {
+    let keys: Vec<Option<String>> = rows
+        .iter()
+        .map(|i| jobs[*i].unique_key.as_ref().map(|k| k.as_str().to_owned()))
+        .collect();
+    let mut payloads: Vec<String> = rows.iter().map(|i| jobs[*i].payload.to_string()).collect();
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut start = 0;
+    for len in chunk_lengths(jobs, rows, &payloads, server.max_packet) {
+        let chunk = start..start + len;
+        start += len;
+        let texts = payloads[chunk.clone()].iter_mut().map(std::mem::take);
+        insert(
+            conn,
+            rows[chunk.clone()]
+                .iter()
+                .zip(&keys[chunk])
+                .zip(texts)
+                .map(|((i, k), p)| (&jobs[*i], k, p)),
+            now,
+        )
+        .await?;
+        let first = cached(sql::ENQUEUE_FIRST_ID, Vec::new())
+            .get_result::<FirstIdRow>(conn)
+            .await?;
+        if first.id <= 0 || first.step <= 0 {
+            return Err(Failure::Invariant(
+                "the server reported no id for an INSERT",
+            ));
+        }
+        ids.extend((0..len as i64).map(|k| first.id + k * first.step));
+    }
+    Ok(ids)
+}
+
+/// Inserts the jobs `rows` (indexes into `jobs`) where ids need not be
+/// consecutive: keyless rows get a temporary key that no valid key can
+/// equal (it starts with a control character), every row is read back
+/// through the unique index, and the temporary keys are cleared before
+/// commit, so nobody else ever sees them. A lone new row uses
+/// `LAST_INSERT_ID()`. Returns the ids in the order of `rows`.
+async fn insert_marked(
+    conn: &mut AsyncMysqlConnection,
+    jobs: &[ValidJob],
+    rows: &[usize],
+    now: chrono::NaiveDateTime,
+    server: ServerTraits,
+) -> Result<Vec<i64>, Failure> {
+    let single = rows.len() == 1;
+    let nonce: u64 = rand_nonce();
+    let written: Vec<(String, Option<String>)> = rows
+        .iter()
+        .map(|i| {
+            let key = match &jobs[*i].unique_key {
+                Some(key) => Some(key.as_str().to_owned()),
+                None if single => None,
+                None => Some(format!("\u{1}{nonce:016x}:{i}")),
+            };
+            (jobs[*i].queue.as_str().to_owned(), key)
+        })
+        .collect();
+    let mut payloads: Vec<String> = rows.iter().map(|i| jobs[*i].payload.to_string()).collect();
+    let mut start = 0;
+    for len in chunk_lengths(jobs, rows, &payloads, server.max_packet) {
+        let chunk = start..start + len;
+        start += len;
+        let texts = payloads[chunk.clone()].iter_mut().map(std::mem::take);
+        insert(
+            conn,
+            rows[chunk.clone()]
+                .iter()
+                .zip(&written[chunk])
+                .zip(texts)
+                .map(|((i, w), p)| (&jobs[*i], &w.1, p)),
+            now,
+        )
+        .await?;
+    }
+    let found: HashMap<(String, String), i64> = if single {
+        let id = diesel::sql_query(sql::ENQUEUE_LAST_ID)
+            .get_result::<IdRow>(conn)
+            .await?
+            .id;
+        HashMap::from([(lookup_key(&written[0]), id)])
+    } else {
+        let pairs: Vec<(String, String)> = written.iter().map(lookup_key).collect();
+        lookup(conn, &pairs).await?
+    };
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut markers = Vec::new();
+    for (index, written) in rows.iter().zip(&written) {
+        let id = *found
+            .get(&lookup_key(written))
+            .ok_or(Failure::Invariant("an inserted job could not be read back"))?;
+        if jobs[*index].unique_key.is_none() && !single {
+            markers.push(id);
+        }
+        ids.push(id);
+    }
+    for chunk in markers.chunks(CHUNK) {
+        query(
+            &sql::enqueue_clear_markers(chunk.len()),
+            chunk.iter().map(|id| Param::Int(*id)).collect(),
+        )
+        .execute(conn)
+        .await?;
+    }
+    Ok(ids)
+}
+
+/// Bytes a row adds to a prepared INSERT's execute packet besides its
+/// text values: five fixed-size values, the three text lengths, the
+/// parameter types and the NULL bitmap, rounded up generously.
+const ROW_OVERHEAD: usize = 96;
+
+/// The lengths of the chunks `rows` is inserted in: at most [`MAX_ROWS`]
+/// rows each (the placeholder limit), and, past the first row, no more
+/// bytes than half the server's packet limit, so the parameters of one
+/// INSERT always travel in one packet. (A single row larger than that is
+/// sent alone; the server refuses it if it is over the limit itself.)
+fn chunk_lengths(
+    jobs: &[ValidJob],
+    rows: &[usize],
+    payloads: &[String],
+    max_packet: usize,
+) -> Vec<usize> {
+    let budget = (max_packet / 2).max(1);
+    let mut lengths = Vec::new();
+    let (mut len, mut bytes) = (0usize, 0usize);
+    for (index, payload) in rows.iter().zip(payloads) {
+        let job = &jobs[*index];
+        let size = ROW_OVERHEAD
+            + job.queue.as_str().len()
+            + job.unique_key.as_ref().map_or(24, |k| k.as_str().len())
+            + payload.len();
+        if len > 0 && (len == MAX_ROWS || bytes + size > budget) {
+            lengths.push(len);
+            (len, bytes) = (0, 0);
+        }
+        len += 1;
+        bytes += size;
+    }
+    if len > 0 {
+        lengths.push(len);
+    }
+    lengths
+}
+
 /// A random 64-bit value naming one batch's temporary keys.
 fn rand_nonce() -> u64 {
     rand::random()
@@ -263,15 +435,16 @@ async fn lookup(
     Ok(found)
 }
 
-/// One multi-row INSERT; `key` is the job's key, its temporary key, or none.
+/// One multi-row INSERT; `key` is the job's key, its temporary key, or
+/// none; `payload` its payload as JSON text.
 async fn insert<'a>(
     conn: &mut AsyncMysqlConnection,
-    rows: impl Iterator<Item = (&'a ValidJob, &'a Option<String>)>,
+    rows: impl Iterator<Item = (&'a ValidJob, &'a Option<String>, String)>,
     now: chrono::NaiveDateTime,
 ) -> Result<(), Failure> {
     let mut params = Vec::new();
     let mut count = 0;
-    for (job, key) in rows {
+    for (job, key, payload) in rows {
         let available_at = match job.schedule {
             Schedule::Now => now,
             Schedule::After(delay) => naive(truncate_to_micros(utc(now) + to_time_delta(delay))),
@@ -281,7 +454,7 @@ async fn insert<'a>(
             Param::Text(job.queue.as_str().to_owned()),
             Param::Int(i64::from(job.priority)),
             Param::OptText(key.clone()),
-            Param::Text(job.payload.to_string()),
+            Param::Text(payload),
             Param::Int(i64::from(job.max_attempts)),
             Param::Time(available_at),
             Param::Time(now),

@@ -8,14 +8,17 @@ use queue_core::backend::{stored, stored_count};
 use queue_core::time::to_time_delta;
 use queue_core::{
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
-    QueueStats, Result, Throughput, validate_window,
+    QueueStats, Result, Throughput, minute_of, validate_count_cap, validate_window,
 };
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, job_filter, query};
 use crate::error::retrying;
 use crate::rows::{HistoryRow, JobRow, NowRow, utc};
-use crate::sql::{self, NEXT_DUE_STEP, NOW, STATS, THROUGHPUT};
+use crate::sql::{
+    self, NEXT_DUE_STEP, NOW, STATS_EXHAUSTED, STATS_LEASED, STATS_LEVEL, STATS_PAUSED,
+    STATS_QUEUES, THROUGHPUT,
+};
 
 #[derive(QueryableByName)]
 struct DueStep {
@@ -62,46 +65,175 @@ pub(crate) async fn next_due_in_queue(
 }
 
 #[derive(QueryableByName)]
-struct StatsRow {
+struct NameRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+}
+
+#[derive(QueryableByName)]
+struct LeasedRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    running: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    stalled: Option<i64>,
+}
+
+#[derive(QueryableByName)]
+struct ExhaustedRow {
     #[diesel(sql_type = Text)]
     queue_name: String,
     #[diesel(sql_type = BigInt)]
-    paused: i64,
+    total: i64,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    due: Option<i64>,
+}
+
+#[derive(QueryableByName)]
+struct LevelRow {
+    #[diesel(sql_type = Nullable<diesel::sql_types::Integer>)]
+    next_priority: Option<i32>,
     #[diesel(sql_type = BigInt)]
-    pending: i64,
+    due: i64,
     #[diesel(sql_type = BigInt)]
-    scheduled: i64,
-    #[diesel(sql_type = BigInt)]
-    running: i64,
-    #[diesel(sql_type = BigInt)]
-    stalled: i64,
-    #[diesel(sql_type = BigInt)]
-    exhausted: i64,
+    waiting: i64,
     #[diesel(sql_type = Nullable<Datetime>)]
-    oldest_pending: Option<NaiveDateTime>,
-    #[diesel(sql_type = Datetime)]
-    now_ts: NaiveDateTime,
+    oldest: Option<NaiveDateTime>,
 }
 
-fn count(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or_default()
+fn count(value: Option<i64>) -> u64 {
+    u64::try_from(value.unwrap_or(0)).unwrap_or_default()
 }
 
-impl StatsRow {
-    fn into_stats(self) -> Result<QueueStats> {
-        Ok(QueueStats {
-            queue: QueueName::new(self.queue_name)?,
-            paused: self.paused != 0,
-            pending: count(self.pending),
-            scheduled: count(self.scheduled),
-            running: count(self.running),
-            stalled: count(self.stalled),
-            exhausted: count(self.exhausted),
-            oldest_pending_age: self
-                .oldest_pending
-                .map(|at| (utc(self.now_ts) - utc(at)).to_std().unwrap_or_default()),
-        })
+/// The unleased jobs of one queue: due and not yet due index entries, each
+/// counted up to its limit, and the earliest `available_at` of an
+/// unexhausted job, walking the priority levels ([`STATS_LEVEL`]).
+struct Unleased {
+    due: u64,
+    waiting: u64,
+    oldest: Option<NaiveDateTime>,
+}
+
+async fn unleased_in_queue(
+    conn: &mut crate::AsyncMysqlConnection,
+    queue: &str,
+    now: NaiveDateTime,
+    due_limit: u64,
+    waiting_limit: u64,
+) -> diesel::QueryResult<Unleased> {
+    let mut found = Unleased {
+        due: 0,
+        waiting: 0,
+        oldest: None,
+    };
+    let mut bound = i64::from(i32::MAX) + 1;
+    let mut previous: Option<i64> = None;
+    loop {
+        let name = || Param::Text(queue.to_owned());
+        let limit = |n: u64| Param::Int(i64::try_from(n).unwrap_or(i64::MAX));
+        let params = vec![
+            name(),
+            Param::Int(bound),
+            name(),
+            Param::OptInt(previous),
+            Param::Time(now),
+            limit(due_limit - found.due),
+            name(),
+            Param::OptInt(previous),
+            Param::Time(now),
+            limit(waiting_limit - found.waiting),
+            name(),
+            Param::OptInt(previous),
+        ];
+        let step = cached(STATS_LEVEL, params)
+            .get_result::<LevelRow>(conn)
+            .await?;
+        found.due += count(Some(step.due));
+        found.waiting += count(Some(step.waiting));
+        if let Some(at) = step.oldest {
+            found.oldest = Some(found.oldest.map_or(at, |o| o.min(at)));
+        }
+        match step.next_priority {
+            Some(priority) => {
+                previous = Some(i64::from(priority));
+                bound = i64::from(priority);
+            }
+            None => return Ok(found),
+        }
     }
+}
+
+/// One queue's stats as read, before its name is validated.
+struct RawStats {
+    name: String,
+    paused: bool,
+    /// pending, scheduled, running, stalled, exhausted; each at most the cap.
+    counts: [u64; 5],
+    oldest_pending: Option<NaiveDateTime>,
+}
+
+/// Stats on one connection at one now: see `sql.rs`'s `STATS_*`.
+async fn stats_on(
+    conn: &mut crate::AsyncMysqlConnection,
+    now: NaiveDateTime,
+    cap: u64,
+) -> diesel::QueryResult<Vec<RawStats>> {
+    let mut names: Vec<String> = query(STATS_QUEUES, vec![])
+        .load::<NameRow>(conn)
+        .await?
+        .into_iter()
+        .map(|r| r.queue_name)
+        .collect();
+    let paused: Vec<String> = query(STATS_PAUSED, vec![])
+        .load::<NameRow>(conn)
+        .await?
+        .into_iter()
+        .map(|r| r.queue_name)
+        .collect();
+    let leased = query(STATS_LEASED, vec![Param::Time(now), Param::Time(now)])
+        .load::<LeasedRow>(conn)
+        .await?;
+    let exhausted = query(STATS_EXHAUSTED, vec![Param::Time(now)])
+        .load::<ExhaustedRow>(conn)
+        .await?;
+    names.extend(paused.iter().cloned());
+    names.sort();
+    names.dedup();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let (running, stalled) = leased
+            .iter()
+            .find(|r| r.queue_name == name)
+            .map_or((0, 0), |r| (count(r.running), count(r.stalled)));
+        let (ex_total, ex_due) = exhausted
+            .iter()
+            .find(|r| r.queue_name == name)
+            .map_or((0, 0), |r| (count(Some(r.total)), count(r.due)));
+        let ex_waiting = ex_total.saturating_sub(ex_due);
+        let unleased = unleased_in_queue(
+            conn,
+            &name,
+            now,
+            cap.saturating_add(ex_due),
+            cap.saturating_add(ex_waiting),
+        )
+        .await?;
+        let counts = [
+            unleased.due.saturating_sub(ex_due).min(cap),
+            unleased.waiting.saturating_sub(ex_waiting).min(cap),
+            running.min(cap),
+            stalled.min(cap),
+            ex_total.min(cap),
+        ];
+        out.push(RawStats {
+            paused: paused.contains(&name),
+            name,
+            counts,
+            oldest_pending: unleased.oldest.filter(|at| *at <= now),
+        });
+    }
+    Ok(out)
 }
 
 impl MySqlStorage {
@@ -136,18 +268,34 @@ impl MySqlStorage {
         Ok(earliest.map(|us| std::time::Duration::from_micros(u64::try_from(us).unwrap_or(0))))
     }
 
-    pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
-        let now = self.now_override();
+    pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        validate_count_cap(cap)?;
         let rows = retrying(true, || async {
             let mut conn = self.connection().await?;
-            Ok(query(STATS, vec![Param::OptTime(now), Param::OptTime(now)])
-                .load::<StatsRow>(&mut conn)
-                .await?)
+            let now = self.resolve_now(&mut conn).await?;
+            let rows = stats_on(&mut conn, now, cap).await?;
+            Ok((now, rows))
         })
         .await?;
+        let (now, rows) = rows;
         let mut stats = rows
             .into_iter()
-            .map(StatsRow::into_stats)
+            .map(|raw| {
+                let [pending, scheduled, running, stalled, exhausted] = raw.counts;
+                Ok(QueueStats {
+                    queue: stored("queue_name", raw.name, QueueName::new)?,
+                    paused: raw.paused,
+                    pending,
+                    scheduled,
+                    running,
+                    stalled,
+                    exhausted,
+                    oldest_pending_age: raw
+                        .oldest_pending
+                        .map(|at| (utc(now) - utc(at)).to_std().unwrap_or_default()),
+                    cap: Some(cap),
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         // Byte order of the names, as on every backend.
         stats.sort_by(|a, b| a.queue.cmp(&b.queue));
@@ -215,7 +363,7 @@ impl MySqlStorage {
             let now = self.resolve_now(&mut conn).await?;
             let mut params = job_filter(filter, now);
             params.push(Param::Int(i64::from(filter.limit) + 1));
-            Ok(query(&sql::list_jobs(), params)
+            Ok(query(&sql::list_jobs(filter.state), params)
                 .load::<JobRow>(&mut conn)
                 .await?)
         })
@@ -236,11 +384,19 @@ impl MySqlStorage {
             let mut conn = self.connection().await?;
             let now = self.resolve_now(&mut conn).await?;
             let since = now - to_time_delta(window);
-            Ok(
-                query(THROUGHPUT, vec![Param::Time(since), Param::Time(now)])
-                    .load::<ThroughputRow>(&mut conn)
-                    .await?,
-            )
+            let first = minute_of(utc(since)).naive_utc();
+            let last = minute_of(utc(now)).naive_utc();
+            let params = vec![
+                Param::Time(first),
+                Param::Time(last),
+                Param::Time(since),
+                Param::Time(first + chrono::TimeDelta::minutes(1)),
+                Param::Time(last),
+                Param::Time(now),
+            ];
+            Ok(query(THROUGHPUT, params)
+                .load::<ThroughputRow>(&mut conn)
+                .await?)
         })
         .await?;
         let mut series = rows

@@ -14,13 +14,14 @@ use serde_json::Value;
 /// The select list of a live job, matching [`JobRow`].
 pub(crate) const JOB_SELECT: &str = "id, queue_name, priority, unique_key, \
      CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until, \
-     locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at";
+     locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at, \
+     snoozes";
 
 /// The select list of a history row, matching [`HistoryRow`].
 pub(crate) const HISTORY_SELECT: &str = "id, queue_name, priority, unique_key, \
      CAST(payload AS CHAR) AS payload, status_final, CAST(result AS CHAR) AS result, \
      CAST(last_error AS CHAR) AS last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at";
+     started_at, finished_at, snoozes";
 
 #[derive(QueryableByName, Debug)]
 pub(crate) struct JobRow {
@@ -52,6 +53,8 @@ pub(crate) struct JobRow {
     pub(crate) created_at: NaiveDateTime,
     #[diesel(sql_type = Datetime)]
     pub(crate) updated_at: NaiveDateTime,
+    #[diesel(sql_type = Integer)]
+    pub(crate) snoozes: i32,
 }
 
 #[derive(QueryableByName, Debug)]
@@ -84,6 +87,8 @@ pub(crate) struct HistoryRow {
     started_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Datetime)]
     finished_at: NaiveDateTime,
+    #[diesel(sql_type = Integer)]
+    snoozes: i32,
 }
 
 /// A row holding one id.
@@ -123,6 +128,7 @@ impl JobRow {
             payload: json("payload", &self.payload)?,
             attempts: stored_count("attempts", self.attempts)?,
             max_attempts: stored_count("max_attempts", self.max_attempts)?,
+            snoozes: stored_count("snoozes", self.snoozes)?,
             available_at: utc(self.available_at),
             lease_until: self.lease_until.map(utc),
             locked_by: stored_optional("locked_by", self.locked_by, WorkerId::new)?,
@@ -150,6 +156,7 @@ impl HistoryRow {
             last_error: optional_json("last_error", self.last_error)?,
             attempts: stored_count("attempts", self.attempts)?,
             max_attempts: stored_count("max_attempts", self.max_attempts)?,
+            snoozes: stored_count("snoozes", self.snoozes)?,
             processed_by: stored_optional("processed_by", self.processed_by, WorkerId::new)?,
             created_at: utc(self.created_at),
             started_at: self.started_at.map(utc),

@@ -14,6 +14,8 @@
 //! - in a single-table UPDATE both servers assign left to right, so an
 //!   assignment that reads a column comes before the one that clears it.
 
+use queue_core::JobState;
+
 use crate::bind::{placeholders, tuples};
 use crate::rows::{HISTORY_SELECT, JOB_SELECT};
 
@@ -45,7 +47,7 @@ SELECT
 /// The history columns filled by archiving statements.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at";
+     started_at, finished_at, snoozes";
 
 /// The highest priority below a bound among the unleased jobs of a queue:
 /// one step of the claim's walk over priority levels, one probe of
@@ -57,7 +59,27 @@ WHERE queue_name = ? AND lease_until IS NULL AND priority < ?
 ORDER BY priority DESC
 LIMIT 1";
 
-/// Claimable jobs of one queue at one priority, in dequeue order: a range
+/// The scan both [`DEQUEUE_PICK`] and [`DEQUEUE_PEEK`] run.
+macro_rules! dequeue_scan {
+    () => {
+        "
+SELECT id, queue_name, priority, unique_key,
+       CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
+       locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
+       snoozes, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
+FROM job_queue
+WHERE queue_name = ?
+  AND lease_until IS NULL
+  AND priority = ?
+  AND available_at <= COALESCE(?, UTC_TIMESTAMP(6))
+  AND attempts < max_attempts
+  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paused)
+ORDER BY available_at, id
+LIMIT ?"
+    };
+}
+
+/// Claimable jobs of one queue at one priority, in dequeue order, locked: a range
 /// scan of `job_queue_dequeue` on (queue_name, lease_until IS NULL,
 /// priority, available_at <= now), which ends at the first job not due yet
 /// and locks only the rows it returns. (Scanning the whole queue in claim
@@ -69,21 +91,15 @@ LIMIT 1";
 /// separate clock read and no read-back after its UPDATE (no RETURNING on
 /// MySQL): the claimed values are computed from these. Binds: now, queue,
 /// priority, now, queue, limit.
-pub(crate) const DEQUEUE_PICK: &str = "
-SELECT id, queue_name, priority, unique_key,
-       CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
-       locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
-       COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
-FROM job_queue
-WHERE queue_name = ?
-  AND lease_until IS NULL
-  AND priority = ?
-  AND available_at <= COALESCE(?, UTC_TIMESTAMP(6))
-  AND attempts < max_attempts
-  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paused)
-ORDER BY available_at, id
-LIMIT ?
-FOR UPDATE SKIP LOCKED";
+pub(crate) const DEQUEUE_PICK: &str = concat!(dequeue_scan!(), "\nFOR UPDATE SKIP LOCKED");
+
+/// [`DEQUEUE_PICK`] without the lock: the candidates of a claim on several
+/// queues whose caps add up to more than its limit, of which only the best
+/// are then locked ([`dequeue_lock_picked`]). Locking each queue's
+/// candidates as they are scanned would hold rows the claim does not take
+/// until it commits, and a concurrent claimer would skip them and take
+/// worse jobs. Same binds.
+pub(crate) const DEQUEUE_PEEK: &str = dequeue_scan!();
 
 /// Releases a current lease without counting its attempt.
 /// Binds: now, now, id, worker, attempt.
@@ -119,35 +135,57 @@ WHERE finished_at < DATE_SUB(COALESCE(?, UTC_TIMESTAMP(6)), INTERVAL ? MICROSECO
 ORDER BY finished_at, id
 LIMIT ?";
 
-/// Per-queue counts by derived state, paused queues included, one pass.
-/// Binds: now, now.
-pub(crate) const STATS: &str = "
-SELECT t.queue_name,
-       CAST(MAX(t.paused) AS SIGNED) AS paused,
-       CAST(SUM(t.pending) AS SIGNED) AS pending,
-       CAST(SUM(t.scheduled) AS SIGNED) AS scheduled,
-       CAST(SUM(t.running) AS SIGNED) AS running,
-       CAST(SUM(t.stalled) AS SIGNED) AS stalled,
-       CAST(SUM(t.exhausted) AS SIGNED) AS exhausted,
-       MIN(t.pending_since) AS oldest_pending,
-       MAX(t.now_ts) AS now_ts
-FROM (
-    SELECT j.queue_name, 0 AS paused,
-           (j.lease_until IS NULL AND j.attempts < j.max_attempts AND j.available_at <= n.now_ts) AS pending,
-           (j.lease_until IS NULL AND j.attempts < j.max_attempts AND j.available_at > n.now_ts) AS scheduled,
-           COALESCE(j.lease_until > n.now_ts, FALSE) AS running,
-           COALESCE(j.lease_until <= n.now_ts, FALSE) AS stalled,
-           (j.lease_until IS NULL AND j.attempts >= j.max_attempts) AS exhausted,
-           CASE WHEN j.lease_until IS NULL AND j.attempts < j.max_attempts AND j.available_at <= n.now_ts
-                THEN j.available_at END AS pending_since,
-           n.now_ts
-    FROM job_queue j CROSS JOIN (SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts) n
-    UNION ALL
-    SELECT c.queue_name, 1, 0, 0, 0, 0, 0, NULL, n.now_ts
-    FROM queue_config c CROSS JOIN (SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts) n
-    WHERE c.paused
-) t
-GROUP BY t.queue_name";
+/// Stats, first step: the queues with live jobs, a loose index scan of
+/// `job_queue_unique_key` (one probe per queue). No binds.
+pub(crate) const STATS_QUEUES: &str = "SELECT queue_name FROM job_queue GROUP BY queue_name";
+
+/// Stats: the paused queues. No binds.
+pub(crate) const STATS_PAUSED: &str = "SELECT queue_name FROM queue_config WHERE paused";
+
+/// Stats: running and stalled jobs per queue, from the leased rows of
+/// `job_queue_lease_until` (as many as workers hold, so few). Binds: now, now.
+pub(crate) const STATS_LEASED: &str = "
+SELECT queue_name,
+       CAST(SUM(lease_until > ?) AS SIGNED) AS running,
+       CAST(SUM(lease_until <= ?) AS SIGNED) AS stalled
+FROM job_queue WHERE lease_until IS NOT NULL
+GROUP BY queue_name";
+
+/// Stats: exhausted jobs per queue, and how many of them are due, from
+/// `job_queue_exhausted` (normally empty: reclaim empties it). They sit in
+/// the dequeue index among the pending and scheduled jobs, so
+/// [`STATS_LEVEL`]'s counts include them and the caller subtracts them.
+/// Binds: now.
+pub(crate) const STATS_EXHAUSTED: &str = "
+SELECT queue_name, CAST(COUNT(*) AS SIGNED) AS total,
+       CAST(SUM(available_at <= ?) AS SIGNED) AS due
+FROM job_queue WHERE is_exhausted = 1
+GROUP BY queue_name";
+
+/// Stats, one step of a walk over a queue's priority levels (as
+/// [`NEXT_DUE_STEP`]'s): the next priority below a bound; at the previous
+/// step's priority, the unleased jobs due and not yet due, each counted up
+/// to a limit as a covering range of `job_queue_dequeue` (so a level of a
+/// million jobs costs the limit, not the million), and the earliest
+/// `available_at` of an unexhausted job. Binds: queue, bound; queue,
+/// previous, now, limit; queue, previous, now, limit; queue, previous.
+pub(crate) const STATS_LEVEL: &str = "
+SELECT
+    (SELECT j.priority FROM job_queue j
+      WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority < ?
+      ORDER BY j.priority DESC LIMIT 1) AS next_priority,
+    (SELECT COUNT(*) FROM (
+        SELECT 1 FROM job_queue j
+        WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ? AND j.available_at <= ?
+        LIMIT ?) d) AS due,
+    (SELECT COUNT(*) FROM (
+        SELECT 1 FROM job_queue j
+        WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ? AND j.available_at > ?
+        LIMIT ?) w) AS waiting,
+    (SELECT j.available_at FROM job_queue j
+      WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ?
+        AND j.attempts < j.max_attempts
+      ORDER BY j.available_at LIMIT 1) AS oldest";
 
 /// Pauses a queue. Binds: queue, now, now.
 pub(crate) const PAUSE: &str = "
@@ -159,6 +197,110 @@ ON DUPLICATE KEY UPDATE paused = TRUE, updated_at = COALESCE(?, UTC_TIMESTAMP(6)
 pub(crate) const RESUME: &str = "
 UPDATE queue_config SET paused = FALSE, updated_at = COALESCE(?, UTC_TIMESTAMP(6))
 WHERE queue_name = ?";
+
+/// Puts a current lease's job off without counting the attempt.
+/// Binds: available_at, now, id, worker, attempt.
+pub(crate) const SNOOZE: &str = "
+UPDATE job_queue
+SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = snoozes + 1,
+    available_at = ?, updated_at = ?
+WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
+
+/// The queues whose claims are limited (what `LimitedQueues` remembers).
+pub(crate) const LIMITED_QUEUES: &str = "
+SELECT queue_name FROM queue_config
+WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+
+/// The limited claim's first statement: locks the config rows of the
+/// limited queues among `queues`, in name order (so concurrent claims over
+/// several queues never deadlock), and reads their limits, buckets and the
+/// claim's now. Binds: now, the queues.
+pub(crate) fn limits_lock(queues: usize) -> String {
+    format!(
+        "SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at, \
+                COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts \
+         FROM queue_config \
+         WHERE queue_name IN {} AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL) \
+         ORDER BY queue_name \
+         FOR UPDATE",
+        placeholders(queues)
+    )
+}
+
+/// The leases held by the jobs of each of `queues`, a range of
+/// `job_queue_dequeue` per queue (queue_name, lease_until IS NOT NULL); run
+/// after [`limits_lock`], so it reads every claim committed before the
+/// lock was granted. Binds: the queues.
+pub(crate) fn held(queues: usize) -> String {
+    format!(
+        "SELECT queue_name, CAST(COUNT(*) AS SIGNED) AS held FROM job_queue \
+         WHERE queue_name IN {} AND lease_until IS NOT NULL \
+         GROUP BY queue_name",
+        placeholders(queues)
+    )
+}
+
+/// Stores a rate-limited queue's bucket after a claim.
+/// Binds: tokens, refilled_at, queue.
+pub(crate) const BUCKET_STORE: &str = "
+UPDATE queue_config SET tokens = ?, refilled_at = ? WHERE queue_name = ?";
+
+/// Sets a queue's limits (NULL: not set), keeping its paused flag; a rate
+/// starts with a full bucket (tokens = burst, refilled now).
+/// Binds: queue, now, concurrency, rate, burst, tokens, refilled_at,
+/// lease ms, backoff base, min, max ms, jitter.
+pub(crate) const CONFIGURE: &str = "
+INSERT INTO queue_config (queue_name, paused, updated_at, concurrency_limit, rate_per_second,
+                          rate_burst, tokens, refilled_at, lease_ms, backoff_base_ms,
+                          backoff_min_ms, backoff_max_ms, backoff_jitter)
+VALUES (?, FALSE, COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE
+    concurrency_limit = VALUES(concurrency_limit), rate_per_second = VALUES(rate_per_second),
+    rate_burst = VALUES(rate_burst), tokens = VALUES(tokens), refilled_at = VALUES(refilled_at),
+    lease_ms = VALUES(lease_ms), backoff_base_ms = VALUES(backoff_base_ms),
+    backoff_min_ms = VALUES(backoff_min_ms), backoff_max_ms = VALUES(backoff_max_ms),
+    backoff_jitter = VALUES(backoff_jitter), updated_at = VALUES(updated_at)";
+
+/// Every queue that is paused or has a setting.
+pub(crate) const QUEUE_CONFIGS: &str = "
+SELECT queue_name, CAST(paused AS SIGNED) AS paused, concurrency_limit, rate_per_second,
+       rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter
+FROM queue_config
+WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL";
+
+/// Locks a schedule's row and reads its latest fire. Binds: schedule.
+pub(crate) const FIRE_LOCK: &str =
+    "SELECT last_fire_at FROM queue_schedule WHERE schedule_name = ? FOR UPDATE";
+
+/// Records a schedule's first fire; a concurrent first fire of the same
+/// schedule fails it as a duplicate (the caller then reads the row again).
+/// Binds: schedule, fire, next fire, now.
+pub(crate) const FIRE_INSERT: &str = "
+INSERT INTO queue_schedule (schedule_name, last_fire_at, next_fire_at, updated_at)
+VALUES (?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)))";
+
+/// Records a later fire of a schedule whose row [`FIRE_LOCK`] holds.
+/// Binds: fire, next fire, now, schedule.
+pub(crate) const FIRE_UPDATE: &str = "
+UPDATE queue_schedule SET last_fire_at = ?, next_fire_at = ?, updated_at = COALESCE(?, UTC_TIMESTAMP(6))
+WHERE schedule_name = ?";
+
+/// Every schedule's latest recorded fire.
+pub(crate) const SCHEDULES: &str =
+    "SELECT schedule_name, last_fire_at, next_fire_at FROM queue_schedule";
+
+/// Locks and reads the peeked candidates that are still claimable
+/// (skipping those another claim holds), with the statement's "now".
+/// Binds: now, the ids, now.
+pub(crate) fn dequeue_lock_picked(ids: usize) -> String {
+    format!(
+        "SELECT {JOB_SELECT}, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts FROM job_queue \
+         WHERE id IN {} AND lease_until IS NULL AND available_at <= COALESCE(?, UTC_TIMESTAMP(6)) \
+         AND attempts < max_attempts FOR UPDATE SKIP LOCKED",
+        placeholders(ids)
+    )
+}
 
 /// Leases the picked rows. Binds: lease_until, worker, now, now, the ids.
 pub(crate) fn dequeue_lease(ids: usize) -> String {
@@ -207,7 +349,7 @@ pub(crate) fn ack_archive(rows: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
                 j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
-                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)) \
+                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes \
          FROM job_queue j JOIN ({results}) r ON r.rid = j.id"
     )
 }
@@ -230,7 +372,7 @@ pub(crate) fn nack_dead_letter(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
-                max_attempts, locked_by, created_at, first_locked_at, ? \
+                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes \
          FROM job_queue WHERE id IN {}",
         placeholders(ids)
     )
@@ -259,7 +401,7 @@ pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
                 CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ? \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
          FROM job_queue WHERE id IN {}",
         placeholders(ids)
     )
@@ -306,6 +448,20 @@ pub(crate) fn enqueue_insert(rows: usize) -> String {
 /// The id of a lone row just inserted on this connection.
 pub(crate) const ENQUEUE_LAST_ID: &str = "SELECT LAST_INSERT_ID() AS id";
 
+/// The first id of the multi-row INSERT just run on this connection and
+/// the session's auto-increment step: with consecutive ids (see
+/// [`SERVER_INSERT_TRAITS`]) its rows got `id + k * step`, in VALUES order.
+pub(crate) const ENQUEUE_FIRST_ID: &str =
+    "SELECT LAST_INSERT_ID() AS id, CAST(@@SESSION.auto_increment_increment AS SIGNED) AS step";
+
+/// What a batch enqueue needs to know of the server, read once per
+/// storage: InnoDB's auto-increment lock mode (0 "traditional" and 1
+/// "consecutive" give the rows of a simple multi-row INSERT consecutive
+/// ids; 2 "interleaved", MySQL 8's default, does not) and the largest
+/// packet it accepts (a prepared INSERT's parameters travel in one).
+pub(crate) const SERVER_INSERT_TRAITS: &str = "SELECT CAST(@@GLOBAL.innodb_autoinc_lock_mode AS SIGNED) AS lock_mode, \
+     CAST(@@SESSION.max_allowed_packet AS SIGNED) AS max_packet";
+
 /// Ids of live jobs by (queue, key), through the unique index.
 /// Binds: queue and key per pair.
 pub(crate) fn enqueue_find_keys(pairs: usize) -> String {
@@ -333,28 +489,72 @@ pub(crate) const SESSION_READS: &str = "SHOW SESSION STATUS LIKE 'Handler_read%'
 pub(crate) const ROWS_LOCKED: &str = "SELECT CAST(trx_rows_locked AS SIGNED) AS `rows` \
      FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = CONNECTION_ID()";
 
-/// The filters of a `JobFilter` on `job_queue j`, state as derived at now.
-/// Binds (see `bind::job_filter`): queue, queue, state, now, now, state, id,
-/// id, key, key, before, before.
+/// The filters of a `JobFilter` on `job_queue j`, state as derived at now
+/// ([`DERIVED_STATE`]) or `{state}`. Binds (see `bind::job_filter`):
+/// queue, queue, the state's, id, id, key, key, before, before.
 const JOB_FILTER: &str = "(? IS NULL OR j.queue_name = ?) \
-     AND (? IS NULL OR (CASE WHEN j.lease_until > ? THEN 'running' \
-                             WHEN j.lease_until IS NOT NULL THEN 'stalled' \
-                             WHEN j.attempts >= j.max_attempts THEN 'exhausted' \
-                             WHEN j.available_at <= ? THEN 'pending' \
-                             ELSE 'scheduled' END) = ?) \
+     AND {state} \
      AND (? IS NULL OR j.id = ?) \
      AND (? IS NULL OR j.unique_key = ?) \
      AND (? IS NULL OR j.id < ?)";
 
+/// The state filter as [`queue_core::derive_state`] words it, for any state
+/// or none. Binds: state, now, now, state.
+const DERIVED_STATE: &str = "(? IS NULL OR (CASE WHEN j.lease_until > ? THEN 'running' \
+                             WHEN j.lease_until IS NOT NULL THEN 'stalled' \
+                             WHEN j.attempts >= j.max_attempts THEN 'exhausted' \
+                             WHEN j.available_at <= ? THEN 'pending' \
+                             ELSE 'scheduled' END) = ?)";
+
+/// How a listing filters by state.
+pub(crate) enum StateFilter {
+    /// [`DERIVED_STATE`].
+    Derived,
+    /// A condition binding now once.
+    AtNow(&'static str),
+    /// A condition binding nothing.
+    Fixed(&'static str),
+}
+
+/// A listing's state filter. Running and stalled jobs are the leased ones,
+/// a range of `job_queue_lease_until` (or of `job_queue_dequeue` within a
+/// queue), and exhausted ones are `job_queue_exhausted`: written so, a
+/// listing reads those few rows and sorts them, where the derived-state
+/// CASE walked the whole queue newest first (1.1 s for a page of running
+/// jobs among 250,000 pending ones). Pending and scheduled jobs are most
+/// jobs, so newest first with the CASE finds a page soonest.
+pub(crate) fn state_filter(state: Option<JobState>) -> StateFilter {
+    match state {
+        Some(JobState::Running) => StateFilter::AtNow("j.lease_until > ?"),
+        Some(JobState::Stalled) => StateFilter::AtNow("j.lease_until <= ?"),
+        Some(JobState::Exhausted) => StateFilter::Fixed("j.is_exhausted = 1"),
+        Some(JobState::Pending | JobState::Scheduled) | None => StateFilter::Derived,
+    }
+}
+
+fn job_filter(state: Option<JobState>) -> String {
+    let clause = match state_filter(state) {
+        StateFilter::Derived => DERIVED_STATE,
+        StateFilter::AtNow(clause) | StateFilter::Fixed(clause) => clause,
+    };
+    JOB_FILTER.replace("{state}", clause)
+}
+
 /// A page of live jobs, newest first. Binds: the filter, limit.
-pub(crate) fn list_jobs() -> String {
-    format!("SELECT {JOB_SELECT} FROM job_queue j WHERE {JOB_FILTER} ORDER BY j.id DESC LIMIT ?")
+pub(crate) fn list_jobs(state: Option<JobState>) -> String {
+    format!(
+        "SELECT {JOB_SELECT} FROM job_queue j WHERE {} ORDER BY j.id DESC LIMIT ?",
+        job_filter(state)
+    )
 }
 
 /// Locks the ids of the jobs a filter selects, newest first.
 /// Binds: the filter, limit.
-pub(crate) fn lock_selected() -> String {
-    format!("SELECT j.id FROM job_queue j WHERE {JOB_FILTER} ORDER BY j.id DESC LIMIT ? FOR UPDATE")
+pub(crate) fn lock_selected(state: Option<JobState>) -> String {
+    format!(
+        "SELECT j.id FROM job_queue j WHERE {} ORDER BY j.id DESC LIMIT ? FOR UPDATE",
+        job_filter(state)
+    )
 }
 
 /// Makes jobs available now. Binds: now, now, the ids.
@@ -365,13 +565,14 @@ pub(crate) fn run_now(ids: usize) -> String {
     )
 }
 
-/// Archives live jobs, in any state, as `discarded` (one: `discard`,
-/// several: `discard_jobs`). Binds: finished_at, the ids.
+/// Archives live jobs, in any state, as a final status (`discarded` or
+/// `cancelled`; one: `discard` and `cancel`, several: `discard_jobs`).
+/// Binds: status, finished_at, the ids.
 pub(crate) fn discard_jobs(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-         SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ? \
+         SELECT id, queue_name, priority, unique_key, payload, ?, NULL, last_error, \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
          FROM job_queue WHERE id IN {}",
         placeholders(ids)
     )
@@ -397,10 +598,10 @@ FOR UPDATE SKIP LOCKED";
 pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
     format!(
         "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
-         max_attempts, available_at, last_error, created_at, updated_at) \
+         max_attempts, available_at, last_error, created_at, updated_at, snoozes) \
          SELECT id, queue_name, priority, unique_key, payload, 0, \
                 CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
-                created_at, ? \
+                created_at, ?, snoozes \
          FROM job_history WHERE id IN {}",
         placeholders(ids)
     )
@@ -412,12 +613,37 @@ pub(crate) fn retry_dead_letters_delete(ids: usize) -> String {
 }
 
 /// Completed and dead-lettered jobs per queue and UTC minute finished in
-/// `(since, now]`. Binds: since, now.
+/// `(since, now]`. The whole minutes strictly inside come from
+/// `job_throughput` (kept by triggers on history, see migration 0004; a
+/// sum over each minute's shards); the two minutes the window's ends fall
+/// in, which it covers only in part, from history through
+/// `job_history_finished_at`. So the cost is a row per queue, minute and
+/// writer plus two minutes of history, whatever the window holds.
+/// Binds: first minute, last minute (the minutes of since and now), since,
+/// first minute + 1 minute, last minute, now.
 pub(crate) const THROUGHPUT: &str = "
+SELECT queue_name, minute,
+       CAST(SUM(completed) AS SIGNED) AS completed, CAST(SUM(failed) AS SIGNED) AS failed
+FROM job_throughput
+WHERE minute > ? AND minute < ?
+GROUP BY queue_name, minute
+HAVING SUM(completed) <> 0 OR SUM(failed) <> 0
+UNION ALL
 SELECT queue_name,
-       CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME) AS minute,
+       CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME(6)) AS minute,
        CAST(SUM(status_final = 'completed') AS SIGNED) AS completed,
        CAST(SUM(status_final = 'dead_letter') AS SIGNED) AS failed
 FROM job_history
-WHERE finished_at > ? AND finished_at <= ? AND status_final IN ('completed', 'dead_letter')
-GROUP BY queue_name, CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME)";
+WHERE ((finished_at > ? AND finished_at < ?) OR (finished_at >= ? AND finished_at <= ?))
+  AND status_final IN ('completed', 'dead_letter')
+GROUP BY queue_name, CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME(6))";
+
+/// Deletes the `job_throughput` rows of minutes before the oldest history
+/// row (all of them when history is empty): their shards sum to zero once
+/// prune has deleted the rows they counted. No binds.
+pub(crate) const PRUNE_COUNTERS: &str = "
+DELETE FROM job_throughput
+WHERE minute < COALESCE(
+    (SELECT CAST(DATE_FORMAT(MIN(finished_at), '%Y-%m-%d %H:%i:00') AS DATETIME(6))
+       FROM job_history),
+    CAST('9999-12-31 23:59:59' AS DATETIME(6)))";

@@ -10,12 +10,15 @@ use diesel::ConnectionError;
 use diesel_async::pooled_connection::deadpool::{Object, Pool};
 use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use queue_core::backend::LimitedQueues;
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job,
-    JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput,
+    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
+    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
+    PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
+    Result, Retry, ScheduleRecord, Storage, Throughput,
 };
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::error::Failure;
 
@@ -37,6 +40,10 @@ pub const SESSION_SETUP: &str = "SET SESSION TRANSACTION ISOLATION LEVEL READ CO
 pub struct MySqlStorage {
     pub(crate) pool: MySqlPool,
     pub(crate) clock: Clock,
+    /// Which queues have claim limits, read at most once a second.
+    pub(crate) limited: Arc<LimitedQueues>,
+    /// What batch enqueues rely on of the server, read on first use.
+    pub(crate) server: std::sync::Arc<std::sync::OnceLock<crate::enqueue::ServerTraits>>,
 }
 
 impl std::fmt::Debug for MySqlStorage {
@@ -80,6 +87,8 @@ impl MySqlStorage {
         Self {
             pool,
             clock: Clock::Database,
+            limited: Arc::default(),
+            server: std::sync::Arc::default(),
         }
     }
 
@@ -182,7 +191,31 @@ impl Storage for MySqlStorage {
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
-        self.discard_pooled(id).await
+        self.remove_pooled(id, FinalStatus::Discarded).await
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        self.remove_pooled(id, FinalStatus::Cancelled).await
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        self.snooze_pooled(lease, delay).await
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        self.configure_pooled(queue, limits).await
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        self.queue_configs_pooled().await
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        self.enqueue_periodic_pooled(fire).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        self.schedules_pooled().await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
@@ -193,8 +226,8 @@ impl Storage for MySqlStorage {
         self.prune_pooled(request).await
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        self.stats_pooled().await
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        self.stats_pooled(cap).await
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

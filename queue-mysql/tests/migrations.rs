@@ -76,7 +76,9 @@ async fn migrations_apply_to_an_empty_database() {
         [
             "job_history",
             "job_queue",
+            "job_throughput",
             "queue_config",
+            "queue_schedule",
             "queue_schema_migrations"
         ]
     );

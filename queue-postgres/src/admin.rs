@@ -1,8 +1,10 @@
-//! Operator actions: discard, retry a dead letter, prune, pause and
+//! Operator actions: discard and cancel, retry a dead letter, prune, pause and
 //! resume; run now, discard and retry in bulk by filter.
 
 use queue_core::time::duration_micros;
-use queue_core::{HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result};
+use queue_core::{
+    FinalStatus, HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result,
+};
 use sqlx::Row;
 
 use crate::PgStorage;
@@ -10,15 +12,18 @@ use crate::error::retrying;
 use crate::inspect::bind_job_filter;
 
 impl PgStorage {
-    pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
-        let done = retrying(false, || {
+    /// Discard or cancel (`status`): the live job goes to history as
+    /// `status`, and a worker holding it hears of it on the cancel channel.
+    pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
+        let row = retrying(false, || {
             sqlx::query(self.sql.discard.clone())
                 .bind(self.now_override())
                 .bind(id.get())
-                .execute(&self.pool)
+                .bind(status.as_str())
+                .fetch_one(&self.pool)
         })
         .await?;
-        if done.rows_affected() == 1 {
+        if count(&row, "removed")? == 1 {
             Ok(())
         } else {
             Err(QueueError::not_found(format!("live job {id}")))
@@ -57,6 +62,14 @@ impl PgStorage {
                 .execute(&self.pool)
         })
         .await?;
+        if done.rows_affected() > 0 {
+            // After the prune committed: then the older minutes' counters
+            // sum to zero (see `PRUNE_COUNTERS`).
+            retrying(true, || {
+                sqlx::query(self.sql.prune_counters.clone()).execute(&self.pool)
+            })
+            .await?;
+        }
         Ok(done.rows_affected())
     }
 

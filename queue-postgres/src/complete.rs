@@ -1,10 +1,11 @@
-//! Ack, nack and release: finishing an attempt, in the pool or in the
-//! caller's transaction together with the handler's own writes.
+//! Ack, nack, release and snooze: finishing or putting off an attempt, in
+//! the pool or in the caller's transaction together with the handler's own
+//! writes.
 
 use std::collections::HashSet;
 
 use queue_core::backend::LeaseKey;
-use queue_core::time::duration_micros;
+use queue_core::time::{duration_micros, validate_duration};
 use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 use sqlx::{PgConnection, Row};
@@ -168,5 +169,31 @@ impl PgStorage {
             }
         })
         .await
+    }
+}
+
+impl PgStorage {
+    /// Puts the job of a current lease off by `delay` without counting the
+    /// attempt (fenced like nack by the lease's id, holder and attempt).
+    pub(crate) async fn snooze_pooled(
+        &self,
+        lease: &Lease,
+        delay: std::time::Duration,
+    ) -> Result<chrono::DateTime<chrono::Utc>> {
+        validate_duration("delay", delay, true)?;
+        let key = LeaseKey::of(lease);
+        let at = retrying(false, || {
+            sqlx::query_scalar::<_, chrono::DateTime<chrono::Utc>>(self.sql.snooze.clone())
+                .bind(self.now_override())
+                .bind(key.id)
+                .bind(key.worker.as_str())
+                .bind(key.attempt)
+                .bind(duration_micros(delay))
+                .fetch_optional(&self.pool)
+        })
+        .await?;
+        at.ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
+        })
     }
 }

@@ -1,5 +1,6 @@
 //! Dequeue: the best due jobs of the requested queues, leased in one
-//! statement (`FOR UPDATE SKIP LOCKED` on the dequeue index).
+//! statement (`FOR UPDATE SKIP LOCKED` on the dequeue index); a claim on a
+//! queue with limits takes the limited path of `flow.rs`.
 
 use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
@@ -53,16 +54,23 @@ impl PgStorage {
     }
 
     /// The claim statement for `request`: a plain index scan for one
-    /// queue, a per-queue LATERAL scan for several.
+    /// queue, a per-queue LATERAL scan for several (locking as it scans
+    /// when the caps add up to the limit, else locking only the best).
     pub(crate) fn dequeue_statement(&self, request: &DequeueRequest) -> sqlx::SqlStr {
+        let caps: u64 = request.queue_limits().iter().map(|c| u64::from(*c)).sum();
         if request.queues().len() == 1 {
             self.sql.dequeue_one.clone()
+        } else if caps > u64::from(request.limit()) {
+            self.sql.dequeue_many_over.clone()
         } else {
             self.sql.dequeue_many.clone()
         }
     }
 
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        if self.claim_is_limited(request).await? {
+            return self.dequeue_limited(request).await;
+        }
         let binds = ClaimBinds::of(request);
         let statement = self.dequeue_statement(request);
         let rows = retrying(false, || {

@@ -6,6 +6,7 @@ use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::duration_micros;
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 use serde_json::Value;
+use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 
 use crate::PgStorage;
@@ -53,11 +54,22 @@ impl PgStorage {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
+        // Alone, the statement notifies as it commits (see `signals.rs`).
+        let in_flight = self.signals.begin();
+        let signal = if in_flight.alone {
+            Signal::InTransaction
+        } else {
+            Signal::AfterCommit
+        };
         let outcomes = retrying(false, || async {
             let mut conn = self.connection().await?;
-            self.insert_all(&mut conn, &jobs, Signal::AfterCommit).await
+            self.insert_all(&mut conn, &jobs, signal).await
         })
         .await?;
+        drop(in_flight);
+        if matches!(signal, Signal::InTransaction) {
+            return Ok(outcomes);
+        }
         // Committed: wake the workers of the queues that got new jobs.
         let queues = jobs
             .iter()
@@ -155,7 +167,8 @@ impl PgStorage {
 /// Where an enqueue's wake-up signal is sent (see `signals.rs`).
 #[derive(Debug, Clone, Copy)]
 enum Signal {
-    /// A NOTIFY in the statement: delivered if and when the caller commits.
+    /// A NOTIFY in the statement: delivered if and when the transaction
+    /// commits (the caller's, or the statement's own in the pool).
     InTransaction,
     /// None in the statement; the caller sends it once committed.
     AfterCommit,
@@ -176,10 +189,10 @@ impl PgStorage {
         let columns = Columns::of(&[job]);
         let row = sqlx::query(statement)
             .bind(self.now_override())
-            .bind(&columns.queue[0])
+            .bind(columns.queue[0])
             .bind(columns.priority[0])
-            .bind(&columns.unique_key[0])
-            .bind(&columns.payload[0])
+            .bind(columns.unique_key[0])
+            .bind(columns.payload[0])
             .bind(columns.max_attempts[0])
             .bind(columns.delay_us[0])
             .bind(columns.run_at[0])
@@ -194,19 +207,20 @@ impl PgStorage {
     }
 }
 
-/// The batch as one array per column, for UNNEST.
-struct Columns {
-    queue: Vec<String>,
+/// The batch as one array per column, for UNNEST, borrowing the jobs'
+/// strings and payloads (a batch is encoded straight from them).
+struct Columns<'j> {
+    queue: Vec<&'j str>,
     priority: Vec<i32>,
-    unique_key: Vec<Option<String>>,
-    payload: Vec<Value>,
+    unique_key: Vec<Option<&'j str>>,
+    payload: Vec<Json<&'j Value>>,
     max_attempts: Vec<i32>,
     delay_us: Vec<Option<i64>>,
     run_at: Vec<Option<DateTime<Utc>>>,
 }
 
-impl Columns {
-    fn of(jobs: &[&ValidJob]) -> Self {
+impl<'j> Columns<'j> {
+    fn of(jobs: &[&'j ValidJob]) -> Self {
         let mut columns = Self {
             queue: Vec::with_capacity(jobs.len()),
             priority: Vec::with_capacity(jobs.len()),
@@ -217,12 +231,12 @@ impl Columns {
             run_at: Vec::with_capacity(jobs.len()),
         };
         for job in jobs {
-            columns.queue.push(job.queue.as_str().to_owned());
+            columns.queue.push(job.queue.as_str());
             columns.priority.push(job.priority);
             columns
                 .unique_key
-                .push(job.unique_key.as_ref().map(|k| k.as_str().to_owned()));
-            columns.payload.push(job.payload.clone());
+                .push(job.unique_key.as_ref().map(|k| k.as_str()));
+            columns.payload.push(Json(&job.payload));
             // Validation keeps max_attempts within i32.
             columns
                 .max_attempts

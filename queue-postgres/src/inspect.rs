@@ -5,7 +5,7 @@ use queue_core::backend::stored;
 use queue_core::time::duration_micros;
 use queue_core::{
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
-    QueueStats, Result, Throughput, validate_window,
+    QueueStats, Result, Throughput, validate_count_cap, validate_window,
 };
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -15,7 +15,7 @@ use sqlx::query::Query;
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::{PgStorage, rows};
 
-fn stats_row(row: &PgRow) -> Result<QueueStats, Failure> {
+fn stats_row(row: &PgRow, cap: u64) -> Result<QueueStats, Failure> {
     let count = |column: &str| -> Result<u64, Failure> {
         Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or_default())
     };
@@ -32,6 +32,7 @@ fn stats_row(row: &PgRow) -> Result<QueueStats, Failure> {
         stalled: count("stalled")?,
         exhausted: count("exhausted")?,
         oldest_pending_age: oldest.map(|at| (now - at).to_std().unwrap_or_default()),
+        cap: Some(cap),
     })
 }
 
@@ -60,16 +61,26 @@ impl PgStorage {
         Ok(micros.map(|m| std::time::Duration::from_micros(u64::try_from(m).unwrap_or(0))))
     }
 
-    pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
-        let rows = retrying(true, || {
-            sqlx::query(self.sql.stats.clone())
+    pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        validate_count_cap(cap)?;
+        let limit = i64::try_from(cap).unwrap_or(i64::MAX / 2).min(i64::MAX / 2);
+        let rows = retrying(true, || async {
+            let mut tx = self.pool.begin().await?;
+            sqlx::raw_sql(crate::sql::STATS_SETTINGS)
+                .execute(&mut *tx)
+                .await?;
+            let rows = sqlx::query(self.sql.stats.clone())
                 .bind(self.now_override())
-                .fetch_all(&self.pool)
+                .bind(limit)
+                .fetch_all(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(rows)
         })
         .await?;
         let mut stats = rows
             .iter()
-            .map(stats_row)
+            .map(|row| stats_row(row, cap))
             .collect::<Result<Vec<_>, _>>()
             .map_err(interpret_failure)?;
         // Byte order of the names, whatever the database's collation.
@@ -114,8 +125,9 @@ impl PgStorage {
 
     pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
         filter.validate()?;
+        let statement = self.sql.list_jobs_for(filter.state);
         let rows = retrying(true, || {
-            let query = sqlx::query(self.sql.list_jobs.clone());
+            let query = sqlx::query(statement.clone());
             bind_job_filter(query, self.now_override(), filter, filter.limit + 1)
                 .fetch_all(&self.pool)
         })

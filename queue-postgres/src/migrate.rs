@@ -23,6 +23,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "plain_sql",
         sql: include_str!("../../migrations/postgres/0003_plain_sql.sql"),
     },
+    Migration {
+        version: 4,
+        name: "flow_control",
+        sql: include_str!("../../migrations/postgres/0004_flow_control.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "throughput_counters",
+        sql: include_str!("../../migrations/postgres/0005_throughput_counters.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

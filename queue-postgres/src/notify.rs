@@ -1,7 +1,8 @@
-//! LISTEN/NOTIFY wake-ups: enqueues announce their queue once per statement;
+//! LISTEN/NOTIFY wake-ups: enqueues announce their queue once per statement,
+//! cancels and discards of leased jobs their id on a second channel;
 //! `Storage::subscribe` hands the listener to the worker.
 
-use queue_core::{QueueName, Result, Wakeup, Wakeups};
+use queue_core::{JobId, QueueName, Result, Wakeup, Wakeups};
 use sqlx::postgres::PgListener;
 
 use crate::{PgStorage, interpret_error};
@@ -10,6 +11,7 @@ use crate::{PgStorage, interpret_error};
 #[derive(Debug)]
 pub struct PgWakeups {
     listener: PgListener,
+    cancel_channel: String,
 }
 
 impl PgWakeups {
@@ -24,8 +26,12 @@ impl PgWakeups {
                 None => return Ok(Wakeup::All),
                 Some(notification) => {
                     // Payloads come only from our own statements; anything
-                    // else on the channel is ignored.
-                    if let Ok(queue) = QueueName::new(notification.payload()) {
+                    // else on the channels is ignored.
+                    if notification.channel() == self.cancel_channel {
+                        if let Ok(id) = notification.payload().parse::<i64>() {
+                            return Ok(Wakeup::Cancelled(JobId(id)));
+                        }
+                    } else if let Ok(queue) = QueueName::new(notification.payload()) {
                         return Ok(Wakeup::Queue(queue));
                     }
                 }
@@ -35,7 +41,11 @@ impl PgWakeups {
 }
 
 impl PgStorage {
-    /// Listens on this storage's channel with a connection of its own.
+    /// Listens on this storage's channels with a connection of its own: the
+    /// wake-up channel ([`PgStorage::channel`], [`Wakeup::Queue`]) and the
+    /// cancellation channel ([`PgStorage::cancel_channel`],
+    /// [`Wakeup::Cancelled`], sent on the commit of a cancel or discard of
+    /// a leased job).
     ///
     /// Signals are sent when the enqueueing transaction commits, never on
     /// rollback, at most once per statement for each queue it added jobs
@@ -56,10 +66,13 @@ impl PgStorage {
             .await
             .map_err(interpret_error)?;
         listener
-            .listen(self.channel())
+            .listen_all([self.channel(), self.cancel_channel()])
             .await
             .map_err(interpret_error)?;
-        Ok(PgWakeups { listener })
+        Ok(PgWakeups {
+            listener,
+            cancel_channel: self.cancel_channel().to_owned(),
+        })
     }
 
     /// [`PgStorage::listen`] as the stream that `Storage::subscribe` returns.

@@ -9,6 +9,13 @@
 //! connection: each round sends every queue named since the last round in
 //! one statement, so concurrent enqueues share it.
 //!
+//! An enqueue that is the only one of its storage in flight notifies in its
+//! own statement instead ([`Signals::begin`]): with nobody to serialize
+//! against, the cluster-wide lock costs nothing, and the workers hear of
+//! the job at its commit rather than one more round trip later (the
+//! after-commit signal is a statement, and a commit, of its own). Enqueues
+//! that overlap others of the storage keep to the after-commit signal.
+//!
 //! Nothing is lost that a worker needs: a signal sent after the commit
 //! finds the job visible, and a signal lost (the process stopped between
 //! commit and signal, or the statement failed) delays the job only until
@@ -17,6 +24,7 @@
 //! its commit and never on its rollback.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use sqlx::{PgPool, SqlStr};
@@ -27,9 +35,35 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 #[derive(Debug, Default)]
 pub(crate) struct Signals {
     sender: Mutex<Option<UnboundedSender<String>>>,
+    /// Pooled enqueues of the storage (and its clones) in flight.
+    in_flight: AtomicUsize,
+}
+
+/// A pooled enqueue in flight; counted until dropped.
+#[derive(Debug)]
+pub(crate) struct InFlight<'s> {
+    signals: &'s Signals,
+    /// No other pooled enqueue of the storage was in flight when this one
+    /// began: it notifies in its own statement.
+    pub(crate) alone: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.signals.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Signals {
+    /// Counts a pooled enqueue in flight until the guard drops.
+    pub(crate) fn begin(&self) -> InFlight<'_> {
+        let before = self.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight {
+            signals: self,
+            alone: before == 0,
+        }
+    }
+
     /// Queues `queues` for the next round of signals.
     pub(crate) fn send(&self, pool: &PgPool, statement: &SqlStr, queues: BTreeSet<String>) {
         if queues.is_empty() {

@@ -1,47 +1,71 @@
 //! Every statement `PgStorage` runs, one per operation.
 //!
-//! Templates name tables as `{s}.table` and the wake-up channel as `{chan}`;
-//! [`Statements::for_schema`] fills both in once per storage, so each
+//! Templates name tables as `{s}.table`, the wake-up channel as `{chan}`
+//! and the cancellation channel as `{cancel_chan}`;
+//! [`Statements::for_schema`] fills them in once per storage, so each
 //! statement is one stable string that sqlx prepares once per connection.
 //! `$1` is always the clock override: `COALESCE($1::timestamptz, now())`
 //! is the database's now unless a manual clock is bound.
 
+use queue_core::JobState;
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 /// The columns of a live job, in the order `rows::job` reads them.
 const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
-     available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at";
+     available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, snoozes";
 
 /// The columns of a history row, in the order `rows::record` reads them.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, status_final, \
-     result, last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at";
+     result, last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at, \
+     snoozes";
 
 /// Inserts one batch; per input row: its ordinal, the id, whether it existed.
 /// A NULL id means the conflicting row committed after this statement's
 /// snapshot; the caller runs those rows again. `{signal}` is the NOTIFY
 /// of each queue inserted into (in the caller's transaction) or nothing
 /// (in the pool, where `notify::Signals` sends it after the commit).
+///
+/// Rows without a unique key cannot conflict (the unique index holds NULL
+/// keys apart), so they go in by a plain INSERT; only keyed rows pay for
+/// ON CONFLICT's speculative insertion. And only keyed rows that were not
+/// inserted look up the live job holding their key (a scalar subquery
+/// evaluated for those rows alone, instead of a join that probed the index
+/// for every row). Both INSERTs take their ids from `input` (one `nextval`
+/// per row, in input order), which is how rows are matched to outcomes.
 const ENQUEUE: &str = "
 WITH input AS (
     SELECT u.*, nextval('{s}.job_queue_id_seq') AS new_id
     FROM UNNEST($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::int[], $7::bigint[], $8::timestamptz[])
         WITH ORDINALITY AS u(queue_name, priority, unique_key, payload, max_attempts, delay_us, run_at, ord)
 ),
-ins AS (
+plain AS (
+    INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
+                               available_at, created_at, updated_at)
+    SELECT new_id, queue_name, priority, NULL, payload, max_attempts,
+           COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
+           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now())
+    FROM input WHERE unique_key IS NULL
+    RETURNING id, queue_name
+),
+keyed AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
                                available_at, created_at, updated_at)
     SELECT new_id, queue_name, priority, unique_key, payload, max_attempts,
            COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
            COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now())
-    FROM input ORDER BY ord
+    FROM input WHERE unique_key IS NOT NULL
+    ORDER BY ord
     ON CONFLICT (queue_name, unique_key) DO NOTHING
     RETURNING id, queue_name
-)
-SELECT i.ord, COALESCE(ins.id, live.id) AS id, ins.id IS NULL AS existed{signal}
+),
+ins AS (SELECT id, queue_name FROM plain UNION ALL SELECT id, queue_name FROM keyed)
+SELECT i.ord,
+       COALESCE(ins.id, CASE WHEN i.unique_key IS NOT NULL THEN
+           (SELECT live.id FROM {s}.job_queue live
+             WHERE live.queue_name = i.queue_name AND live.unique_key = i.unique_key) END) AS id,
+       ins.id IS NULL AS existed{signal}
 FROM input i
 LEFT JOIN ins ON ins.id = i.new_id
-LEFT JOIN {s}.job_queue live
-       ON ins.id IS NULL AND live.queue_name = i.queue_name AND live.unique_key = i.unique_key
 ORDER BY i.ord";
 
 /// Inserts one job: the common case, in a statement whose plan costs a
@@ -136,6 +160,31 @@ WITH picked AS (
     LIMIT $3
 )";
 
+/// [`PICK_MANY_QUEUES`] when the caps add up to more than $3: the
+/// per-queue scans only read (a scan that locked its cap would hold locks
+/// on jobs the final LIMIT drops, and a concurrent claim would skip them
+/// for worse ones), and the best $3 still claimable are locked last.
+const PICK_MANY_QUEUES_OVER: &str = "
+WITH candidates AS (
+    SELECT c.id
+    FROM UNNEST($2::text[], $6::bigint[]) AS q(name, cap)
+    CROSS JOIN LATERAL (
+        WITH RECURSIVE {levels}
+        {pick}
+    ) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
+),
+picked AS (
+    SELECT j.id FROM {s}.job_queue j
+    WHERE j.id = ANY(ARRAY(SELECT id FROM candidates))
+      AND j.lease_until IS NULL
+      AND j.available_at <= COALESCE($1::timestamptz, now())
+      AND j.attempts < j.max_attempts
+    ORDER BY j.priority DESC, j.available_at, j.id
+    LIMIT $3
+    FOR UPDATE OF j SKIP LOCKED
+)";
+
 /// Leases the picked jobs for $4 microseconds to worker $5.
 const CLAIM_PICKED: &str = "
 UPDATE {s}.job_queue j
@@ -148,7 +197,7 @@ FROM picked
 WHERE j.id = picked.id
 RETURNING j.id, j.queue_name, j.priority, j.unique_key, j.payload, j.attempts, j.max_attempts,
           j.available_at, j.lease_until, j.locked_by, j.first_locked_at, j.last_error,
-          j.created_at, j.updated_at";
+          j.created_at, j.updated_at, j.snoozes";
 
 /// Archives every input lease that is current as `completed`; returns the
 /// leases that matched.
@@ -166,7 +215,7 @@ archived AS (
     INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, 'completed', ack_result, last_error,
            attempts, max_attempts, locked_by, created_at, first_locked_at,
-           COALESCE($1::timestamptz, now())
+           COALESCE($1::timestamptz, now()), snoozes
     FROM done
     RETURNING id, processed_by, attempts
 )
@@ -196,7 +245,8 @@ dead AS (
 archived AS (
     INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, $5, attempts,
-           max_attempts, locked_by, created_at, first_locked_at, COALESCE($1::timestamptz, now())
+           max_attempts, locked_by, created_at, first_locked_at, COALESCE($1::timestamptz, now()),
+           snoozes
     FROM dead
     RETURNING id
 )
@@ -266,29 +316,38 @@ archived AS (
                 ELSE jsonb_build_object('kind', 'lease_expired', 'worker_id', locked_by,
                                         'attempt', attempts) END,
            attempts, max_attempts, NULL, created_at, first_locked_at,
-           COALESCE($1::timestamptz, now())
+           COALESCE($1::timestamptz, now()), snoozes
     FROM dead
     RETURNING id
 )
 SELECT (SELECT count(*) FROM requeued) AS requeued, (SELECT count(*) FROM archived) AS dead_lettered";
 
-/// Archives a live job, in any state, as `discarded`.
+/// Archives a live job, in any state, as $3 (`discarded` or `cancelled`),
+/// and tells the cancel channel its id if a worker held it (the NOTIFY is
+/// sent on commit). One row: how many were archived (0 or 1).
 const DISCARD: &str = "
-WITH gone AS (DELETE FROM {s}.job_queue WHERE id = $2 RETURNING *)
-INSERT INTO {s}.job_history ({history})
-SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
-       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now())
-FROM gone";
+WITH gone AS (DELETE FROM {s}.job_queue WHERE id = $2 RETURNING *),
+archived AS (
+    INSERT INTO {s}.job_history ({history})
+    SELECT id, queue_name, priority, unique_key, payload, $3::text, NULL, last_error, attempts,
+           max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes
+    FROM gone
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM archived) AS removed,
+       (SELECT count(pg_notify('{cancel_chan}', id::text)) FROM gone
+         WHERE lease_until IS NOT NULL) AS notified";
 
 /// The CTE `back` of the dead-letter retries: the rows of `dl` (deleted
 /// from history) inserted live under their ids, pending now, attempts 0.
 const RESTORE_DEAD_LETTERS: &str = "back AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
-                               available_at, last_error, created_at, updated_at)
+                               available_at, last_error, created_at, updated_at, snoozes)
     -- max_attempts 0: archived by hand without it; the default allowance (20).
     SELECT id, queue_name, priority, unique_key, payload, 0,
            CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END,
-           COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now())
+           COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now()),
+           snoozes
     FROM dl
     RETURNING queue_name
 )";
@@ -312,21 +371,91 @@ DELETE FROM {s}.job_history WHERE id IN (
     FOR UPDATE SKIP LOCKED
 )";
 
-/// Counts per queue and derived state, with paused queues, in one pass.
+/// Run before [`STATS`], in its transaction. The planner prices STATS by
+/// its LIMITs' worst case (millions of rows), so by default it would JIT-
+/// compile the statement (seconds on a busy machine) and start parallel
+/// workers for empty indexes; the statement reads a few index ranges, for
+/// which neither pays.
+pub(crate) const STATS_SETTINGS: &str =
+    "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0";
+
+/// Counts per queue and derived state, each up to $2, with paused queues,
+/// read from indexes rather than from every live row:
+/// - the queues: a skip-scan of `job_queue_unique_key`, one probe each;
+/// - running and stalled: the leased rows (`job_queue_lease_until`; as
+///   many as workers hold, so few);
+/// - exhausted: `job_queue_exhausted` (normally empty; reclaim empties it);
+/// - pending and scheduled: per priority level ([`LEVELS`]) a range of
+///   `job_queue_dequeue` on `available_at <= now` (or `> now`), read up to
+///   the cap plus the queue's exhausted jobs in that range (the index
+///   holds them too, and they are subtracted), so a queue of a million
+///   pending jobs costs the cap, not the million;
+/// - the oldest pending job: per level the first unexhausted entry.
 const STATS: &str = "
-WITH live AS (
+WITH RECURSIVE queues(name) AS (
+    (SELECT queue_name FROM {s}.job_queue ORDER BY queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue_name FROM {s}.job_queue j WHERE j.queue_name > q.name
+             ORDER BY j.queue_name LIMIT 1)
+    FROM queues q WHERE q.name IS NOT NULL
+),
+leased AS (
     SELECT queue_name,
-        count(*) FILTER (WHERE lease_until IS NULL AND attempts < max_attempts
-                           AND available_at <= COALESCE($1::timestamptz, now())) AS pending,
-        count(*) FILTER (WHERE lease_until IS NULL AND attempts < max_attempts
-                           AND available_at > COALESCE($1::timestamptz, now())) AS scheduled,
         count(*) FILTER (WHERE lease_until > COALESCE($1::timestamptz, now())) AS running,
-        count(*) FILTER (WHERE lease_until <= COALESCE($1::timestamptz, now())) AS stalled,
-        count(*) FILTER (WHERE lease_until IS NULL AND attempts >= max_attempts) AS exhausted,
-        min(available_at) FILTER (WHERE lease_until IS NULL AND attempts < max_attempts
-                           AND available_at <= COALESCE($1::timestamptz, now())) AS oldest_pending
-    FROM {s}.job_queue
+        count(*) FILTER (WHERE lease_until <= COALESCE($1::timestamptz, now())) AS stalled
+    FROM {s}.job_queue WHERE lease_until IS NOT NULL
     GROUP BY queue_name
+),
+exhausted AS (
+    SELECT queue_name, count(*) AS total,
+        count(*) FILTER (WHERE available_at <= COALESCE($1::timestamptz, now())) AS due
+    FROM {s}.job_queue WHERE lease_until IS NULL AND attempts >= max_attempts
+    GROUP BY queue_name
+),
+unleased AS (
+    SELECT q.name AS queue_name, c.due, c.waiting, c.oldest_pending
+    FROM queues q
+    LEFT JOIN exhausted e ON e.queue_name = q.name
+    CROSS JOIN LATERAL (
+        WITH RECURSIVE {levels}
+        SELECT
+            (SELECT count(*) FROM (
+                SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                    SELECT 1 FROM {s}.job_queue j
+                    WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
+                      AND j.available_at <= COALESCE($1::timestamptz, now())
+                    LIMIT $2::bigint + COALESCE(e.due, 0)) x
+                WHERE l.priority IS NOT NULL
+                LIMIT $2::bigint + COALESCE(e.due, 0)) d) AS due,
+            (SELECT count(*) FROM (
+                SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                    SELECT 1 FROM {s}.job_queue j
+                    WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
+                      AND j.available_at > COALESCE($1::timestamptz, now())
+                    LIMIT $2::bigint + COALESCE(e.total - e.due, 0)) x
+                WHERE l.priority IS NOT NULL
+                LIMIT $2::bigint + COALESCE(e.total - e.due, 0)) w) AS waiting,
+            (SELECT min(o.available_at) FROM levels l CROSS JOIN LATERAL (
+                SELECT j.available_at FROM {s}.job_queue j
+                WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
+                  AND j.attempts < j.max_attempts
+                ORDER BY j.available_at LIMIT 1) o
+             WHERE l.priority IS NOT NULL) AS oldest_pending
+    ) c
+    WHERE q.name IS NOT NULL
+),
+live AS (
+    SELECT u.queue_name,
+        LEAST(u.due - COALESCE(e.due, 0), $2::bigint) AS pending,
+        LEAST(u.waiting - COALESCE(e.total - e.due, 0), $2::bigint) AS scheduled,
+        LEAST(COALESCE(l.running, 0), $2::bigint) AS running,
+        LEAST(COALESCE(l.stalled, 0), $2::bigint) AS stalled,
+        LEAST(COALESCE(e.total, 0), $2::bigint) AS exhausted,
+        CASE WHEN u.oldest_pending <= COALESCE($1::timestamptz, now())
+             THEN u.oldest_pending END AS oldest_pending
+    FROM unleased u
+    LEFT JOIN leased l ON l.queue_name = u.queue_name
+    LEFT JOIN exhausted e ON e.queue_name = u.queue_name
 ),
 paused AS (SELECT queue_name FROM {s}.queue_config WHERE paused)
 SELECT COALESCE(l.queue_name, p.queue_name) AS queue_name, p.queue_name IS NOT NULL AS paused,
@@ -350,18 +479,50 @@ ORDER BY id DESC
 LIMIT $4";
 
 /// The filters of a `JobFilter` on `job_queue j`: $2 queue, $3 state (as
-/// derived at now), $4 id, $5 unique key, $6 below this id.
+/// derived at now), $4 id, $5 unique key, $6 below this id. `{state}` is
+/// [`ANY_STATE`] or one of [`state_predicate`]'s.
 const JOB_FILTER: &str = "
     ($2::text IS NULL OR j.queue_name = $2)
-    AND ($3::text IS NULL OR (CASE
+    AND {state}
+    AND ($4::bigint IS NULL OR j.id = $4)
+    AND ($5::text IS NULL OR j.unique_key = $5)
+    AND ($6::bigint IS NULL OR j.id < $6)";
+
+/// The state filter $3 of [`JOB_FILTER`] for any state or none, as
+/// [`queue_core::derive_state`] words it.
+const ANY_STATE: &str = "($3::text IS NULL OR (CASE
         WHEN j.lease_until > COALESCE($1::timestamptz, now()) THEN 'running'
         WHEN j.lease_until IS NOT NULL THEN 'stalled'
         WHEN j.attempts >= j.max_attempts THEN 'exhausted'
         WHEN j.available_at <= COALESCE($1::timestamptz, now()) THEN 'pending'
-        ELSE 'scheduled' END) = $3)
-    AND ($4::bigint IS NULL OR j.id = $4)
-    AND ($5::text IS NULL OR j.unique_key = $5)
-    AND ($6::bigint IS NULL OR j.id < $6)";
+        ELSE 'scheduled' END) = $3)";
+
+/// The state filter of [`JOB_FILTER`] for one state ($3 bound to its
+/// name), written as the conditions an index can serve: a listing of
+/// running or stalled jobs reads the leased rows of
+/// `job_queue_lease_until`, of exhausted jobs `job_queue_exhausted`, in
+/// place of every row of the queue newest first.
+fn state_predicate(state: JobState) -> &'static str {
+    match state {
+        JobState::Pending => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
+              AND j.available_at <= COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Scheduled => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
+              AND j.available_at > COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Running => {
+            "($3::text IS NOT NULL AND j.lease_until > COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Stalled => {
+            "($3::text IS NOT NULL AND j.lease_until <= COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Exhausted => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts >= j.max_attempts)"
+        }
+    }
+}
 
 /// A page of live jobs (plus one row), newest first. $7: limit + 1.
 const LIST_JOBS: &str = "
@@ -403,7 +564,7 @@ WITH picked AS (
 gone AS (DELETE FROM {s}.job_queue j USING picked p WHERE j.id = p.id RETURNING j.*)
 INSERT INTO {s}.job_history ({history})
 SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
-       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now())
+       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes
 FROM gone";
 
 /// Moves up to $4 dead letters (queue $2, ids below $3) whose unique key is
@@ -429,17 +590,54 @@ SELECT (SELECT count(*) FROM back) AS moved,
         FROM (SELECT DISTINCT queue_name FROM back) q) AS notified";
 
 /// Completed and dead-lettered jobs per queue and UTC minute finished in
-/// the $2 microseconds before now.
+/// `(lo, hi]`, the $2 microseconds before now. The whole minutes strictly
+/// inside come from `job_throughput` (kept by triggers on history, see
+/// migration 0004; a sum over each minute's shards); the two minutes the
+/// window's ends fall in, which it covers only in part, from history
+/// through `job_history_finished_at`. So the cost is a row per queue,
+/// minute and writer plus two minutes of history, whatever the window
+/// holds. (A window is at least a minute, so the two end minutes differ.)
 const THROUGHPUT: &str = "
+WITH w AS (
+    SELECT COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond' AS lo,
+           COALESCE($1::timestamptz, now()) AS hi
+),
+m AS (
+    SELECT lo, hi,
+           date_trunc('minute', lo AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS first_minute,
+           date_trunc('minute', hi AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS last_minute
+    FROM w
+),
+ends AS (
+    SELECT h.queue_name, h.finished_at, h.status_final FROM {s}.job_history h, m
+    WHERE h.finished_at > m.lo AND h.finished_at < m.first_minute + interval '1 minute'
+    UNION ALL
+    SELECT h.queue_name, h.finished_at, h.status_final FROM {s}.job_history h, m
+    WHERE h.finished_at >= m.last_minute AND h.finished_at <= m.hi
+)
+SELECT t.queue_name, t.minute, sum(t.completed)::bigint AS completed, sum(t.failed)::bigint AS failed
+FROM {s}.job_throughput t, m
+WHERE t.minute > m.first_minute AND t.minute < m.last_minute
+GROUP BY t.queue_name, t.minute
+HAVING sum(t.completed) <> 0 OR sum(t.failed) <> 0
+UNION ALL
 SELECT queue_name,
        date_trunc('minute', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS minute,
        count(*) FILTER (WHERE status_final = 'completed') AS completed,
        count(*) FILTER (WHERE status_final = 'dead_letter') AS failed
-FROM {s}.job_history
-WHERE finished_at > COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'
-  AND finished_at <= COALESCE($1::timestamptz, now())
-  AND status_final IN ('completed', 'dead_letter')
+FROM ends
+WHERE status_final IN ('completed', 'dead_letter')
 GROUP BY 1, 2";
+
+/// Deletes the `job_throughput` rows of minutes before the oldest history
+/// row (all of them when history is empty): their shards sum to zero once
+/// prune has deleted the rows they counted.
+const PRUNE_COUNTERS: &str = "
+DELETE FROM {s}.job_throughput
+WHERE minute < COALESCE(
+    (SELECT date_trunc('minute', min(finished_at) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+       FROM {s}.job_history),
+    'infinity'::timestamptz)";
 
 const PAUSE: &str = "
 INSERT INTO {s}.queue_config (queue_name, paused, updated_at)
@@ -495,6 +693,98 @@ CROSS JOIN LATERAL (
       FROM levels l WHERE l.priority IS NOT NULL
 ) d";
 
+/// Puts a current lease's job off by $5 microseconds without counting the
+/// attempt; returns its new `available_at`.
+const SNOOZE: &str = "
+UPDATE {s}.job_queue
+SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = snoozes + 1,
+    available_at = COALESCE($1::timestamptz, now()) + $5::bigint * interval '1 microsecond',
+    updated_at = COALESCE($1::timestamptz, now())
+WHERE id = $2 AND locked_by = $3 AND attempts = $4 AND lease_until IS NOT NULL
+RETURNING available_at";
+
+/// The queues whose claims are limited (what `LimitedQueues` remembers).
+const LIMITED_QUEUES: &str = "
+SELECT queue_name FROM {s}.queue_config
+WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+
+/// The limited claim's first statement: locks the config rows of the
+/// limited queues among $2, in name order (so concurrent claims over
+/// several queues never deadlock), and reads their limits, buckets and
+/// the claim's now.
+const LIMITS_LOCK: &str = "
+SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at,
+       COALESCE($1::timestamptz, now()) AS now
+FROM {s}.queue_config
+WHERE queue_name = ANY($2::text[])
+  AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL)
+ORDER BY queue_name COLLATE \"C\"
+FOR UPDATE";
+
+/// The leases held by the jobs of each queue in $1: a statement of its
+/// own after [`LIMITS_LOCK`], so that its snapshot sees every claim that
+/// committed while this one waited for the lock (a READ COMMITTED
+/// statement's snapshot predates the lock it waits for).
+const HELD: &str = "
+SELECT queue_name, count(*) AS held FROM {s}.job_queue
+WHERE lease_until IS NOT NULL AND queue_name = ANY($1::text[])
+GROUP BY queue_name";
+
+/// Stores the buckets of rate-limited queues after a claim.
+const BUCKET_STORE: &str = "
+UPDATE {s}.queue_config c
+SET tokens = u.tokens, refilled_at = u.refilled_at
+FROM UNNEST($1::text[], $2::float8[], $3::timestamptz[]) AS u(queue_name, tokens, refilled_at)
+WHERE c.queue_name = u.queue_name";
+
+/// Sets a queue's limits ($3 concurrency, $4 rate, $5 burst, $6 lease ms,
+/// $7-$10 backoff base, min, max ms and jitter; NULL: not set), keeping its
+/// paused flag; a rate starts with a full bucket. Wakes the queue's
+/// workers, whose next claim sees the change.
+const CONFIGURE: &str = "
+WITH up AS (
+    INSERT INTO {s}.queue_config (queue_name, paused, updated_at, concurrency_limit,
+                                  rate_per_second, rate_burst, tokens, refilled_at, lease_ms,
+                                  backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter)
+    VALUES ($2, FALSE, COALESCE($1::timestamptz, now()), $3::int, $4::float8, $5::int,
+            $5::int::float8,
+            CASE WHEN $4::float8 IS NULL THEN NULL ELSE COALESCE($1::timestamptz, now()) END,
+            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8)
+    ON CONFLICT (queue_name) DO UPDATE
+    SET concurrency_limit = EXCLUDED.concurrency_limit, rate_per_second = EXCLUDED.rate_per_second,
+        rate_burst = EXCLUDED.rate_burst, tokens = EXCLUDED.tokens,
+        refilled_at = EXCLUDED.refilled_at, lease_ms = EXCLUDED.lease_ms,
+        backoff_base_ms = EXCLUDED.backoff_base_ms, backoff_min_ms = EXCLUDED.backoff_min_ms,
+        backoff_max_ms = EXCLUDED.backoff_max_ms, backoff_jitter = EXCLUDED.backoff_jitter,
+        updated_at = EXCLUDED.updated_at
+    RETURNING queue_name
+)
+SELECT pg_notify('{chan}', queue_name)::text FROM up";
+
+/// Every queue that is paused or has a setting.
+const QUEUE_CONFIGS: &str = "
+SELECT queue_name, paused, concurrency_limit, rate_per_second, rate_burst, lease_ms,
+       backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter
+FROM {s}.queue_config
+WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL";
+
+/// Records fire $3 (next $4) of schedule $2 unless a fire at or after $3 is
+/// recorded; returns a row only when it recorded it. A concurrent recorder
+/// of the same schedule makes this one wait and then re-check the WHERE
+/// against the committed row, so one caller per fire time gets the row.
+const FIRE_RECORD: &str = "
+INSERT INTO {s}.queue_schedule (schedule_name, last_fire_at, next_fire_at, updated_at)
+VALUES ($2, $3, $4, COALESCE($1::timestamptz, now()))
+ON CONFLICT (schedule_name) DO UPDATE
+SET last_fire_at = EXCLUDED.last_fire_at, next_fire_at = EXCLUDED.next_fire_at,
+    updated_at = EXCLUDED.updated_at
+WHERE queue_schedule.last_fire_at < EXCLUDED.last_fire_at
+RETURNING schedule_name";
+
+/// Every schedule's latest recorded fire.
+const SCHEDULES: &str = "SELECT schedule_name, last_fire_at, next_fire_at FROM {s}.queue_schedule";
+
 /// A claim: `template` with [`LEVELS`] and [`PICK_LEVELS`] for the queue
 /// and cap expressions given, then [`CLAIM_PICKED`].
 fn pick(template: &str, queue: &str, cap: &str) -> String {
@@ -516,6 +806,7 @@ pub(crate) struct Statements {
     pub(crate) signal: SqlStr,
     pub(crate) dequeue_one: SqlStr,
     pub(crate) dequeue_many: SqlStr,
+    pub(crate) dequeue_many_over: SqlStr,
     pub(crate) ack: SqlStr,
     pub(crate) nack: SqlStr,
     pub(crate) release: SqlStr,
@@ -524,11 +815,14 @@ pub(crate) struct Statements {
     pub(crate) discard: SqlStr,
     pub(crate) retry_dead_letter: SqlStr,
     pub(crate) prune: SqlStr,
+    pub(crate) prune_counters: SqlStr,
     pub(crate) stats: SqlStr,
     pub(crate) get_job: SqlStr,
     pub(crate) get_history: SqlStr,
     pub(crate) list_history: SqlStr,
-    pub(crate) list_jobs: SqlStr,
+    list_jobs: SqlStr,
+    /// [`LIST_JOBS`] for one state, in the order of [`JobState::ALL`].
+    list_jobs_in: [SqlStr; 5],
     pub(crate) run_now: SqlStr,
     pub(crate) discard_jobs: SqlStr,
     pub(crate) retry_dead_letters: SqlStr,
@@ -537,24 +831,36 @@ pub(crate) struct Statements {
     pub(crate) resume: SqlStr,
     pub(crate) now: SqlStr,
     pub(crate) next_due: SqlStr,
+    pub(crate) snooze: SqlStr,
+    pub(crate) limited_queues: SqlStr,
+    pub(crate) limits_lock: SqlStr,
+    pub(crate) held: SqlStr,
+    pub(crate) bucket_store: SqlStr,
+    pub(crate) configure: SqlStr,
+    pub(crate) queue_configs: SqlStr,
+    pub(crate) fire_record: SqlStr,
+    pub(crate) schedules: SqlStr,
 }
 
 impl Statements {
     /// Fills the templates for `schema` (already validated as a plain
-    /// identifier) and wake-up `channel`.
-    pub(crate) fn for_schema(schema: &str, channel: &str) -> Self {
-        let fill = |template: &str| -> SqlStr {
+    /// identifier), wake-up `channel` and cancellation channel `cancel`.
+    pub(crate) fn for_schema(schema: &str, channel: &str, cancel: &str) -> Self {
+        let fill_state = |template: &str, state: &str| -> SqlStr {
             AssertSqlSafe(
                 template
                     .replace("{job_filter}", JOB_FILTER)
+                    .replace("{state}", state)
                     .replace("{restore}", RESTORE_DEAD_LETTERS)
                     .replace("{job}", JOB_COLUMNS)
                     .replace("{history}", HISTORY_COLUMNS)
                     .replace("{s}", &format!("\"{schema}\""))
+                    .replace("{cancel_chan}", cancel)
                     .replace("{chan}", channel),
             )
             .into_sql_str()
         };
+        let fill = |template: &str| fill_state(template, ANY_STATE);
         Self {
             enqueue: fill(&ENQUEUE.replace("{signal}", ENQUEUE_SIGNAL)),
             enqueue_quiet: fill(&ENQUEUE.replace("{signal}", "")),
@@ -563,6 +869,10 @@ impl Statements {
             signal: fill(SIGNAL),
             dequeue_one: fill(&pick(PICK_ONE_QUEUE, "($2::text[])[1]", "$3")),
             dequeue_many: fill(&pick(PICK_MANY_QUEUES, "q.name", "q.cap")),
+            dequeue_many_over: fill(
+                &pick(PICK_MANY_QUEUES_OVER, "q.name", "q.cap")
+                    .replace("            FOR UPDATE SKIP LOCKED\n", ""),
+            ),
             ack: fill(ACK),
             nack: fill(NACK),
             release: fill(RELEASE),
@@ -571,11 +881,17 @@ impl Statements {
             discard: fill(DISCARD),
             retry_dead_letter: fill(RETRY_DEAD_LETTER),
             prune: fill(PRUNE),
-            stats: fill(STATS),
+            prune_counters: fill(PRUNE_COUNTERS),
+            stats: fill(
+                &STATS
+                    .replace("{levels}", LEVELS)
+                    .replace("{queue}", "q.name"),
+            ),
             get_job: fill(GET_JOB),
             get_history: fill(GET_HISTORY),
             list_history: fill(LIST_HISTORY),
             list_jobs: fill(LIST_JOBS),
+            list_jobs_in: JobState::ALL.map(|state| fill_state(LIST_JOBS, state_predicate(state))),
             run_now: fill(RUN_NOW),
             discard_jobs: fill(DISCARD_JOBS),
             retry_dead_letters: fill(RETRY_DEAD_LETTERS),
@@ -584,6 +900,31 @@ impl Statements {
             resume: fill(RESUME),
             now: fill(NOW),
             next_due: fill(NEXT_DUE),
+            snooze: fill(SNOOZE),
+            limited_queues: fill(LIMITED_QUEUES),
+            limits_lock: fill(LIMITS_LOCK),
+            held: fill(HELD),
+            bucket_store: fill(BUCKET_STORE),
+            configure: fill(CONFIGURE),
+            queue_configs: fill(QUEUE_CONFIGS),
+            fire_record: fill(FIRE_RECORD),
+            schedules: fill(SCHEDULES),
         }
+    }
+}
+
+impl Statements {
+    /// The listing for `state` ([`LIST_JOBS`] with its index-friendly
+    /// predicate), or for any state.
+    pub(crate) fn list_jobs_for(&self, state: Option<JobState>) -> &SqlStr {
+        let at = match state {
+            None => return &self.list_jobs,
+            Some(JobState::Pending) => 0,
+            Some(JobState::Scheduled) => 1,
+            Some(JobState::Running) => 2,
+            Some(JobState::Stalled) => 3,
+            Some(JobState::Exhausted) => 4,
+        };
+        &self.list_jobs_in[at]
     }
 }

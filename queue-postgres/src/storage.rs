@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use queue_core::backend::LimitedQueues;
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job,
-    JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, Storage, Throughput, Wakeups,
+    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
+    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
+    PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
+    ScheduleRecord, Storage, Throughput, Wakeups,
 };
 use serde_json::Value;
 use sqlx::PgPool;
@@ -37,7 +39,10 @@ pub struct PgStorage {
     pub(crate) sql: Arc<Statements>,
     schema: Arc<str>,
     channel: Arc<str>,
+    cancel_channel: Arc<str>,
     pub(crate) signals: Arc<crate::signals::Signals>,
+    /// Which queues have claim limits, read at most once a second.
+    pub(crate) limited: Arc<LimitedQueues>,
 }
 
 impl PgStorage {
@@ -81,13 +86,16 @@ impl PgStorage {
 
     fn build(pool: PgPool, clock: Clock, schema: &str) -> Self {
         let channel = format!("queue_jobs.{schema}");
+        let cancel_channel = format!("queue_cancel.{schema}");
         Self {
             pool,
             clock,
-            sql: Arc::new(Statements::for_schema(schema, &channel)),
+            sql: Arc::new(Statements::for_schema(schema, &channel, &cancel_channel)),
             schema: schema.into(),
             channel: channel.into(),
+            cancel_channel: cancel_channel.into(),
             signals: Arc::default(),
+            limited: Arc::default(),
         }
     }
 
@@ -104,6 +112,12 @@ impl PgStorage {
     /// The LISTEN/NOTIFY channel on which enqueues announce their queue.
     pub fn channel(&self) -> &str {
         &self.channel
+    }
+
+    /// The LISTEN/NOTIFY channel on which a cancel or discard of a leased
+    /// job announces its id (as decimal text), on commit.
+    pub fn cancel_channel(&self) -> &str {
+        &self.cancel_channel
     }
 
     /// Creates the schema if needed and applies the embedded migrations not
@@ -161,7 +175,31 @@ impl Storage for PgStorage {
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
-        self.discard_pooled(id).await
+        self.remove_pooled(id, FinalStatus::Discarded).await
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        self.remove_pooled(id, FinalStatus::Cancelled).await
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        self.snooze_pooled(lease, delay).await
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        self.configure_pooled(queue, limits).await
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        self.queue_configs_pooled().await
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        self.enqueue_periodic_pooled(fire).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        self.schedules_pooled().await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
@@ -172,8 +210,8 @@ impl Storage for PgStorage {
         self.prune_pooled(request).await
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        self.stats_pooled().await
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        self.stats_pooled(cap).await
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

@@ -19,13 +19,17 @@ fn plan_nodes(steps: &[PlanStep]) -> Vec<(String, Option<String>, f64)> {
         .collect()
 }
 
+/// A worker's claim: `limit` split over `queues` as the dispatcher splits
+/// its free slots (caps adding up to the limit, so the per-queue scans lock
+/// as they go; an over-subscribed request takes the statement that locks
+/// only the winners, which the conformance and model tests cover).
 fn request(queues: &[&str], limit: u32) -> DequeueRequest {
-    DequeueRequest::new(
+    let cap = limit.div_ceil(u32::try_from(queues.len()).expect("few queues"));
+    DequeueRequest::with_queue_limits(
         queues
             .iter()
-            .map(|q| QueueName::new(*q).expect("valid"))
+            .map(|q| (QueueName::new(*q).expect("valid"), cap))
             .collect(),
-        limit,
         Duration::from_secs(30),
         WorkerId::new("explain").expect("valid"),
     )

@@ -56,7 +56,9 @@ async fn migrations_apply_to_an_empty_schema() {
         [
             "job_history",
             "job_queue",
+            "job_throughput",
             "queue_config",
+            "queue_schedule",
             "queue_schema_migrations"
         ]
     );

@@ -9,11 +9,22 @@ use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
     pub(crate) async fn discard_job(&self, id: JobId) -> Result<()> {
+        self.remove_job(id, FinalStatus::Discarded).await
+    }
+
+    /// Discard or cancel (`status`): the live job moves to history, and
+    /// its id is published to the subscribers' cancel channel.
+    pub(crate) async fn remove_job(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let not_found = || QueueError::not_found(format!("live job {id}"));
         let Some(queue) = self.queue_of(id).await? else {
             return Err(not_found());
         };
-        let args = [self.now_arg(), token(id)];
+        let args = [
+            self.now_arg(),
+            token(id),
+            status.as_str().to_owned(),
+            self.keys.cancels(),
+        ];
         let done: i64 = self
             .invoke(&scripts::DISCARD, &self.keys.queue(queue.as_str()), &args)
             .await?;

@@ -3,9 +3,12 @@
 //! each script checks that and changes the job in the same step.
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use futures_util::future::try_join_all;
-use queue_core::time::duration_micros;
+use queue_core::time::{duration_micros, validate_duration};
 use queue_core::{Ack, Lease, NackOutcome, QueueError, QueueName, Result, Retry};
 use serde_json::Value;
 
@@ -88,6 +91,26 @@ impl RedisStorage {
             .invoke(&scripts::RELEASE, &self.keys.queue(queue.as_str()), &args)
             .await?;
         Ok(released == 1)
+    }
+
+    pub(crate) async fn snooze_job(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        validate_duration("delay", delay, true)?;
+        let lost = || QueueError::LeaseLost {
+            lease: lease.clone(),
+        };
+        let Some(queue) = self.queue_of(lease.job_id).await? else {
+            return Err(lost());
+        };
+        let mut args = vec![self.now_arg()];
+        args.extend(lease_args(lease));
+        args.push(duration_micros(delay).to_string());
+        let at: String = self
+            .invoke(&scripts::SNOOZE, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        if at.is_empty() {
+            return Err(lost());
+        }
+        rows::instant(integer("available_at", &at)?)
     }
 
     /// The positions of `leases`, grouped by the queue their job belongs

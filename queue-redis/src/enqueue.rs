@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use futures_util::future::try_join_all;
 use queue_core::time::duration_micros;
-use queue_core::{EnqueueOutcome, NewJob, QueueError, QueueName, Result, Schedule, ValidJob};
+use queue_core::{
+    EnqueueOutcome, JobId, NewJob, QueueError, QueueName, Result, Schedule, ValidJob,
+};
 
 use crate::keys::{self, token};
 use crate::rows::{self, json_text};
@@ -56,23 +58,7 @@ impl RedisStorage {
                     let job = &valid[i];
                     let offset = i64::try_from(i).unwrap_or(i64::MAX);
                     let id = keys::job_id(first.saturating_add(offset), *index)?;
-                    let (kind, value) = match job.schedule {
-                        Schedule::Now => ("now", String::new()),
-                        Schedule::After(delay) => ("after", duration_micros(delay).to_string()),
-                        Schedule::At(at) => ("at", at.timestamp_micros().to_string()),
-                    };
-                    args.extend([
-                        token(id),
-                        job.priority.to_string(),
-                        job.unique_key
-                            .as_ref()
-                            .map(|k| k.as_str().to_owned())
-                            .unwrap_or_default(),
-                        job.max_attempts.to_string(),
-                        kind.to_owned(),
-                        value,
-                        payloads[i].clone(),
-                    ]);
+                    args.extend(job_args(job, id, payloads[i].clone()));
                 }
                 let prefix = self.keys.queue(queue.as_str());
                 Ok(async move {
@@ -106,7 +92,7 @@ impl RedisStorage {
     }
 
     /// The payload as stored, refused when over the size limit.
-    fn payload_text(&self, job: &ValidJob) -> Result<String> {
+    pub(crate) fn payload_text(&self, job: &ValidJob) -> Result<String> {
         let text = json_text(&job.payload)?;
         if text.len() > self.max_payload_bytes {
             return Err(QueueError::invalid(
@@ -120,4 +106,25 @@ impl RedisStorage {
         }
         Ok(text)
     }
+}
+
+/// The enqueue script's arguments for one job (`FIELDS_PER_JOB`).
+pub(crate) fn job_args(job: &ValidJob, id: JobId, payload: String) -> [String; FIELDS_PER_JOB] {
+    let (kind, value) = match job.schedule {
+        Schedule::Now => ("now", String::new()),
+        Schedule::After(delay) => ("after", duration_micros(delay).to_string()),
+        Schedule::At(at) => ("at", at.timestamp_micros().to_string()),
+    };
+    [
+        token(id),
+        job.priority.to_string(),
+        job.unique_key
+            .as_ref()
+            .map(|k| k.as_str().to_owned())
+            .unwrap_or_default(),
+        job.max_attempts.to_string(),
+        kind.to_owned(),
+        value,
+        payload,
+    ]
 }

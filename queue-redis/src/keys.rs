@@ -95,6 +95,12 @@ impl Keys {
     pub(crate) fn channel(&self) -> String {
         format!("{}:wakeups", self.namespace)
     }
+
+    /// The pub/sub channel of cancellations (messages are the ids of jobs
+    /// discarded or cancelled).
+    pub(crate) fn cancels(&self) -> String {
+        format!("{}:cancels", self.namespace)
+    }
 }
 
 /// A job id as the scripts carry it: 19 zero-padded digits, so that the

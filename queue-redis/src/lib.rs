@@ -19,13 +19,32 @@
 //! | `P:leased` | sorted set | held jobs by lease_until (running, and stalled once past it) |
 //! | `P:unique` | hash | unique key -> id of the live job holding it |
 //! | `P:paused` | string | present while the queue is paused |
+//! | `P:config` | hash | the queue's limits (`configure_queue`): concurrency, rate, burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter, and the token bucket (tokens, refilled_at); absent without limits |
+//! | `P:schedules` | hash | periodic schedule name -> `<last fire>:<next fire>` (microseconds; next may be empty), kept with the queue of the schedule's job so that recording a fire and enqueueing its job are one script |
 //! | `P:hist:<id>` | hash | a history row: the job's hash renamed at archive time (`first_locked_at` is its `started_at`), plus status, finished_at, result, processed_by |
-//! | `P:hist:ids:<status>` | sorted sets | history ids per final status (score 0, lexical = numeric order) for paging; listings without a status merge the three |
+//! | `P:hist:ids:<status>` | sorted sets | history ids per final status (score 0, lexical = numeric order) for paging; listings without a status merge the four |
 //! | `P:hist:fin:<status>` | sorted sets | history ids per final status by finished_at, for pruning |
 //! | `{ns}:queues`, `{ns}:queue_names` | hashes | queue name <-> index (the registry) |
 //! | `{ns}:queue_seq`, `{ns}:job_seq` | strings | the last queue index and job sequence number given |
 //! | `{ns}:layout` | string | the key layout version ([`LAYOUT_VERSION`]), set by [`RedisStorage::migrate`] |
-//! | channel `ns:wakeups` | pub/sub | queue names, published by enqueue, resume and retry |
+//! | channel `ns:wakeups` | pub/sub | queue names, published by enqueue, resume, retry and configure |
+//! | channel `ns:cancels` | pub/sub | ids of jobs discarded or cancelled (a worker running one stops) |
+//!
+//! A job hash's `snoozes` field is absent until the first snooze; history
+//! statuses are `completed`, `dead_letter`, `discarded` and `cancelled`.
+//! `P:config`, `P:schedules`, `snoozes` and the `cancelled` status came
+//! with flow control (issue 15) and are additive: layout 1 still holds,
+//! and data written before reads as "no limits, no snoozes".
+//!
+//! # Flow control
+//!
+//! The dequeue script enforces a queue's `P:config` limits in the claim
+//! itself: the concurrency limit less the queue's held leases (the size of
+//! `P:leased`: running and stalled jobs until reclaim), and the bucket's
+//! whole tokens refilled on the clock, taking a token per claimed job; the
+//! same arithmetic as `queue_core::QueueLimits::allowance`. One script per
+//! queue, so no check-then-claim race, on a cluster too. A change made
+//! through any storage binds the next claim.
 //!
 //! A job id is `sequence << 20 | queue index`: ids grow with enqueue order
 //! across queues, and an id names its queue without a global lookup table
@@ -76,10 +95,12 @@ mod complete;
 mod dequeue;
 mod enqueue;
 mod error;
+mod flow;
 mod heartbeat;
 mod inspect;
 mod keys;
 mod operate;
+mod periodic;
 mod reclaim;
 mod rows;
 mod scripts;

@@ -62,6 +62,14 @@ impl<'a> Fields<'a> {
         stored_count(field, self.int(field)?)
     }
 
+    /// Absent until the first snooze.
+    fn snoozes(&self) -> Result<u32> {
+        match self.optional("snoozes") {
+            Some(raw) => stored_count("snoozes", integer("snoozes", raw)?),
+            None => Ok(0),
+        }
+    }
+
     fn priority(&self) -> Result<i32> {
         let raw = self.int("priority")?;
         i32::try_from(raw).map_err(|_| corrupt("priority", raw))
@@ -112,6 +120,7 @@ pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
         payload: f.payload()?,
         attempts: f.count("attempts")?,
         max_attempts: f.count("max_attempts")?,
+        snoozes: f.snoozes()?,
         available_at: f.time("available_at")?,
         lease_until: f.optional_time("lease_until")?,
         locked_by: f.name("locked_by", WorkerId::new)?,
@@ -139,6 +148,7 @@ pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord>
         last_error: f.json("last_error")?,
         attempts: f.count("attempts")?,
         max_attempts: f.count("max_attempts")?,
+        snoozes: f.snoozes()?,
         processed_by: f.name("processed_by", WorkerId::new)?,
         created_at: f.time("created_at")?,
         // A history row is the job's hash renamed: started_at is its first claim.

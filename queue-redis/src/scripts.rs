@@ -44,7 +44,37 @@ queue_script!(
     "reclaim.lua",
     "Recovers expired leases of one queue."
 );
-queue_script!(DISCARD, "discard.lua", "Archives a live job as discarded.");
+queue_script!(
+    DISCARD,
+    "discard.lua",
+    "Archives a live job as discarded or cancelled."
+);
+queue_script!(
+    SNOOZE,
+    "snooze.lua",
+    "Puts a running job off without counting the attempt."
+);
+queue_script!(CONFIGURE, "configure.lua", "Sets one queue's limits.");
+queue_script!(
+    QUEUE_CONFIG,
+    "queue_config.lua",
+    "One queue's paused flag and limits."
+);
+queue_script!(
+    SCHEDULES,
+    "schedules.lua",
+    "The schedule fires recorded with one queue."
+);
+
+/// Records a schedule's fire and enqueues its job, or neither: the
+/// periodic guard, then the enqueue script's body (one script).
+pub(crate) static PERIODIC: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("scripts/common.lua"),
+        include_str!("scripts/periodic.lua"),
+        include_str!("scripts/enqueue.lua")
+    ))
+});
 queue_script!(RETRY, "retry.lua", "Puts a dead letter back.");
 queue_script!(
     PRUNE_PEEK,

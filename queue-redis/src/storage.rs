@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job,
-    JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput, Wakeups, redact_url,
+    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
+    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
+    PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
+    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, redact_url,
 };
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
@@ -590,6 +591,30 @@ impl Storage for RedisStorage {
         self.discard_job(id).await
     }
 
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        self.remove_job(id, FinalStatus::Cancelled).await
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        self.snooze_job(lease, delay).await
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        self.configure(queue, limits).await
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        self.configs().await
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        self.fire(fire).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        self.schedule_records().await
+    }
+
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
         self.retry_job(id).await
     }
@@ -598,8 +623,10 @@ impl Storage for RedisStorage {
         self.prune(request).await
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        self.queue_stats().await
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        queue_core::validate_count_cap(cap)?;
+        let stats = self.queue_stats().await?;
+        Ok(stats.into_iter().map(|s| s.capped_at(cap)).collect())
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

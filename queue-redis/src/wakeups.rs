@@ -1,13 +1,14 @@
-//! Wake-ups over pub/sub: the enqueue, resume and retry scripts publish
-//! the queue's name on `<namespace>:wakeups` when they commit (a script
-//! either runs whole or not at all); `Storage::subscribe` listens on a
-//! connection of its own. In a cluster, PUBLISH reaches every node, so
+//! Wake-ups over pub/sub: the enqueue, resume, retry and configure
+//! scripts publish the queue's name on `<namespace>:wakeups` when they
+//! commit (a script either runs whole or not at all), and discard and
+//! cancel publish the job's id on `<namespace>:cancels`;
+//! `Storage::subscribe` listens to both on a connection of its own. In a cluster, PUBLISH reaches every node, so
 //! one node's subscription hears every queue.
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use queue_core::{QueueName, Result, Wakeup, Wakeups};
+use queue_core::{JobId, QueueName, Result, Wakeup, Wakeups};
 use redis::aio::PubSubStream;
 
 use crate::{RedisStorage, interpret_error};
@@ -19,6 +20,7 @@ const RECONNECT_DELAY: Duration = Duration::from_millis(500);
 struct Listener {
     client: redis::Client,
     channel: String,
+    cancels: String,
     node: String,
     messages: Option<PubSubStream>,
 }
@@ -31,7 +33,7 @@ impl Listener {
             .await
             .map_err(|e| interpret_error(&self.node, e))?;
         pubsub
-            .subscribe(&self.channel)
+            .subscribe(&[&self.channel, &self.cancels])
             .await
             .map_err(|e| interpret_error(&self.node, e))?;
         Ok(pubsub.into_on_message())
@@ -45,11 +47,14 @@ impl Listener {
                 Some(messages) => match messages.next().await {
                     Some(message) => {
                         // Only our scripts publish here; anything else is ignored.
-                        if let Ok(queue) = message
-                            .get_payload::<String>()
-                            .map_err(drop)
-                            .and_then(|name| QueueName::new(name).map_err(drop))
-                        {
+                        let Ok(payload) = message.get_payload::<String>() else {
+                            continue;
+                        };
+                        if message.get_channel_name() == self.cancels {
+                            if let Ok(id) = payload.parse::<i64>() {
+                                return Ok(Wakeup::Cancelled(JobId(id)));
+                            }
+                        } else if let Ok(queue) = QueueName::new(payload) {
                             return Ok(Wakeup::Queue(queue));
                         }
                     }
@@ -78,6 +83,7 @@ impl RedisStorage {
         let mut listener = Listener {
             client: self.pubsub_client().clone(),
             channel: self.keys.channel(),
+            cancels: self.keys.cancels(),
             node: self.node().to_owned(),
             messages: None,
         };

@@ -12,17 +12,16 @@ use crate::inspect::bind_job_filter;
 use crate::{SqliteStorage, sql};
 
 impl SqliteStorage {
-    pub(crate) async fn discard_pooled(&self, id: JobId) -> Result<()> {
+    /// Discard (`FinalStatus::Discarded`) or cancel
+    /// (`FinalStatus::Cancelled`): the live job moves to history as
+    /// `status`, and this process's subscribers hear
+    /// [`queue_core::Wakeup::Cancelled`] (a worker running it stops).
+    pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let found = write_tx!(self, |conn, now| archive(
-            conn,
-            now,
-            id,
-            FinalStatus::Discarded,
-            None,
-            None,
-            None
+            conn, now, id, status, None, None, None
         ))?;
         if found {
+            self.signal_cancelled(id);
             Ok(())
         } else {
             Err(QueueError::not_found(format!("live job {id}")))
@@ -120,7 +119,7 @@ impl SqliteStorage {
 
     pub(crate) async fn discard_jobs_pooled(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        write_tx!(self, |conn, now| async {
+        let ids = write_tx!(self, |conn, now| async {
             let ids: Vec<i64> =
                 bind_job_filter(sqlx::query(sql::SELECT_JOBS), now, filter, filter.limit)
                     .fetch_all(&mut *conn)
@@ -140,8 +139,12 @@ impl SqliteStorage {
                 )
                 .await?;
             }
-            Ok::<_, sqlx::Error>(ids.len() as u64)
-        })
+            Ok::<_, sqlx::Error>(ids)
+        })?;
+        for id in &ids {
+            self.signal_cancelled(JobId(*id));
+        }
+        Ok(ids.len() as u64)
     }
 
     pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {

@@ -2,9 +2,12 @@
 //! the storage's own or in the caller's transaction.
 
 use std::collections::HashSet;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use queue_core::backend::LeaseKey;
-use queue_core::time::duration_micros;
+use queue_core::time::{duration_micros, validate_duration};
 use queue_core::{Ack, FinalStatus, JobId, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
@@ -96,6 +99,33 @@ impl SqliteStorage {
             Ok::<_, sqlx::Error>(done.rows_affected() == 1)
         })?;
         Ok(released)
+    }
+}
+
+impl SqliteStorage {
+    pub(crate) async fn snooze_pooled(
+        &self,
+        lease: &Lease,
+        delay: Duration,
+    ) -> Result<DateTime<Utc>> {
+        validate_duration("delay", delay, true)?;
+        let key = &LeaseKey::of(lease);
+        let at = write_tx!(self, |conn, now| async {
+            let at = now.saturating_add(duration_micros(delay));
+            let done = sqlx::query(sql::SNOOZE)
+                .bind(now)
+                .bind(key.id)
+                .bind(&key.worker)
+                .bind(key.attempt)
+                .bind(at)
+                .execute(&mut *conn)
+                .await?;
+            Ok::<_, sqlx::Error>((done.rows_affected() == 1).then_some(at))
+        })?;
+        let at = at.ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
+        })?;
+        instant(at)
     }
 }
 

@@ -18,7 +18,9 @@ use crate::{SqliteStorage, rows, sql};
 
 impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let rows = if let [queue] = request.queues() {
+        let rows = if self.names_limited_queue(request).await? {
+            self.dequeue_limited(request).await?
+        } else if let [queue] = request.queues() {
             // One statement for the queue's top priority level; the lower
             // levels only when it had fewer due jobs than the claim takes.
             let cap = request.queue_limit(queue).min(request.limit());
@@ -40,6 +42,26 @@ impl SqliteStorage {
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         Ok(jobs)
     }
+}
+
+/// Leases the jobs of a request inside the caller's write transaction:
+/// the statements of the plain path (one for a single queue's top level,
+/// the level walk for the rest).
+pub(crate) async fn claim_any(
+    conn: &mut SqliteConnection,
+    now: i64,
+    request: &DequeueRequest,
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
+    let [queue] = request.queues() else {
+        return claim(conn, now, request, 0).await;
+    };
+    let cap = request.queue_limit(queue).min(request.limit());
+    let mut rows = claim_queue(conn, now, request, queue, cap).await?;
+    let taken = rows.len();
+    if taken < cap as usize {
+        rows.extend(claim(conn, now, request, taken).await?);
+    }
+    Ok(rows)
 }
 
 /// Leases the best `cap` claimable jobs of `queue`, in one statement that

@@ -65,7 +65,7 @@ impl SqliteStorage {
 /// at most [`sql::ROWS_PER_STATEMENT`] rows; a later repeat of a unique key
 /// inside the batch, or a key already live, gets the live job's id with
 /// `existed = true`.
-async fn insert_all(
+pub(crate) async fn insert_all(
     conn: &mut SqliteConnection,
     now: i64,
     jobs: &[ValidJob],

@@ -13,7 +13,10 @@ use sqlx::Row;
 use crate::{SqliteStorage, interpret_error, rows, sql};
 
 impl SqliteStorage {
-    pub(crate) async fn stats_pooled(&self) -> Result<Vec<QueueStats>> {
+    /// Counted exactly, then capped: SQLite is for modest backlogs, and
+    /// one pass is what its single writer can spare.
+    pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        queue_core::validate_count_cap(cap)?;
         let now = self.now_micros();
         let found = sqlx::query(sql::STATS)
             .bind(now)
@@ -37,7 +40,7 @@ impl SqliteStorage {
                 stats.stalled = get("stalled")?;
                 stats.exhausted = get("exhausted")?;
                 stats.oldest_pending_age = oldest.map(|at| micros_duration(now - at));
-                Ok(stats)
+                Ok(stats.capped_at(cap))
             })
             .collect()
     }

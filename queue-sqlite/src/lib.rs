@@ -11,6 +11,26 @@
 //! statements, chunked under SQLite's parameter limit. Wake-ups reach the
 //! subscribers of the same process; other processes sharing the file poll.
 //!
+//! # Flow control, snooze, cancel, periodic fires
+//!
+//! Migration 0002 (`migrations/sqlite/0002_flow_control.sql`) adds what
+//! migration 0004 adds on PostgreSQL and MySQL (SQLite's versions count on
+//! their own: its first release folded the others' 0001 to 0003 into one
+//! file): the limits and token bucket of `queue_config`, `snoozes` on
+//! `job_queue` and `job_history`, the final status `cancelled` (the
+//! history table is rebuilt inside the migration's transaction, its
+//! indexes recreated) and `queue_schedule`.
+//!
+//! A claim naming a queue with a concurrency or rate limit runs in one
+//! `BEGIN IMMEDIATE` transaction that reads the limits, counts the held
+//! leases through the index of held leases (so its cost grows with the
+//! leases held in the whole file, not with the queue's waiting jobs),
+//! claims what `QueueLimits::allowance` allows and stores the bucket;
+//! claims naming no such queue keep the plain path, which queues are
+//! limited being read at most once a second. Cancel and discard tell this
+//! process's subscribers `Wakeup::Cancelled`; other processes sharing the
+//! file learn at their worker's next heartbeat.
+//!
 //! # Durability
 //!
 //! Files are in WAL mode with `synchronous=NORMAL` by default
@@ -28,9 +48,11 @@ mod admin;
 mod complete;
 mod dequeue;
 mod enqueue;
+mod flow;
 mod heartbeat;
 mod inspect;
 mod migrate;
+mod periodic;
 mod reclaim;
 mod rows;
 mod sql;

@@ -8,11 +8,18 @@ use crate::error::open_error;
 use crate::sql;
 
 /// Every migration of `migrations/sqlite`, in order, embedded at compile time.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "job_queue",
-    sql: include_str!("../../migrations/sqlite/0001_job_queue.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "job_queue",
+        sql: include_str!("../../migrations/sqlite/0001_job_queue.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "flow_control",
+        sql: include_str!("../../migrations/sqlite/0002_flow_control.sql"),
+    },
+];
 
 /// Applies the migrations not yet applied to the database of `pool` and
 /// returns their versions; `path` names the database in errors.

@@ -25,8 +25,8 @@ pub(crate) const NOW_MICROS: &str = "SELECT CAST(unixepoch('subsec') * 1000000 A
 /// The columns of a live job, as `rows::job` reads them.
 macro_rules! job_columns {
     () => {
-        "id, queue_name, priority, unique_key, payload, attempts, max_attempts, available_at, \
-         lease_until, locked_by, first_locked_at, last_error, created_at, updated_at"
+        "id, queue_name, priority, unique_key, payload, attempts, max_attempts, snoozes, \
+         available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at"
     };
 }
 
@@ -48,7 +48,7 @@ macro_rules! job_filter {
 macro_rules! history_columns {
     () => {
         "id, queue_name, priority, unique_key, payload, status_final, result, last_error, \
-         attempts, max_attempts, processed_by, created_at, started_at, finished_at"
+         attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at"
     };
 }
 
@@ -164,10 +164,10 @@ RETURNING ",
 /// Archives the live row ?2 into history as status ?3 with result ?4 and
 /// last error ?5 (NULL keeps the row's own); `processed_by` from ?6. ?1 now.
 pub(crate) const ARCHIVE: &str = "INSERT INTO job_history (id, queue_name, priority, unique_key,
-    payload, status_final, result, last_error, attempts, max_attempts, processed_by, created_at,
-    started_at, finished_at)
+    payload, status_final, result, last_error, attempts, max_attempts, snoozes, processed_by,
+    created_at, started_at, finished_at)
 SELECT id, queue_name, priority, unique_key, payload, ?3, ?4, COALESCE(?5, last_error), attempts,
-       max_attempts, ?6, created_at, first_locked_at, ?1
+       max_attempts, snoozes, ?6, created_at, first_locked_at, ?1
 FROM job_queue WHERE id = ?2";
 
 /// Deletes a live row.
@@ -187,9 +187,10 @@ pub(crate) fn ack_many(rows: usize) -> String {
     sql.push_str(
         ")
 INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final, result,
-    last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at)
+    last_error, attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at)
 SELECT q.id, q.queue_name, q.priority, q.unique_key, q.payload, 'completed', a.a_result,
-       q.last_error, q.attempts, q.max_attempts, a.a_worker, q.created_at, q.first_locked_at, ?
+       q.last_error, q.attempts, q.max_attempts, q.snoozes, a.a_worker, q.created_at,
+       q.first_locked_at, ?
 FROM acked a JOIN job_queue q
   ON q.id = a.a_id AND q.locked_by = a.a_worker AND q.attempts = a.a_attempt
  AND q.lease_until IS NOT NULL
@@ -250,9 +251,10 @@ pub(crate) const RETRY_FIND: &str =
 /// Moves dead letter ?2 back to the live table under its id. ?1 now.
 pub(crate) const RETRY_RESTORE: &str =
     "INSERT INTO job_queue (id, queue_name, priority, unique_key,
-    payload, attempts, max_attempts, available_at, last_error, created_at, updated_at)
+    payload, attempts, max_attempts, snoozes, available_at, last_error, created_at, updated_at)
 SELECT id, queue_name, priority, unique_key, payload, 0,
-       CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?1, last_error, created_at, ?1
+       CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, snoozes, ?1, last_error,
+       created_at, ?1
 FROM job_history WHERE id = ?2";
 
 /// Deletes a history row.
@@ -352,3 +354,70 @@ pub(crate) const THROUGHPUT: &str =
 FROM job_history
 WHERE finished_at > ?1 AND finished_at <= ?2 AND status_final IN ('completed', 'dead_letter')
 GROUP BY queue_name, minute";
+
+/// Gives back the current lease (?2 id, ?3 worker, ?4 attempt) uncounted,
+/// due again at ?5, one more snooze. ?1 now.
+pub(crate) const SNOOZE: &str = "UPDATE job_queue
+SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = snoozes + 1,
+    available_at = ?5, updated_at = ?1
+WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
+
+/// The queues whose config limits claims (the limited claim path).
+pub(crate) const FLOW_LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config
+WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+
+/// The claim limits, bucket and held leases (`held`, expired ones too
+/// until reclaim; 0 without a concurrency limit) of the queues named in
+/// the JSON array ?1 that have limits. The count reads the index of held
+/// leases, so the queue's waiting jobs are never visited; its cost grows
+/// with the leases held in the whole database. Run inside the claim's
+/// write transaction, nothing changes between this read and the claim.
+pub(crate) const FLOW_CLAIM_LIMITS: &str = "SELECT c.queue_name, c.concurrency_limit,
+    c.rate_per_second, c.rate_burst, c.tokens, c.refilled_at,
+    CASE WHEN c.concurrency_limit IS NULL THEN 0
+         ELSE (SELECT count(*) FROM job_queue j INDEXED BY job_queue_lease_until
+               WHERE j.lease_until IS NOT NULL AND j.queue_name = c.queue_name) END AS held
+FROM queue_config c
+WHERE c.queue_name IN (SELECT value FROM json_each(?1))
+  AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL)";
+
+/// Stores queue ?1's bucket: ?2 tokens at ?3.
+pub(crate) const FLOW_TAKE_TOKENS: &str =
+    "UPDATE queue_config SET tokens = ?2, refilled_at = ?3 WHERE queue_name = ?1";
+
+/// Sets queue ?2's limits (?3 concurrency, ?4 rate, ?5 burst, ?6 lease ms,
+/// ?7 backoff base ms, ?8 min ms, ?9 max ms, ?10 jitter), its bucket full
+/// (?11 tokens, NULL without a rate, refilled at ?1), keeping its paused
+/// flag. ?1 now.
+pub(crate) const CONFIGURE_QUEUE: &str = "INSERT INTO queue_config (queue_name, paused,
+    concurrency_limit, rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms,
+    backoff_max_ms, backoff_jitter, tokens, refilled_at, updated_at)
+VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1)
+ON CONFLICT (queue_name) DO UPDATE SET concurrency_limit = excluded.concurrency_limit,
+    rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
+    lease_ms = excluded.lease_ms, backoff_base_ms = excluded.backoff_base_ms,
+    backoff_min_ms = excluded.backoff_min_ms, backoff_max_ms = excluded.backoff_max_ms,
+    backoff_jitter = excluded.backoff_jitter, tokens = excluded.tokens,
+    refilled_at = excluded.refilled_at, updated_at = excluded.updated_at";
+
+/// Every queue's config row, by name.
+pub(crate) const QUEUE_CONFIGS: &str = "SELECT queue_name, paused, concurrency_limit,
+    rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms,
+    backoff_jitter
+FROM queue_config
+WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL
+ORDER BY queue_name";
+
+/// Records fire ?2 of schedule ?1 (next fire ?3) unless a fire at or after
+/// it is recorded: one row changed when recorded, none otherwise.
+pub(crate) const PERIODIC_RECORD: &str = "INSERT INTO queue_schedule (schedule_name, last_fire_at,
+    next_fire_at)
+VALUES (?1, ?2, ?3)
+ON CONFLICT (schedule_name) DO UPDATE SET last_fire_at = excluded.last_fire_at,
+    next_fire_at = excluded.next_fire_at
+WHERE queue_schedule.last_fire_at < excluded.last_fire_at";
+
+/// Every schedule's latest fire, by name.
+pub(crate) const SCHEDULES: &str =
+    "SELECT schedule_name, last_fire_at, next_fire_at FROM queue_schedule ORDER BY schedule_name";

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::LimitedQueues;
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job,
-    JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput, Wakeup, Wakeups,
+    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
+    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
+    PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
+    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup, Wakeups,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -103,7 +105,9 @@ pub struct SqliteStorage {
     pub(crate) pool: SqlitePool,
     path: String,
     clock: Clock,
-    wakeups: broadcast::Sender<QueueName>,
+    wakeups: broadcast::Sender<Wakeup>,
+    /// Which queues have claim limits, as read at most a second ago.
+    pub(crate) limited: Arc<LimitedQueues>,
     /// Held through each write of this storage and its clones: SQLite has
     /// one writer at a time, and waiting for the turn here wakes the next
     /// writer as soon as the last one commits, where SQLite's busy handler
@@ -188,6 +192,7 @@ impl SqliteStorage {
             path,
             clock: Clock::Database,
             wakeups,
+            limited: Arc::default(),
             write_turn: Arc::new(Mutex::new(writer)),
         })
     }
@@ -229,7 +234,13 @@ impl SqliteStorage {
     /// in a committed transaction.
     pub(crate) fn signal(&self, queue: &QueueName) {
         // No subscriber is not an error: nobody is waiting.
-        let _ = self.wakeups.send(queue.clone());
+        let _ = self.wakeups.send(Wakeup::Queue(queue.clone()));
+    }
+
+    /// Tells this process's subscribers that job `id` left the live table
+    /// by discard or cancel: a worker running it stops.
+    pub(crate) fn signal_cancelled(&self, id: JobId) {
+        let _ = self.wakeups.send(Wakeup::Cancelled(id));
     }
 
     /// A stream of this storage's wake-ups (shared by its clones).
@@ -239,7 +250,7 @@ impl SqliteStorage {
             receiver,
             |mut receiver| async move {
                 let next = match receiver.recv().await {
-                    Ok(queue) => Wakeup::Queue(queue),
+                    Ok(wakeup) => wakeup,
                     Err(broadcast::error::RecvError::Lagged(_)) => Wakeup::All,
                     Err(broadcast::error::RecvError::Closed) => return None,
                 };
@@ -307,7 +318,31 @@ impl Storage for SqliteStorage {
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
-        self.discard_pooled(id).await
+        self.remove_pooled(id, FinalStatus::Discarded).await
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        self.remove_pooled(id, FinalStatus::Cancelled).await
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        self.snooze_pooled(lease, delay).await
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        self.configure_queue_pooled(queue, limits).await
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        self.queue_configs_pooled().await
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        self.enqueue_periodic_pooled(fire).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        self.schedules_pooled().await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
@@ -318,8 +353,8 @@ impl Storage for SqliteStorage {
         self.prune_pooled(request).await
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        self.stats_pooled().await
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        self.stats_pooled(cap).await
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

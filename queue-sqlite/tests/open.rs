@@ -216,3 +216,71 @@ async fn unknown_synchronous_value_is_an_invalid_url_and_creates_nothing() {
     }
     assert!(!path.exists(), "the file was created");
 }
+
+/// A database migrated by the previous release (version 1 only) with
+/// finished jobs upgrades in place: history keeps its rows (snoozes 0),
+/// its indexes are back after the rebuild, and 'cancelled' is accepted.
+#[tokio::test]
+async fn a_version_one_database_upgrades_keeping_its_history() {
+    use queue_core::{FinalStatus, JobId, Storage};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    let pool = sqlx::SqlitePool::connect(&url(&path, "rwc"))
+        .await
+        .expect("create");
+    sqlx::raw_sql(MIGRATIONS[0].sql)
+        .execute(&pool)
+        .await
+        .expect("version 1");
+    sqlx::query(
+        "CREATE TABLE queue_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+         checksum INTEGER NOT NULL, applied_at INTEGER NOT NULL DEFAULT 0)",
+    )
+    .execute(&pool)
+    .await
+    .expect("ledger");
+    sqlx::query("INSERT INTO queue_schema_migrations (version, name, checksum) VALUES (1, ?1, ?2)")
+        .bind(MIGRATIONS[0].name)
+        .bind(MIGRATIONS[0].checksum())
+        .execute(&pool)
+        .await
+        .expect("record version 1");
+    sqlx::query(
+        "INSERT INTO job_history (id, queue_name, priority, payload, status_final, attempts,
+         max_attempts, created_at, finished_at) VALUES (7, 'q', 0, '{}', 'completed', 1, 3, 1, 2)",
+    )
+    .execute(&pool)
+    .await
+    .expect("an old history row");
+    pool.close().await;
+
+    let storage = SqliteStorage::connect(&url(&path, "rw"))
+        .await
+        .expect("upgrade");
+    let record = storage
+        .get_history(JobId(7))
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!((record.status, record.snoozes), (FinalStatus::Completed, 0));
+    let indexes: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'job_history'
+         AND name LIKE 'job_history_%'",
+    )
+    .fetch_one(storage.pool())
+    .await
+    .expect("indexes");
+    assert_eq!(indexes, 3);
+    let job = storage
+        .enqueue(queue_core::NewJob::new("q", serde_json::json!(1)))
+        .await
+        .expect("enqueue");
+    storage.cancel(job.id).await.expect("cancel");
+    let cancelled = storage
+        .get_history(job.id)
+        .await
+        .expect("read")
+        .expect("archived");
+    assert_eq!(cancelled.status, FinalStatus::Cancelled);
+}

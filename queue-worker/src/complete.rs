@@ -50,8 +50,8 @@ pub(crate) async fn run<S: Storage>(
     }
 }
 
-/// Applies the batch's acks in one call and its nacks (one call each, the
-/// storage has no batch nack) concurrently with it and with each other, so
+/// Applies the batch's acks in one call and its nacks and snoozes (one call
+/// each, the storage has no batch form) concurrently with it and with each other, so
 /// a burst of failures costs about one round trip, not one per job.
 async fn apply<S: Storage>(shared: &Arc<Shared<S>>, batch: Vec<Completion>) {
     let mut acks = Vec::new();
@@ -66,6 +66,10 @@ async fn apply<S: Storage>(shared: &Arc<Shared<S>>, batch: Vec<Completion>) {
             } => {
                 let shared = Arc::clone(shared);
                 nacks.spawn(async move { nack(&shared, &lease, error, retry).await });
+            }
+            Completion::Snooze { lease, delay } => {
+                let shared = Arc::clone(shared);
+                nacks.spawn(async move { snooze(&shared, &lease, delay).await });
             }
         }
     }
@@ -126,6 +130,35 @@ async fn nack<S: Storage>(shared: &Shared<S>, lease: &Lease, error: Value, retry
                     return;
                 }
                 warn!(%error, job_id = %lease.job_id, "nack failed; retrying");
+                tokio::time::sleep(pause(failures)).await;
+            }
+        }
+    }
+}
+
+async fn snooze<S: Storage>(shared: &Shared<S>, lease: &Lease, delay: Duration) {
+    let mut failures = 0;
+    loop {
+        match shared.storage.snooze(lease, delay).await {
+            Ok(at) => {
+                debug!(job_id = %lease.job_id, %at, "snoozed");
+                return;
+            }
+            Err(QueueError::LeaseLost { .. }) => {
+                lease_lost(lease, "snooze");
+                return;
+            }
+            Err(error @ QueueError::InvalidInput { .. }) => {
+                warn!(%error, job_id = %lease.job_id, "snooze refused; the lease will expire");
+                return;
+            }
+            Err(error) => {
+                failures += 1;
+                if shared.stop_all.is_cancelled() && failures >= GIVE_UP_WHEN_STOPPING {
+                    warn!(%error, job_id = %lease.job_id, "snooze failed while stopping; the lease will expire");
+                    return;
+                }
+                warn!(%error, job_id = %lease.job_id, "snooze failed; retrying");
                 tokio::time::sleep(pause(failures)).await;
             }
         }

@@ -9,9 +9,11 @@ use queue_core::{Backoff, QueueError, Result};
 pub struct QueueOptions {
     /// Jobs of this queue run at the same time, at most.
     pub concurrency: usize,
-    /// How long each claim's lease lasts; heartbeats extend it.
+    /// How long each claim's lease lasts; heartbeats extend it. The queue's
+    /// `queue_config` lease, where set, takes its place.
     pub lease: Duration,
-    /// Delays between attempts after a failure.
+    /// Delays between attempts after a failure. The queue's `queue_config`
+    /// backoff, where set, takes its place.
     pub backoff: Backoff,
     /// A run longer than this fails its attempt and has its token fired.
     pub timeout: Option<Duration>,
@@ -73,6 +75,10 @@ pub struct WorkerOptions {
     pub completed_retention: Duration,
     /// Dead letters and discarded jobs stay in history this long.
     pub dead_letter_retention: Duration,
+    /// How often each queue's lease and backoff are read again from its
+    /// `queue_config` row (where set there, they override
+    /// [`QueueOptions::lease`] and [`QueueOptions::backoff`]).
+    pub config_interval: Duration,
     /// Subscribe to the storage's wake-ups ([`queue_core::Storage::subscribe`])
     /// at start, so jobs start as soon as they are committed. Default true;
     /// off, or on a storage without wake-ups, the worker polls.
@@ -90,6 +96,7 @@ impl Default for WorkerOptions {
             prune_interval: Duration::from_secs(3600),
             completed_retention: Duration::from_secs(7 * 24 * 3600),
             dead_letter_retention: Duration::from_secs(30 * 24 * 3600),
+            config_interval: Duration::from_secs(1),
             subscribe: true,
         }
     }
@@ -118,6 +125,7 @@ impl WorkerOptions {
         for (field, value) in [
             ("reclaim_interval", self.reclaim_interval),
             ("prune_interval", self.prune_interval),
+            ("config_interval", self.config_interval),
         ] {
             if value.is_zero() {
                 return Err(QueueError::invalid(field, "must be greater than zero"));

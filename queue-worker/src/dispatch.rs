@@ -31,6 +31,13 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
     let mut failures: u32 = 0;
     let mut next_due_supported = true;
     while !shared.stop_fetching.is_cancelled() {
+        // Registered before the claim, so a wake-up arriving while it runs
+        // is seen right after it: the round that follows skips `next_due`
+        // and the wait. (Dropped unpolled after a notification, it passes
+        // the notification on, so none is lost.)
+        let woken = shared.wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
         let mut found = false;
         let mut failed = false;
         let mut asked = Vec::new();
@@ -47,7 +54,7 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
             if room > 0 {
                 let room = u32::try_from(room).unwrap_or(MAX_DEQUEUE_LIMIT);
                 groups
-                    .entry(slot.options.lease)
+                    .entry(shared.effective(index).lease)
                     .or_default()
                     .push((index, room));
             }
@@ -111,6 +118,10 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
             continue;
         } else {
             failures = 0;
+            if notified_already(woken.as_mut()).await {
+                idle = IDLE_START;
+                continue;
+            }
             let wait = idle;
             idle = (idle * 2).min(poll);
             match next_due(&shared, &asked, &mut next_due_supported).await {
@@ -119,10 +130,19 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
             }
         };
         tokio::select! {
-            () = shared.wake.notified() => idle = IDLE_START,
+            () = &mut woken => idle = IDLE_START,
             () = tokio::time::sleep(wait) => {}
             () = shared.stop_fetching.cancelled() => {}
         }
+    }
+}
+
+/// Whether `woken` was notified already (without waiting for it).
+async fn notified_already(woken: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
+    tokio::select! {
+        biased;
+        () = woken => true,
+        () = std::future::ready(()) => false,
     }
 }
 

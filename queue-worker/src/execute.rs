@@ -89,11 +89,17 @@ pub(crate) fn spawn<S: Storage>(
             } else if !ctx.was_completed() {
                 let completion = match result {
                     Ok(result) => Completion::Ack { lease, result },
+                    Err(crate::JobError { snooze: Some(delay), .. }) => {
+                        metrics::counter!("queue_jobs_snoozed_total", "queue" => slot.name.to_string())
+                            .increment(1);
+                        Completion::Snooze { lease, delay }
+                    }
                     Err(error) => {
                         metrics::counter!("queue_jobs_failed_total", "queue" => slot.name.to_string())
                             .increment(1);
                         let retry = if error.retry {
-                            let delay = slot.options.backoff.delay(ctx.attempt(), &mut rand::rng());
+                            let backoff = shared.effective(queue).backoff;
+                            let delay = backoff.delay(ctx.attempt(), &mut rand::rng());
                             Retry::After(delay)
                         } else {
                             Retry::Never
@@ -136,6 +142,7 @@ async fn run_handler<S: Storage>(
                 return Err(crate::JobError {
                     error: json!({ "message": format!("timed out after {timeout:?}"), "timeout": true }),
                     retry: true,
+                    snooze: None,
                 });
             }
         },
@@ -152,6 +159,7 @@ async fn run_handler<S: Storage>(
             Err(crate::JobError {
                 error: json!({ "message": message, "panic": true }),
                 retry: true,
+                snooze: None,
             })
         }
         Err(_) => Err(crate::JobError::retry("the handler's task was cancelled")),

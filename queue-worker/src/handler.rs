@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use queue_core::{Job, Lease};
@@ -80,6 +81,9 @@ pub struct JobError {
     pub error: Value,
     /// False for errors that no retry can fix: the job is dead-lettered at once.
     pub retry: bool,
+    /// Set by [`JobError::snooze`]: not a failure, but "run me again after
+    /// this long", without counting the attempt.
+    pub snooze: Option<Duration>,
 }
 
 impl JobError {
@@ -88,6 +92,7 @@ impl JobError {
         Self {
             error: json!({ "message": message.to_string() }),
             retry: true,
+            snooze: None,
         }
     }
 
@@ -96,6 +101,19 @@ impl JobError {
         Self {
             error: json!({ "message": message.to_string(), "discarded": true }),
             retry: false,
+            snooze: None,
+        }
+    }
+
+    /// Not now: the job runs again after `delay`, its attempt given back and
+    /// its snooze count raised ([`queue_core::Storage::snooze`]); nothing is
+    /// recorded as an error. For waiting on something outside (a rate limit
+    /// of an API, a resource not ready yet).
+    pub fn snooze(delay: Duration) -> Self {
+        Self {
+            error: serde_json::Value::Null,
+            retry: true,
+            snooze: Some(delay),
         }
     }
 }

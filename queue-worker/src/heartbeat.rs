@@ -8,13 +8,16 @@ use tracing::warn;
 use crate::complete::lease_lost;
 use crate::shared::Shared;
 
-/// Runs until `stop_all` fires, every shortest lease / divisor.
+/// Runs until `stop_all` fires, every shortest lease in force / divisor.
 pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
-    let Some(shortest) = shared.queues.iter().map(|q| q.options.lease).min() else {
-        return;
-    };
-    let every = shortest / shared.options.heartbeat_divisor;
     loop {
+        let Some(shortest) = (0..shared.queues.len())
+            .map(|index| shared.effective(index).lease)
+            .min()
+        else {
+            return;
+        };
+        let every = shortest / shared.options.heartbeat_divisor;
         tokio::select! {
             () = tokio::time::sleep(every) => {}
             () = shared.stop_all.cancelled() => return,
@@ -37,7 +40,7 @@ async fn beat<S: Storage>(shared: &Shared<S>) {
         }
         match shared
             .storage
-            .heartbeat_batch(&leases, slot.options.lease)
+            .heartbeat_batch(&leases, shared.effective(index).lease)
             .await
         {
             Ok(alive) => {

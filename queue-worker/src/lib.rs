@@ -30,6 +30,16 @@
 //! - Each run gets a [`JobContext`] with a cancellation token. `Ok` acks,
 //!   `Err(JobError)` nacks with the queue's backoff (or dead-letters when
 //!   `retry` is false), a panic or a timeout is a failed attempt.
+//! - `Err(JobError::snooze(d))` puts the job off for `d` without counting
+//!   the attempt. A cancelled job ([`queue_core::Storage::cancel`]) has its
+//!   token fired: at once where the storage has wake-ups, else at the next
+//!   heartbeat.
+//! - [`Periodic`] cron schedules (seconds optional, IANA time zones) fire
+//!   without a leader: declare one on every worker, each fire time yields
+//!   one job ([`WorkerBuilder::periodic`], [`Missed`] for fires missed).
+//! - Each queue's lease and backoff come from its `queue_config` row where
+//!   set ([`queue_core::Storage::configure_queue`]), read every second;
+//!   its concurrency and rate limits are enforced by the storage's claim.
 //! - Heartbeats extend all in-flight leases of a queue in one call every
 //!   lease / 3; a lost lease fires the run's token and drops its result.
 //! - Acks are batched (64 or 5 ms); reclaim and prune run on intervals.
@@ -50,6 +60,8 @@ mod execute;
 mod handler;
 mod heartbeat;
 mod maintenance;
+mod periodic;
+mod settings;
 mod shared;
 mod typed;
 mod wakeups;
@@ -57,5 +69,6 @@ mod worker;
 
 pub use config::{QueueOptions, WorkerOptions};
 pub use handler::{Handler, HandlerResult, JobContext, JobError};
+pub use periodic::{LATE_AFTER, Missed, Periodic, ScheduleInfo};
 pub use typed::{Typed, TypedJob, typed};
 pub use worker::{ShutdownReport, Waker, Worker, WorkerBuilder};

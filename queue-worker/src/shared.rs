@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use queue_core::{JobId, Lease, QueueName, Retry, Storage, WorkerId};
+use std::time::Duration;
+
+use queue_core::{Backoff, JobId, Lease, QueueName, Retry, Storage, WorkerId};
 use serde_json::Value;
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -48,6 +50,8 @@ pub(crate) struct Shared<S> {
     /// Fired to stop the heartbeat, completion and maintenance tasks.
     pub(crate) stop_all: CancellationToken,
     pub(crate) completions: mpsc::UnboundedSender<Completion>,
+    /// Per queue (by index), refreshed from `queue_config`.
+    pub(crate) effective: Mutex<Vec<Effective>>,
 }
 
 impl<S: Storage> Shared<S> {
@@ -55,6 +59,13 @@ impl<S: Storage> Shared<S> {
         self.in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queue `index`'s lease and backoff in force.
+    pub(crate) fn effective(&self, index: usize) -> Effective {
+        self.effective
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)[index]
     }
 
     /// Aborts the handler task of a run (after its token fired), if any.
@@ -93,4 +104,16 @@ pub(crate) enum Completion {
         error: Value,
         retry: Retry,
     },
+    Snooze {
+        lease: Lease,
+        delay: Duration,
+    },
+}
+
+/// A queue's lease and backoff in force: its `queue_config` row's where
+/// set, else the worker's [`QueueOptions`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Effective {
+    pub(crate) lease: Duration,
+    pub(crate) backoff: Backoff,
 }

@@ -1,12 +1,13 @@
-//! The storage's wake-ups, forwarded to the dispatcher: the worker
-//! subscribes by itself, so no application code pumps them.
+//! The storage's wake-ups, forwarded to the dispatcher (and cancellations
+//! to the runs they name): the worker subscribes by itself, so no
+//! application code pumps them.
 
 use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
 use queue_core::{QueueName, Storage, Wakeup, Wakeups};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use crate::shared::Shared;
 
@@ -63,6 +64,13 @@ async fn forward<S: Storage>(
         };
         match next {
             None => return false,
+            Some(Ok(Wakeup::Cancelled(id))) => {
+                *pause = FIRST_PAUSE;
+                if let Some(lease) = shared.abandon(id) {
+                    info!(job_id = %id, attempt = lease.attempt, "job cancelled; its token fired");
+                    metrics::counter!("queue_jobs_cancelled_total").increment(1);
+                }
+            }
             Some(Ok(wakeup)) => {
                 *pause = FIRST_PAUSE;
                 if wakeup.concerns(queues) {

@@ -13,8 +13,9 @@ use tracing::info;
 
 use crate::config::{QueueOptions, WorkerOptions};
 use crate::handler::Handler;
+use crate::periodic::{Periodic, ScheduleInfo};
 use crate::shared::{QueueSlot, Shared};
-use crate::{complete, dispatch, heartbeat, maintenance, wakeups};
+use crate::{complete, dispatch, heartbeat, maintenance, periodic, settings, wakeups};
 
 /// Configures a worker over any `Storage`.
 pub struct WorkerBuilder<S> {
@@ -22,6 +23,7 @@ pub struct WorkerBuilder<S> {
     worker_id: Option<WorkerId>,
     options: WorkerOptions,
     queues: Vec<QueueSlot>,
+    schedules: Vec<Periodic>,
 }
 
 impl<S: Storage> WorkerBuilder<S> {
@@ -37,6 +39,7 @@ impl<S: Storage> WorkerBuilder<S> {
             worker_id: None,
             options: WorkerOptions::default(),
             queues: Vec::new(),
+            schedules: Vec::new(),
         }
     }
 
@@ -80,6 +83,23 @@ impl<S: Storage> WorkerBuilder<S> {
         Ok(self)
     }
 
+    /// Runs `periodic`'s fires: this worker offers each fire time to the
+    /// storage, which enqueues it once whichever worker offers it first.
+    /// Declare the same schedule on as many workers as you like.
+    ///
+    /// # Errors
+    /// A schedule named twice.
+    pub fn periodic(mut self, periodic: Periodic) -> Result<Self> {
+        if self.schedules.iter().any(|p| p.name() == periodic.name()) {
+            return Err(QueueError::invalid(
+                "schedule",
+                format!("{} is declared twice", periodic.name()),
+            ));
+        }
+        self.schedules.push(periodic);
+        Ok(self)
+    }
+
     /// Starts the worker's tasks on the current tokio runtime.
     ///
     /// # Errors
@@ -98,6 +118,7 @@ impl<S: Storage> WorkerBuilder<S> {
             storage: self.storage,
             worker_id,
             options: self.options,
+            effective: Mutex::new(settings::defaults(&self.queues)),
             queues: self.queues,
             in_flight: Mutex::new(HashMap::new()),
             wake: Notify::new(),
@@ -110,15 +131,21 @@ impl<S: Storage> WorkerBuilder<S> {
             tokio::spawn(complete::run(Arc::clone(&shared), inbox)),
             tokio::spawn(heartbeat::run(Arc::clone(&shared))),
             tokio::spawn(maintenance::run(Arc::clone(&shared))),
+            tokio::spawn(settings::run(Arc::clone(&shared))),
         ];
         if shared.options.subscribe {
             tasks.push(tokio::spawn(wakeups::run(Arc::clone(&shared))));
+        }
+        if !self.schedules.is_empty() {
+            let schedules = self.schedules.clone();
+            tasks.push(tokio::spawn(periodic::run(Arc::clone(&shared), schedules)));
         }
         let dispatcher = tokio::spawn(dispatch::run(Arc::clone(&shared)));
         Ok(Worker {
             shared,
             dispatcher,
             tasks,
+            schedules: self.schedules,
         })
     }
 }
@@ -148,6 +175,7 @@ pub struct Worker<S> {
     shared: Arc<Shared<S>>,
     dispatcher: JoinHandle<()>,
     tasks: Vec<JoinHandle<()>>,
+    schedules: Vec<Periodic>,
 }
 
 /// Wakes a worker's dispatcher from outside (the storage's own wake-ups
@@ -186,6 +214,15 @@ impl<S: Storage> Worker<S> {
     /// Jobs running now.
     pub fn running(&self) -> usize {
         self.shared.in_flight().len()
+    }
+
+    /// The periodic schedules this worker offers, with their next fire
+    /// times after `now` (the storage's clock: [`Storage::now`]).
+    pub fn schedules(&self, now: chrono::DateTime<chrono::Utc>) -> Vec<ScheduleInfo> {
+        self.schedules
+            .iter()
+            .map(|p| ScheduleInfo::of(p, now))
+            .collect()
     }
 
     /// A handle that wakes the dispatcher.

@@ -118,6 +118,7 @@ async fn run(url: &str) -> queue::Result<()> {
                 record.last_error.unwrap_or_default()["message"]
             ),
             FinalStatus::Discarded => "discarded".to_owned(),
+            FinalStatus::Cancelled => "cancelled".to_owned(),
         };
         println!(
             "  #{} {:<7} {:<16} attempts {}  {outcome}",

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
-    JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, Storage, Throughput, Wakeups,
+    JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
+    Throughput, Wakeups,
 };
 use serde_json::Value;
 
@@ -229,8 +230,8 @@ impl Storage for AnyStorage {
         each!(self, s => s.prune_history(request).await)
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        each!(self, s => s.stats().await)
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        each!(self, s => s.stats_capped(cap).await)
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
@@ -279,5 +280,29 @@ impl Storage for AnyStorage {
 
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
         each!(self, s => s.resume_queue(queue).await)
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        each!(self, s => s.snooze(lease, delay).await)
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        each!(self, s => s.cancel(id).await)
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        each!(self, s => s.configure_queue(queue, limits).await)
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        each!(self, s => s.queue_configs().await)
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        each!(self, s => s.enqueue_periodic(fire).await)
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        each!(self, s => s.schedules().await)
     }
 }

@@ -57,8 +57,9 @@ pub use any::AnyStorage;
 pub use connect::connect;
 pub use queue_core::*;
 pub use queue_worker::{
-    Handler, HandlerResult, JobContext, JobError, QueueOptions, ShutdownReport, Typed, TypedJob,
-    Waker, Worker, WorkerBuilder, WorkerOptions, typed,
+    Handler, HandlerResult, JobContext, JobError, LATE_AFTER, Missed, Periodic, QueueOptions,
+    ScheduleInfo, ShutdownReport, Typed, TypedJob, Waker, Worker, WorkerBuilder, WorkerOptions,
+    typed,
 };
 
 /// The MySQL / MariaDB backend (`queue-mysql`).

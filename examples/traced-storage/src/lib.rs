@@ -10,8 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
-    JobId, JobPage, Lease, NackOutcome, NewJob, PruneRequest, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, Storage, Throughput, async_trait,
+    JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
+    Throughput, async_trait,
 };
 use serde_json::Value;
 
@@ -115,8 +116,8 @@ impl<S: Storage> Storage for TracedStorage<S> {
         traced("prune_history", self.inner.prune_history(request).await)
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        traced("stats", self.inner.stats().await)
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        traced("stats", self.inner.stats_capped(cap).await)
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
@@ -167,5 +168,32 @@ impl<S: Storage> Storage for TracedStorage<S> {
 
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
         traced("resume_queue", self.inner.resume_queue(queue).await)
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        traced("snooze", self.inner.snooze(lease, delay).await)
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        traced("cancel", self.inner.cancel(id).await)
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        traced(
+            "configure_queue",
+            self.inner.configure_queue(queue, limits).await,
+        )
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        traced("queue_configs", self.inner.queue_configs().await)
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        traced("enqueue_periodic", self.inner.enqueue_periodic(fire).await)
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        traced("schedules", self.inner.schedules().await)
     }
 }

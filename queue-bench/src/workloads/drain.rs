@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use queue_core::{QueueLimits, QueueName};
 use queue_worker::{JobContext, WorkerBuilder};
 
 use super::{Progress, QUEUE, fill, queue_options, time_limit, worker_options};
@@ -23,8 +24,21 @@ pub(crate) async fn run<T: Target>(
     for &concurrency in &args.concurrency {
         let storage = T::fresh(setup).await?;
         fill(&storage, QUEUE, args.n, 0, FILL_BATCH, 2).await?;
+        if let Some(limit) = args.queue_limit {
+            let limits = QueueLimits {
+                concurrency: Some(limit),
+                ..QueueLimits::default()
+            };
+            storage
+                .configure_queue(&QueueName::new(QUEUE)?, &limits)
+                .await?;
+        }
         let drained = drain_once(&storage, setup, args.n, concurrency).await?;
-        report.push(drained.row("drain", args.n, concurrency));
+        let mut row = drained.row("drain", args.n, concurrency);
+        if let Some(limit) = args.queue_limit {
+            row = row.param("queue_limit", limit);
+        }
+        report.push(row);
     }
     Ok(())
 }
@@ -34,6 +48,9 @@ pub(crate) async fn run<T: Target>(
 pub(crate) struct Drained {
     pub(crate) jobs_per_s: f64,
     pub(crate) seconds: f64,
+    /// From the last job's start to the last ack committed: how far the
+    /// acks trailed the runs.
+    pub(crate) ack_tail_seconds: f64,
     pub(crate) rss_mib: f64,
     pub(crate) peak_rss_mib: f64,
 }
@@ -45,6 +62,7 @@ impl Drained {
             .param("n", n)
             .figure("jobs_per_s", self.jobs_per_s.round())
             .figure("seconds", format!("{:.3}", self.seconds))
+            .figure("ack_tail_s", format!("{:.3}", self.ack_tail_seconds))
             .figure("rss_mib", format!("{:.1}", self.rss_mib))
             .figure("peak_rss_mib", format!("{:.1}", self.peak_rss_mib))
     }
@@ -75,6 +93,7 @@ pub(crate) async fn drain_once<T: Target>(
         )?
         .start()?;
     let first_start = progress.all_started(time_limit(n, 200)).await;
+    let all_started = Instant::now();
     let memory = resident_mib().unwrap_or_default();
     // Shutdown flushes the last acks: its return is the last completion.
     let report = worker.shutdown(Duration::from_secs(30)).await;
@@ -101,6 +120,7 @@ pub(crate) async fn drain_once<T: Target>(
     Ok(Drained {
         jobs_per_s: n as f64 / seconds,
         seconds,
+        ack_tail_seconds: end.duration_since(all_started).as_secs_f64(),
         rss_mib: memory.0,
         peak_rss_mib: memory.1,
     })

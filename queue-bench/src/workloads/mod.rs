@@ -8,6 +8,7 @@ mod inspect;
 mod latency;
 mod ops;
 mod scheduled;
+mod soak;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,7 +22,8 @@ use tokio::sync::Notify;
 
 use crate::BenchError;
 use crate::args::{
-    BacklogArgs, DrainArgs, EnqueueArgs, InspectArgs, LatencyArgs, OpsArgs, ScheduledArgs, Workload,
+    Autovacuum, BacklogArgs, DrainArgs, EnqueueArgs, InspectArgs, LatencyArgs, OpsArgs,
+    ScheduledArgs, SoakArgs, Workload,
 };
 use crate::report::Report;
 use crate::target::{Setup, Target};
@@ -43,6 +45,7 @@ pub(crate) async fn run<T: Target>(
         Workload::Backlog(args) => backlog::run::<T>(args, setup, report).await,
         Workload::Ops(args) => ops::run::<T>(args, setup, report).await,
         Workload::Inspect(args) => inspect::run::<T>(args, setup, report).await,
+        Workload::Soak(args) => soak::run::<T>(args, setup, report).await,
         Workload::Smoke => smoke::<T>(setup, report).await,
     }
 }
@@ -59,6 +62,7 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
     let drain_args = DrainArgs {
         n: 300,
         concurrency: vec![1, 8],
+        queue_limit: Some(64),
     };
     drain::run::<T>(&drain_args, setup, report).await?;
     let latency_args = LatencyArgs {
@@ -85,7 +89,21 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
         history: 200,
         rounds: 2,
     };
-    inspect::run::<T>(&inspect_args, setup, report).await
+    inspect::run::<T>(&inspect_args, setup, report).await?;
+    // A few seconds, a sample a second; the shared server's autovacuum
+    // setting is left alone.
+    let soak_args = SoakArgs {
+        rate: Some(200),
+        duration: Duration::from_secs(3),
+        sample: Duration::from_secs(1),
+        concurrency: 4,
+        retention: Duration::from_secs(1),
+        prune_interval: Duration::from_secs(1),
+        autovacuum: Autovacuum::Keep,
+        queue_table_options: None,
+        history_table_options: None,
+    };
+    soak::run::<T>(&soak_args, setup, report).await
 }
 
 /// The worker's settings in every workload: the library's defaults.

@@ -3,15 +3,17 @@
 //!
 //! | concept | item |
 //! |---|---|
-//! | reading values back, corrupt columns | [`stored`], [`stored_optional`], [`stored_count`], [`corrupt`] |
+//! | reading values back, corrupt columns | [`stored`], [`stored_optional`], [`stored_count`], [`stored_millis`], [`corrupt`] |
 //! | a lease's fencing columns | [`LeaseKey`] |
 //! | the claim order | [`claim_order`] |
 //! | validating a batch, repeats of a unique key inside it | [`validate_batch`], [`first_occurrences`] |
 //! | retrying a rolled-back statement | [`RetryPolicy`], [`retrying`] |
 //! | numbered migrations, their checksums and ledger | [`migration`] |
 //! | a statement's plan, for `explain_*` diagnostics | [`PlanStep`] |
+//! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
 
 mod batch;
+mod flow;
 mod lease;
 pub mod migration;
 mod order;
@@ -20,8 +22,9 @@ mod retry;
 mod stored;
 
 pub use batch::{first_occurrences, validate_batch};
+pub use flow::LimitedQueues;
 pub use lease::LeaseKey;
 pub use order::claim_order;
 pub use plan::PlanStep;
 pub use retry::{RetryPolicy, retrying};
-pub use stored::{corrupt, stored, stored_count, stored_optional};
+pub use stored::{corrupt, stored, stored_count, stored_millis, stored_optional};

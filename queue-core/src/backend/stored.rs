@@ -45,10 +45,30 @@ where
     value.try_into().map_err(|_| corrupt(column, value))
 }
 
+/// A millisecond column the schema keeps non-negative (a queue's lease and
+/// backoff in `queue_config`).
+///
+/// # Errors
+/// [`corrupt`] when `value` is negative.
+pub fn stored_millis(column: &str, value: i64) -> Result<std::time::Duration> {
+    u64::try_from(value)
+        .map(std::time::Duration::from_millis)
+        .map_err(|_| corrupt(column, value))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{stored, stored_count, stored_optional};
+    use super::{stored, stored_count, stored_millis, stored_optional};
     use crate::{QueueError, QueueName};
+
+    #[test]
+    fn millis_are_durations_and_negatives_are_corrupt() {
+        assert_eq!(
+            stored_millis("lease_ms", 45_000).ok(),
+            Some(std::time::Duration::from_secs(45))
+        );
+        assert!(stored_millis("lease_ms", -1).is_err());
+    }
 
     #[test]
     fn valid_values_pass_and_others_name_their_column() {

@@ -12,10 +12,12 @@ local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
 local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
 local UNIQUE = P .. ':unique'     -- hash: unique key -> id
 local PAUSED = P .. ':paused'     -- exists while the queue is paused
--- History, per status (completed, dead_letter, discarded):
+local CONFIG = P .. ':config'     -- hash: the queue's limits and token bucket (absent: none)
+local SCHEDULES = P .. ':schedules' -- hash: schedule -> last fire ':' next fire (micros)
+-- History, per status (completed, dead_letter, discarded, cancelled):
 local HIST_IDS = P .. ':hist:ids' -- ..':'..status: score 0, member id (lexical = numeric)
 local HIST_FIN = P .. ':hist:fin' -- ..':'..status: score finished_at, member id
-local STATUSES = {'completed', 'dead_letter', 'discarded'}
+local STATUSES = {'completed', 'dead_letter', 'discarded', 'cancelled'}
 
 local PROMOTE_CAP = 10000
 
@@ -221,4 +223,46 @@ local function oldest_history(status, cutoff, n)
     out[i] = all[i]
   end
   return out
+end
+
+-- How many jobs a claim may take from the queue at `now` under its
+-- limits (queue-core's QueueLimits::allowance): the concurrency limit less
+-- the leases held (running and stalled), and the bucket's whole tokens
+-- after refilling at the rate, up to the burst, since it was stored.
+-- Returns the allowance (false: no limit) and the refilled bucket (false:
+-- no rate), which `take_tokens` stores after the claim.
+local function allowance(now)
+  local c = redis.call('HMGET', CONFIG, 'concurrency', 'rate', 'burst', 'tokens', 'refilled_at')
+  local allowed = false
+  if c[1] then
+    allowed = math.max(0, tonumber(c[1]) - redis.call('ZCARD', LEASED))
+  end
+  local bucket = false
+  if c[2] then
+    local rate, burst = tonumber(c[2]), tonumber(c[3])
+    local tokens, at = burst, now
+    if c[4] and c[5] then
+      local stored, stored_at = tonumber(c[4]), tonumber(c[5])
+      -- A clock that went back adds nothing.
+      local elapsed = math.max(0, now - stored_at) / 1000000
+      tokens = math.max(0, math.min(stored + elapsed * rate, burst))
+      at = math.max(now, stored_at)
+    end
+    bucket = {tokens = tokens, at = at}
+    -- A hair of float error is forgiven, as in Rust.
+    local whole = math.floor(tokens + 1e-9)
+    if not allowed or whole < allowed then
+      allowed = whole
+    end
+  end
+  return allowed, bucket
+end
+
+-- Stores the bucket after a claim took `taken` jobs (nothing to store when
+-- it took none: a later refill computes the same tokens).
+local function take_tokens(bucket, taken)
+  if bucket and taken > 0 then
+    redis.call('HSET', CONFIG, 'tokens', string.format('%.17g', math.max(0, bucket.tokens - taken)),
+      'refilled_at', fmt(bucket.at))
+  end
 end

@@ -1,5 +1,6 @@
 -- Dequeue: claims the best `n` pending jobs of one queue (nothing while
--- it is paused), after promoting scheduled jobs that came due; with a
+-- it is paused, no more than its limits allow, taking a token per job
+-- from its bucket), after promoting scheduled jobs that came due; with a
 -- bound, only jobs ranked no worse than it (a dequeue over several queues
 -- chose them by peeking: a job worse than the chosen ones is not taken in
 -- their place when another dequeuer took those first).
@@ -11,6 +12,13 @@ if redis.call('EXISTS', PAUSED) == 1 then
 end
 promote(now)
 local n = tonumber(ARGV[2])
+local allowed, bucket = allowance(now)
+if allowed and allowed < n then
+  n = allowed
+end
+if n <= 0 then
+  return {}
+end
 local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
 local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
@@ -58,4 +66,5 @@ end
 bulk('ZREM', READY, members)
 bulk('ZREM', READY_AT, ids)
 bulk('ZADD', LEASED, leased)
+take_tokens(bucket, #out)
 return out

@@ -1,5 +1,6 @@
 -- Peek: the best `n` pending jobs of one queue without claiming them
--- (after promoting scheduled jobs that came due); nothing while paused.
+-- (after promoting scheduled jobs that came due), no more than its limits
+-- allow (the claim checks them again); nothing while paused.
 -- A dequeue over several queues peeks each, picks the best overall, then
 -- claims the chosen count from each queue.
 -- ARGV: now, n. Returns {member, score, ...} best first.
@@ -8,4 +9,12 @@ if redis.call('EXISTS', PAUSED) == 1 then
   return {}
 end
 promote(now)
-return redis.call('ZRANGE', READY, 0, tonumber(ARGV[2]) - 1, 'WITHSCORES')
+local n = tonumber(ARGV[2])
+local allowed = allowance(now)
+if allowed and allowed < n then
+  n = allowed
+end
+if n <= 0 then
+  return {}
+end
+return redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')

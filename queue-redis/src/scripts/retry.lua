@@ -6,7 +6,7 @@ local now = clock(ARGV[1])
 local id = ARGV[2]
 local h = hist_key(id)
 local f = redis.call('HMGET', h, 'status', 'priority', 'unique_key', 'payload',
-  'max_attempts', 'last_error', 'created_at')
+  'max_attempts', 'last_error', 'created_at', 'snoozes')
 if f[1] ~= 'dead_letter' then
   return {0}
 end
@@ -22,6 +22,9 @@ if f[3] then
 end
 if f[6] then
   redis.call('HSET', k, 'last_error', f[6])
+end
+if f[8] then
+  redis.call('HSET', k, 'snoozes', f[8])
 end
 to_ready(id, f[2], fmt(now))
 forget(id, 'dead_letter')

@@ -105,6 +105,9 @@ pub enum Bug {
     /// Stats leave out queues without live jobs, paused ones included.
     /// Caught by `inspect::stats_list_paused_queues_without_jobs`.
     StatsSkipEmptyQueues,
+    /// Stats count past the cap (exact counts, marked capped). Caught by
+    /// `inspect::stats_capped_counts_each_state_up_to_the_cap`.
+    StatsIgnoreCap,
     /// The pending age is measured from `created_at`, so a retrying job
     /// looks old. Caught by `inspect::stats_age_a_retrying_job_from_when_it_came_due`.
     AgeFromCreation,
@@ -114,11 +117,27 @@ pub enum Bug {
     /// A history page always offers a next page. Caught by
     /// `inspect::list_history_pages_by_keyset`.
     HistoryAlwaysHasNext,
+    /// Claims read a queue's limits, wait for the database, then claim
+    /// without holding the config row, so racing claims overrun the limit.
+    /// Caught by `flow::concurrency_limit_holds_under_concurrent_claims`.
+    ClaimChecksLimitsThenClaims,
+    /// Snooze leaves the attempt counted. Caught by
+    /// `snooze::snooze_puts_the_job_off_without_counting_an_attempt`.
+    SnoozeCountsTheAttempt,
+    /// Periodic fires are deduplicated against live jobs only (as a unique
+    /// key would be), so a fire whose job finished fires again. Caught by
+    /// `periodic::enqueue_periodic_enqueues_each_fire_time_once`.
+    PeriodicFiresAgainAfterFinish,
+    /// A claim on several queues locks each queue's best jobs as it scans
+    /// them and holds those it does not take until it commits, so a racing
+    /// claimer skips them and takes worse jobs. Caught by
+    /// `concurrency::racing_claims_on_several_queues_take_only_the_best_jobs`.
+    ClaimLocksWhatItDoesNotTake,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 31] = [
+    pub const ALL: [Bug; 36] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -147,9 +166,14 @@ impl Bug {
         Bug::RetryKeepsAttempts,
         Bug::PruneIgnoresStatus,
         Bug::StatsSkipEmptyQueues,
+        Bug::StatsIgnoreCap,
         Bug::AgeFromCreation,
         Bug::HistoryByFinishTime,
         Bug::HistoryAlwaysHasNext,
+        Bug::ClaimChecksLimitsThenClaims,
+        Bug::SnoozeCountsTheAttempt,
+        Bug::PeriodicFiresAgainAfterFinish,
+        Bug::ClaimLocksWhatItDoesNotTake,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -200,9 +224,22 @@ impl Bug {
             Bug::RetryKeepsAttempts => "admin::retry_dead_letter_requeues_it_under_its_id",
             Bug::PruneIgnoresStatus => "admin::prune_respects_status_and_limit",
             Bug::StatsSkipEmptyQueues => "inspect::stats_list_paused_queues_without_jobs",
+            Bug::StatsIgnoreCap => "inspect::stats_capped_counts_each_state_up_to_the_cap",
             Bug::AgeFromCreation => "inspect::stats_age_a_retrying_job_from_when_it_came_due",
             Bug::HistoryByFinishTime => "inspect::list_history_orders_by_id_not_finish_time",
             Bug::HistoryAlwaysHasNext => "inspect::list_history_pages_by_keyset",
+            Bug::ClaimChecksLimitsThenClaims => {
+                "flow::concurrency_limit_holds_under_concurrent_claims"
+            }
+            Bug::SnoozeCountsTheAttempt => {
+                "snooze::snooze_puts_the_job_off_without_counting_an_attempt"
+            }
+            Bug::PeriodicFiresAgainAfterFinish => {
+                "periodic::enqueue_periodic_enqueues_each_fire_time_once"
+            }
+            Bug::ClaimLocksWhatItDoesNotTake => {
+                "concurrency::racing_claims_on_several_queues_take_only_the_best_jobs"
+            }
         }
     }
 }

@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
-    JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PruneRequest, QueueError, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput,
+    JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput,
 };
 use serde_json::Value;
 
@@ -136,6 +137,49 @@ impl Storage for BrokenStorage {
                     request.worker_id().clone(),
                 )?;
                 self.inner.dequeue(&plain).await
+            }
+            Bug::ClaimChecksLimitsThenClaims => {
+                let narrowed = self.inner.lock().within_limits(request, now);
+                tokio::task::yield_now().await;
+                let Some(request) = narrowed else {
+                    return Ok(Vec::new());
+                };
+                let mut state = self.inner.lock();
+                let ids = state.claimable(&request, now);
+                let claimed = state.claim(&ids, &request, now);
+                state.take_tokens(&claimed, now);
+                Ok(claimed)
+            }
+            Bug::ClaimLocksWhatItDoesNotTake => {
+                // Every queue's best `cap` jobs, "locked" by leasing them
+                // for the round trip; then all unlocked, and the best leased.
+                let caps = request
+                    .queues()
+                    .iter()
+                    .map(|q| (q.clone(), request.queue_limit(q)))
+                    .collect();
+                let scanned = DequeueRequest::with_queue_limits(
+                    caps,
+                    request.lease(),
+                    request.worker_id().clone(),
+                )?;
+                let (originals, best) = {
+                    let mut state = self.inner.lock();
+                    let best = state.claimable(request, now);
+                    let locked = state.claimable(&scanned, now);
+                    let originals: Vec<Job> = locked
+                        .iter()
+                        .filter_map(|id| state.jobs.get(id).cloned())
+                        .collect();
+                    state.claim(&locked, &scanned, now);
+                    (originals, best)
+                };
+                tokio::task::yield_now().await;
+                let mut state = self.inner.lock();
+                for job in originals {
+                    state.jobs.insert(job.id, job);
+                }
+                Ok(state.claim(&best, request, now))
             }
             Bug::ClaimResetsFirstLockedAt => {
                 let mut jobs = self.inner.dequeue(request).await?;
@@ -337,9 +381,18 @@ impl Storage for BrokenStorage {
         self.inner.throughput(window).await
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
-        let mut stats = self.inner.stats().await?;
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        let counted_to = match self.bug {
+            Bug::StatsIgnoreCap => u64::MAX,
+            _ => cap,
+        };
+        let mut stats = self.inner.stats_capped(counted_to).await?;
         match self.bug {
+            Bug::StatsIgnoreCap => {
+                for entry in &mut stats {
+                    entry.cap = Some(cap);
+                }
+            }
             Bug::StatsSkipEmptyQueues => stats.retain(|s| s.live() > 0),
             Bug::AgeFromCreation => {
                 let now = self.now_time();
@@ -390,6 +443,43 @@ impl Storage for BrokenStorage {
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
         self.inner.pause_queue(queue).await
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        let at = self.inner.snooze(lease, delay).await?;
+        if self.bug == Bug::SnoozeCountsTheAttempt
+            && let Some(job) = self.inner.lock().jobs.get_mut(&lease.job_id)
+        {
+            job.attempts += 1;
+        }
+        Ok(at)
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        self.inner.cancel(id).await
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        self.inner.configure_queue(queue, limits).await
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        self.inner.queue_configs().await
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        if self.bug == Bug::PeriodicFiresAgainAfterFinish {
+            let mut state = self.inner.lock();
+            let queue = fire.job.validate()?.queue;
+            if !state.jobs.values().any(|job| job.queue == queue) {
+                state.fires.remove(&fire.schedule);
+            }
+        }
+        self.inner.enqueue_periodic(fire).await
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        self.inner.schedules().await
     }
 
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {

@@ -5,6 +5,7 @@
 //! backends against, a check that the conformance suite itself is right,
 //! and a fast storage for users' unit tests of their handlers.
 
+mod flow;
 mod steps;
 mod storage;
 
@@ -14,8 +15,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, Utc};
 use queue_core::time::truncate_to_micros;
 use queue_core::{
-    Clock, EnqueueOutcome, FinalStatus, HistoryRecord, Job, JobId, JobState, Lease, QueueName,
-    ValidJob, WorkerId, derive_state,
+    Bucket, Clock, EnqueueOutcome, FinalStatus, HistoryRecord, Job, JobId, Lease, QueueLimits,
+    QueueName, ScheduleName, ScheduleRecord, ValidJob, WorkerId,
 };
 use serde_json::Value;
 
@@ -34,6 +35,9 @@ pub(crate) struct State {
     pub(crate) jobs: BTreeMap<JobId, Job>,
     pub(crate) history: BTreeMap<JobId, HistoryRecord>,
     pub(crate) paused: BTreeSet<QueueName>,
+    pub(crate) limits: BTreeMap<QueueName, QueueLimits>,
+    pub(crate) buckets: BTreeMap<QueueName, Bucket>,
+    pub(crate) fires: BTreeMap<ScheduleName, ScheduleRecord>,
 }
 
 impl MemoryStorage {
@@ -88,6 +92,7 @@ impl State {
                 payload: job.payload,
                 attempts: 0,
                 max_attempts: job.max_attempts,
+                snoozes: 0,
                 available_at,
                 lease_until: None,
                 locked_by: None,
@@ -127,16 +132,13 @@ impl State {
                 last_error: archive.last_error.or(job.last_error),
                 attempts: job.attempts,
                 max_attempts: job.max_attempts,
+                snoozes: job.snoozes,
                 processed_by: archive.processed_by,
                 created_at: job.created_at,
                 started_at: job.first_locked_at,
                 finished_at: now,
             },
         );
-    }
-
-    fn state_of(&self, id: JobId, now: DateTime<Utc>) -> Option<JobState> {
-        self.jobs.get(&id).map(|job| derive_state(job, now))
     }
 }
 
@@ -150,10 +152,10 @@ struct Archive {
 }
 
 impl Archive {
-    /// An operator's discard.
-    fn discarded() -> Self {
+    /// An operator's discard or cancel (`status`).
+    fn removed(status: FinalStatus) -> Self {
         Self {
-            status: FinalStatus::Discarded,
+            status,
             result: None,
             last_error: None,
             processed_by: None,

@@ -115,6 +115,7 @@ impl State {
                 payload: record.payload,
                 attempts: 0,
                 max_attempts: record.max_attempts,
+                snoozes: record.snoozes,
                 available_at: now,
                 lease_until: None,
                 locked_by: None,

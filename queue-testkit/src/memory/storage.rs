@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
-    Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PruneRequest,
-    QueueError, QueueName, QueueStats, ReclaimOutcome, Result, Retry, Storage, Throughput,
-    minute_of, validate_lease, validate_limit, validate_window,
+    Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire,
+    PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
+    Result, Retry, ScheduleRecord, Storage, Throughput, minute_of, validate_lease, validate_limit,
+    validate_window,
 };
 use serde_json::Value;
 
@@ -84,8 +86,13 @@ impl Storage for MemoryStorage {
     async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let now = self.current_time();
         let mut state = self.lock();
-        let ids = state.claimable(request, now);
-        Ok(state.claim(&ids, request, now))
+        let Some(request) = state.within_limits(request, now) else {
+            return Ok(Vec::new());
+        };
+        let ids = state.claimable(&request, now);
+        let claimed = state.claim(&ids, &request, now);
+        state.take_tokens(&claimed, now);
+        Ok(claimed)
     }
 
     async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
@@ -180,12 +187,39 @@ impl Storage for MemoryStorage {
 
     async fn discard(&self, id: JobId) -> Result<()> {
         let now = self.current_time();
-        let mut state = self.lock();
-        if state.state_of(id, now).is_none() {
-            return Err(QueueError::not_found(format!("live job {id}")));
-        }
-        state.archive(id, Archive::discarded(), now);
+        self.lock().remove(id, FinalStatus::Discarded, now)
+    }
+
+    async fn cancel(&self, id: JobId) -> Result<()> {
+        let now = self.current_time();
+        self.lock().remove(id, FinalStatus::Cancelled, now)
+    }
+
+    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        validate_duration("delay", delay, true)?;
+        let now = self.current_time();
+        self.lock().snooze(lease, delay, now)
+    }
+
+    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        limits.validate()?;
+        let now = self.current_time();
+        self.lock().configure(queue, limits, now);
         Ok(())
+    }
+
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        Ok(self.lock().configs())
+    }
+
+    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        let fire = fire.validate()?;
+        let now = self.current_time();
+        Ok(self.lock().fire(fire, now))
+    }
+
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        Ok(self.lock().fires.values().cloned().collect())
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {
@@ -213,7 +247,8 @@ impl Storage for MemoryStorage {
         Ok(old.len() as u64)
     }
 
-    async fn stats(&self) -> Result<Vec<QueueStats>> {
+    async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
+        queue_core::validate_count_cap(cap)?;
         let now = self.current_time();
         let state = self.lock();
         let mut stats = std::collections::BTreeMap::<QueueName, QueueStats>::new();
@@ -235,7 +270,7 @@ impl Storage for MemoryStorage {
         for entry in stats.values_mut() {
             entry.paused = state.paused.contains(&entry.queue);
         }
-        Ok(stats.into_values().collect())
+        Ok(stats.into_values().map(|s| s.capped_at(cap)).collect())
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {
@@ -298,7 +333,7 @@ impl Storage for MemoryStorage {
             .map(|job| job.id)
             .collect();
         for id in &ids {
-            state.archive(*id, Archive::discarded(), now);
+            state.archive(*id, Archive::removed(FinalStatus::Discarded), now);
         }
         Ok(ids.len() as u64)
     }
@@ -340,7 +375,7 @@ impl Storage for MemoryStorage {
             let counts = match record.status {
                 FinalStatus::Completed => (1, 0),
                 FinalStatus::DeadLetter => (0, 1),
-                FinalStatus::Discarded => continue,
+                FinalStatus::Discarded | FinalStatus::Cancelled => continue,
             };
             let entry = series
                 .entry((record.queue.clone(), minute_of(record.finished_at)))

@@ -6,7 +6,7 @@
 //! model's ids and the backend's and compares everything else exactly:
 //! outcomes, error kinds, claimed jobs in order (and claims by racing
 //! workers, which must never share a job), `next_due`, history pages,
-//! per-queue stats after every step, and every live job and history row at
+//! per-queue stats (exact and capped at 2) after every step, and every live job and history row at
 //! the end and every [`FULL_COMPARE_EVERY`] steps. Both storages read manual
 //! clocks that move together. On a difference proptest shrinks the sequence
 //! and the panic shows the smallest one it found.

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use queue_core::{FinalStatus, NewJob, Retry};
+use queue_core::{FinalStatus, NewJob, QueueLimits, RateLimit, Retry};
 use serde_json::json;
 
 /// Queue names the operations use: few, so that they collide.
@@ -73,6 +73,16 @@ pub enum Op {
         /// Jobs per worker.
         limit: u32,
     },
+    /// Snooze a lease for so many seconds.
+    Snooze(usize, u64),
+    /// Cancel the job picked by index.
+    Cancel(usize),
+    /// Set queue 0 or 1's limits: a concurrency limit, a rate (jobs per
+    /// second, burst); neither lifts them.
+    Configure(usize, Option<u32>, Option<(u32, u32)>),
+    /// Fire schedule `nightly` at minute `n` after the start (its job goes
+    /// to queue a).
+    Fire(u8),
     /// Ask `next_due` for queues 1 = a, 2 = b, 3 = both.
     NextDue(u8),
     /// List history, maybe by queue and status, below the job picked by
@@ -150,6 +160,7 @@ fn status() -> impl Strategy<Value = Option<FinalStatus>> {
         Just(Some(FinalStatus::Completed)),
         Just(Some(FinalStatus::DeadLetter)),
         Just(Some(FinalStatus::Discarded)),
+        Just(Some(FinalStatus::Cancelled)),
     ]
 }
 
@@ -176,10 +187,27 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0u64..=60, status(), 1u32..=4).prop_map(|(s, st, l)| Op::Prune(s, st, l)),
         2 => (1u32..=3, 1u32..=3, 0u8..2).prop_map(|(a, b, worker)| Op::DequeueCapped { a, b, worker }),
         2 => (1u8..=3).prop_map(Op::NextDue),
+        1 => (pick.clone(), 0u64..=20).prop_map(|(i, s)| Op::Snooze(i, s)),
+        1 => pick.clone().prop_map(Op::Cancel),
+        1 => (0..QUEUES.len(), proptest::option::of(1u32..=3), proptest::option::weighted(0.4, (1u32..=3, 1u32..=3)))
+            .prop_map(|(q, c, r)| Op::Configure(q, c, r)),
+        1 => (0u8..4).prop_map(Op::Fire),
         2 => (2u8..=4, 1u32..=2).prop_map(|(workers, limit)| Op::ConcurrentClaims { workers, limit }),
         2 => (proptest::option::of(0..QUEUES.len()), status(), proptest::option::of(pick.clone()), 1u32..=4)
             .prop_map(|(queue, status, before, limit)| Op::ListHistory { queue, status, before, limit }),
     ]
+}
+
+/// The limits a configure op sets.
+pub(super) fn limits(concurrency: Option<u32>, rate: Option<(u32, u32)>) -> QueueLimits {
+    QueueLimits {
+        concurrency,
+        rate: rate.map(|(per_second, burst)| RateLimit {
+            per_second: f64::from(per_second),
+            burst,
+        }),
+        ..QueueLimits::default()
+    }
 }
 
 /// The `Retry` a nack op asks for.

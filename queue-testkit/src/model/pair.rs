@@ -6,7 +6,8 @@ use std::time::Duration;
 use proptest::test_runner::TestCaseError;
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryRecord, Job, JobId, Lease, ManualClock,
-    NewJob, PruneRequest, QueueError, QueueName, Result, Storage, WorkerId,
+    NewJob, PeriodicFire, PruneRequest, QueueError, QueueName, Result, ScheduleName, Storage,
+    WorkerId,
 };
 use serde_json::json;
 
@@ -303,6 +304,54 @@ impl<S: Storage> Pair<S> {
                 let backend = kind(self.backend.discard(b).await);
                 same("discard", model, backend)
             }
+            Op::Cancel(pick) => {
+                let Some((m, b)) = self.job(*pick) else {
+                    return Ok(());
+                };
+                let model = kind(self.model.cancel(m).await);
+                let backend = kind(self.backend.cancel(b).await);
+                same("cancel", model, backend)
+            }
+            Op::Snooze(pick, secs) => {
+                let Some(lease) = self.lease(*pick) else {
+                    return Ok(());
+                };
+                let delay = Duration::from_secs(*secs);
+                let model = kind(self.model.snooze(&lease, delay).await);
+                let backend_lease = self.backend_lease(&lease)?;
+                let backend = kind(self.backend.snooze(&backend_lease, delay).await);
+                same("snooze", model, backend)
+            }
+            Op::Configure(q, concurrency, rate) => {
+                let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
+                let limits = super::ops::limits(*concurrency, *rate);
+                let model = kind(self.model.configure_queue(&queue, &limits).await);
+                let backend = kind(self.backend.configure_queue(&queue, &limits).await);
+                same("configure_queue", model, backend)?;
+                let model = kind(self.model.queue_configs().await);
+                let backend = kind(self.backend.queue_configs().await);
+                same("queue_configs", model, backend)
+            }
+            Op::Fire(minute) => {
+                let at = start() + chrono::TimeDelta::minutes(i64::from(*minute));
+                self.serial += 1;
+                let fire = PeriodicFire {
+                    schedule: ScheduleName::new("nightly").expect("valid name"),
+                    fire_at: at,
+                    next_fire_at: Some(at + chrono::TimeDelta::minutes(1)),
+                    job: NewJob::new(QUEUES[0], json!({ "serial": self.serial })),
+                };
+                let model = kind(self.model.enqueue_periodic(&fire).await);
+                let backend = kind(self.backend.enqueue_periodic(&fire).await);
+                match (model, backend) {
+                    (Ok(Some(m)), Ok(Some(b))) => self.record_enqueue(m, b),
+                    (m, b) => same(
+                        "enqueue_periodic",
+                        m.map(|o| o.is_some()),
+                        b.map(|o| o.is_some()),
+                    ),
+                }
+            }
             Op::RetryDeadLetter(pick) => {
                 let Some((m, b)) = self.job(*pick) else {
                     return Ok(());
@@ -354,7 +403,11 @@ impl<S: Storage> Pair<S> {
     async fn compare_stats(&self) -> Result<(), TestCaseError> {
         let model = kind(self.model.stats().await);
         let backend = kind(self.backend.stats().await);
-        same("stats", model, backend)
+        same("stats", model, backend)?;
+        // A cap the few jobs of a run reach.
+        let model = kind(self.model.stats_capped(2).await);
+        let backend = kind(self.backend.stats_capped(2).await);
+        same("stats capped at 2", model, backend)
     }
 
     /// Every known job, live and archived, must read back the same.
@@ -376,6 +429,11 @@ impl<S: Storage> Pair<S> {
             };
             same(&format!("history of {m}"), kind(model), kind(backend))?;
         }
-        Ok(())
+        let model = kind(self.model.schedules().await);
+        let backend = kind(self.backend.schedules().await);
+        same("schedules", model, backend)?;
+        let model = kind(self.model.queue_configs().await);
+        let backend = kind(self.backend.queue_configs().await);
+        same("queue_configs", model, backend)
     }
 }

@@ -132,7 +132,12 @@ impl<S: Storage> Pair<S> {
             WorkerId::new("c").expect("valid worker id"),
         )
         .expect("model requests are valid");
-        let eligible = self.model.lock().claimable(&all, now);
+        let eligible = {
+            let state = self.model.lock();
+            state
+                .within_limits(&all, now)
+                .map_or_else(Vec::new, |all| state.claimable(&all, now))
+        };
         let mut seen = std::collections::HashSet::new();
         for (worker, jobs) in &claims {
             same(
@@ -158,7 +163,10 @@ impl<S: Storage> Pair<S> {
         }
         for (worker, jobs) in claims {
             let ids: Vec<_> = jobs.iter().map(|job| job.id).collect();
-            let model = self.model.lock().claim(&ids, &request(worker), now);
+            let mut state = self.model.lock();
+            let model = state.claim(&ids, &request(worker), now);
+            state.take_tokens(&model, now);
+            drop(state);
             same(&format!("jobs claimed by c{worker}"), &model, &jobs)?;
             self.leases.extend(model.iter().filter_map(Job::lease));
         }

@@ -83,6 +83,51 @@ pub async fn dequeue_never_hands_a_held_job_to_a_second_worker<S: Storage>(ctx: 
     assert_eq!(ctx.live_count().await, 0);
 }
 
+/// Two claimers of one job each race over two queues whose best jobs are
+/// one in each: between them they take only those two, never a worse one.
+/// A claim that locks each queue's candidates as it scans them holds a row
+/// it does not take until it commits, and the other claimer, skipping it,
+/// takes a worse job. Repeated, since the race needs the claims to overlap.
+pub async fn racing_claims_on_several_queues_take_only_the_best_jobs<S: Storage>(ctx: Ctx<S>) {
+    for round in 0..40 {
+        let (a, b) = (format!("a{round}"), format!("b{round}"));
+        let mut best = HashSet::new();
+        for (queue, priority) in [(&a, 10), (&b, 5), (&b, 1), (&a, 0)] {
+            let id = ctx
+                .storage
+                .enqueue(NewJob::new(queue.as_str(), json!({})).priority(priority))
+                .await
+                .expect("enqueue")
+                .id;
+            if priority >= 5 {
+                best.insert(id);
+            }
+        }
+        let start = Arc::new(tokio::sync::Barrier::new(2));
+        let claimers: Vec<_> = (0..2)
+            .map(|n| {
+                let ctx = ctx.clone();
+                let start = Arc::clone(&start);
+                let request = request(&[a.as_str(), b.as_str()], 1, &format!("c{n}"));
+                tokio::spawn(async move {
+                    start.wait().await;
+                    ctx.storage.dequeue(&request).await.expect("dequeue")
+                })
+            })
+            .collect();
+        for claimer in claimers {
+            for job in claimer.await.expect("claimer task") {
+                assert!(
+                    best.contains(&job.id),
+                    "round {round}: claimed job {} (priority {}) while a better one was free",
+                    job.id,
+                    job.priority
+                );
+            }
+        }
+    }
+}
+
 /// [`DEQUEUERS`] workers, started together, drain queue `q`: each claims
 /// `limit` jobs at a time, checks that nobody else holds them, holds them
 /// across `hold` yields and a millisecond (when `hold > 0`), then acks them.

@@ -61,6 +61,45 @@ pub async fn stats_report_oldest_pending_age<S: Storage>(ctx: Ctx<S>) {
     assert_eq!(stats[0].oldest_pending_age, None);
 }
 
+/// Each count stops at the cap, which the entry records; the oldest
+/// pending age stays exact; a cap of 0 is rejected.
+pub async fn stats_capped_counts_each_state_up_to_the_cap<S: Storage>(ctx: Ctx<S>) {
+    for n in 0..5 {
+        ctx.enqueue(NewJob::new("a", json!(n))).await;
+        ctx.clock.advance(secs(1));
+    }
+    ctx.claim("a", 2).await;
+    for n in 0..3 {
+        ctx.enqueue(NewJob::new("a", json!(n)).delay(secs(60)))
+            .await;
+    }
+    ctx.enqueue(NewJob::new("b", json!(1))).await;
+    // Queue a: 3 pending (the oldest 4 s old), 3 scheduled, 2 running.
+    ctx.clock.advance(secs(1));
+
+    let stats = ctx.storage.stats_capped(2).await.expect("stats");
+    assert_eq!(counts(&stats[0]), [2, 2, 2, 0, 0], "a, capped at 2");
+    assert_eq!(counts(&stats[1]), [1, 0, 0, 0, 0], "b, under the cap");
+    assert!(stats.iter().all(|s| s.cap == Some(2)));
+    assert!(stats[0].is_capped(queue_core::JobState::Pending));
+    assert!(!stats[1].is_capped(queue_core::JobState::Pending));
+    assert_eq!(
+        stats[0].oldest_pending_age,
+        Some(secs(4)),
+        "exact, whatever the cap"
+    );
+
+    let stats = ctx.storage.stats_capped(3).await.expect("stats");
+    assert_eq!(counts(&stats[0]), [3, 3, 2, 0, 0], "a, capped at 3");
+    let exact = ctx.storage.stats_capped(1_000).await.expect("stats");
+    assert_eq!(counts(&exact[0]), [3, 3, 2, 0, 0]);
+    assert!(!exact[0].is_capped(queue_core::JobState::Pending));
+    let default = ctx.storage.stats().await.expect("stats");
+    assert_eq!(default[0].cap, Some(queue_core::DEFAULT_COUNT_CAP));
+
+    assert_invalid(ctx.storage.stats_capped(0).await, "cap");
+}
+
 /// A paused queue is listed even with no jobs, and marked paused.
 pub async fn stats_list_paused_queues_without_jobs<S: Storage>(ctx: Ctx<S>) {
     ctx.storage

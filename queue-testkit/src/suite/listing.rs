@@ -175,6 +175,107 @@ pub async fn throughput_counts_completed_and_failed_per_queue_and_minute<S: Stor
     assert_eq!(ctx.archived(discarded).await.status, FinalStatus::Discarded);
 }
 
+/// The series is what history holds, in the whole minutes inside the window
+/// as in the two its ends cut: a job finished before the window's start is
+/// left out even in the same minute as the start, and a retried dead letter
+/// and pruned jobs leave the series.
+pub async fn throughput_follows_history_across_minutes<S: Storage>(ctx: Ctx<S>) {
+    let start = ctx.now();
+    let mut finished = Vec::new();
+    let mut dead = None;
+    for k in 0..5 {
+        let job = ctx.enqueue_and_claim("q", 3).await;
+        ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+        if k == 2 {
+            let job = ctx.enqueue_and_claim("q", 1).await;
+            ctx.storage
+                .nack(&lease_of(&job), json!("fatal"), Retry::Never)
+                .await
+                .expect("nack");
+            dead = Some(job.id);
+        }
+        finished.push(minute_of(ctx.now()));
+        ctx.clock.advance(secs(60));
+    }
+    ctx.clock.advance(secs(30));
+    // Now start + 330 s; one job finished at start + 60 k for k in 0..5.
+    let series = |points: &[(usize, u64, u64)]| -> Vec<Throughput> {
+        let mut out: Vec<Throughput> = Vec::new();
+        for &(k, completed, failed) in points {
+            match out.last_mut() {
+                Some(last) if last.minute == finished[k] => {
+                    last.completed += completed;
+                    last.failed += failed;
+                }
+                _ => out.push(Throughput {
+                    queue: queue("q"),
+                    minute: finished[k],
+                    completed,
+                    failed,
+                }),
+            }
+        }
+        out
+    };
+    let hour = ctx
+        .storage
+        .throughput(secs(3600))
+        .await
+        .expect("throughput");
+    assert_eq!(
+        hour,
+        series(&[(0, 1, 0), (1, 1, 0), (2, 1, 1), (3, 1, 0), (4, 1, 0)])
+    );
+    // From start + 130 s: the jobs of start + 180 s and + 240 s.
+    let cut = ctx.storage.throughput(secs(200)).await.expect("throughput");
+    assert_eq!(cut, series(&[(3, 1, 0), (4, 1, 0)]), "window start {start}");
+
+    ctx.storage
+        .retry_dead_letter(dead.expect("a dead letter"))
+        .await
+        .expect("retry");
+    let hour = ctx
+        .storage
+        .throughput(secs(3600))
+        .await
+        .expect("throughput");
+    assert_eq!(
+        hour,
+        series(&[(0, 1, 0), (1, 1, 0), (2, 1, 0), (3, 1, 0), (4, 1, 0)]),
+        "the retried dead letter left history"
+    );
+
+    let pruned = ctx
+        .storage
+        .prune_history(&queue_core::PruneRequest {
+            older_than: secs(200),
+            status: None,
+            limit: 100,
+        })
+        .await
+        .expect("prune");
+    assert_eq!(pruned, 3);
+    // (Another queue: the retried dead letter waits first in "q".)
+    let job = ctx.enqueue_and_claim("r", 3).await;
+    ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+    let hour = ctx
+        .storage
+        .throughput(secs(3600))
+        .await
+        .expect("throughput");
+    let mut expected = series(&[(3, 1, 0), (4, 1, 0)]);
+    expected.push(Throughput {
+        queue: queue("r"),
+        minute: minute_of(ctx.now()),
+        completed: 1,
+        failed: 0,
+    });
+    assert_eq!(
+        hour, expected,
+        "pruned jobs left the series, new ones join it"
+    );
+}
+
 /// A window under a minute or over 7 days is rejected.
 pub async fn throughput_with_invalid_window_is_rejected<S: Storage>(ctx: Ctx<S>) {
     assert_invalid(ctx.storage.throughput(secs(59)).await, "window");

@@ -10,16 +10,20 @@
 pub mod ack;
 pub mod admin;
 pub mod bulk;
+pub mod cancel;
 pub mod concurrency;
 pub mod dequeue;
 pub mod enqueue;
+pub mod flow;
 pub mod heartbeat;
 mod helpers;
 pub mod inspect;
 pub mod listing;
 pub mod nack;
+pub mod periodic;
 pub mod reclaim;
 pub mod release;
+pub mod snooze;
 
 use std::future::Future;
 use std::pin::Pin;

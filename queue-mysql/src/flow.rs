@@ -1,0 +1,341 @@
+//! Flow control: `configure_queue` and `queue_configs` on `queue_config`,
+//! and the limited claim path.
+//!
+//! A claim naming no limited queue (as `LimitedQueues` remembers them,
+//! read at most once a second) is the plain claim of `dequeue.rs`. One
+//! naming a limited queue adds, in the same transaction: a lock on the
+//! limited queues' config rows in name order (`sql::limits_lock`), a count
+//! of their held leases in a later statement (`sql::held`, which at READ
+//! COMMITTED reads every claim committed before the lock was granted), the
+//! request narrowed to [`QueueLimits::allowance`], and the buckets of
+//! rate-limited queues stored after the claim ([`Bucket::after`]).
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Datetime, Double, Integer, Nullable, Text};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
+use queue_core::backend::{corrupt, stored, stored_count, stored_millis};
+use queue_core::{
+    Backoff, Bucket, DequeueRequest, Job, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
+};
+
+use crate::MySqlStorage;
+use crate::bind::{Param, cached, naive, query};
+use crate::error::{Failure, retrying};
+use crate::rows::utc;
+use crate::sql::{self, BUCKET_STORE, CONFIGURE, LIMITED_QUEUES, QUEUE_CONFIGS};
+
+#[derive(QueryableByName)]
+struct NameRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+}
+
+/// A limited queue's config row, read under its lock.
+#[derive(QueryableByName)]
+struct LockedRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = Nullable<Integer>)]
+    concurrency_limit: Option<i32>,
+    #[diesel(sql_type = Nullable<Double>)]
+    rate_per_second: Option<f64>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    rate_burst: Option<i32>,
+    #[diesel(sql_type = Nullable<Double>)]
+    tokens: Option<f64>,
+    #[diesel(sql_type = Nullable<Datetime>)]
+    refilled_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = Datetime)]
+    now_ts: NaiveDateTime,
+}
+
+#[derive(QueryableByName)]
+struct HeldRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = BigInt)]
+    held: i64,
+}
+
+#[derive(QueryableByName)]
+struct ConfigRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = BigInt)]
+    paused: i64,
+    #[diesel(sql_type = Nullable<Integer>)]
+    concurrency_limit: Option<i32>,
+    #[diesel(sql_type = Nullable<Double>)]
+    rate_per_second: Option<f64>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    rate_burst: Option<i32>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    lease_ms: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    backoff_base_ms: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    backoff_min_ms: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    backoff_max_ms: Option<i64>,
+    #[diesel(sql_type = Nullable<Double>)]
+    backoff_jitter: Option<f64>,
+}
+
+/// A limited queue as the claim sees it under the lock.
+struct Locked {
+    queue: QueueName,
+    limits: QueueLimits,
+    bucket: Option<Bucket>,
+}
+
+impl MySqlStorage {
+    /// Whether `request` must take the limited path: from the cache, or
+    /// by reading the set of limited queues when the cache is stale.
+    pub(crate) async fn claim_is_limited(&self, request: &DequeueRequest) -> Result<bool> {
+        if let Some(limited) = self.limited.limits(request) {
+            return Ok(limited);
+        }
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            Ok(cached(LIMITED_QUEUES, Vec::new())
+                .load::<NameRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        let limited = rows
+            .into_iter()
+            .map(|row| stored("queue_name", row.queue_name, QueueName::new))
+            .collect::<Result<BTreeSet<_>>>()?;
+        Ok(self.limited.store(limited, request))
+    }
+
+    /// The limited claim, inside the caller's transaction (see the module
+    /// docs).
+    pub(crate) async fn dequeue_limited_on(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        request: &DequeueRequest,
+    ) -> Result<Vec<Job>, Failure> {
+        let names: Vec<String> = request
+            .queues()
+            .iter()
+            .map(|q| q.as_str().to_owned())
+            .collect();
+        let mut params = vec![Param::OptTime(self.now_override())];
+        params.extend(names.iter().map(|n| Param::Text(n.clone())));
+        let rows = cached(sql::limits_lock(names.len()), params)
+            .load::<LockedRow>(conn)
+            .await?;
+        let Some(mut now) = <[LockedRow]>::first(&rows).map(|row| row.now_ts) else {
+            // The limits were removed since the cache was read.
+            return self.dequeue_on(conn, request).await;
+        };
+        if rows.iter().any(|row| row.rate_per_second.is_some()) {
+            // UTC_TIMESTAMP is the lock statement's start, before any wait
+            // for the lock: a bucket refilled on it would count the wait as
+            // time passed while the jobs' claims are stamped after it, and
+            // more than rate + burst could start within one second.
+            now = query(sql::NOW, vec![Param::OptTime(self.now_override())])
+                .get_result::<crate::rows::NowRow>(conn)
+                .await?
+                .now_ts;
+        }
+        let locked = rows
+            .into_iter()
+            .map(LockedRow::into_locked)
+            .collect::<Result<Vec<_>, _>>()?;
+        let counted: Vec<&str> = locked
+            .iter()
+            .filter(|l| l.limits.concurrency.is_some())
+            .map(|l| l.queue.as_str())
+            .collect();
+        let mut held: HashMap<String, i64> = HashMap::new();
+        if !counted.is_empty() {
+            let params = counted
+                .iter()
+                .map(|q| Param::Text((*q).to_owned()))
+                .collect();
+            for row in cached(sql::held(counted.len()), params)
+                .load::<HeldRow>(conn)
+                .await?
+            {
+                held.insert(row.queue_name, row.held);
+            }
+        }
+        let allowances: Vec<(QueueName, u32)> = locked
+            .iter()
+            .map(|l| {
+                let held = held.get(l.queue.as_str()).copied().unwrap_or(0);
+                let held = u64::try_from(held).unwrap_or(0);
+                (
+                    l.queue.clone(),
+                    l.limits.allowance(held, l.bucket, utc(now)),
+                )
+            })
+            .collect();
+        let Some(narrowed) = request.narrowed(&allowances) else {
+            return Ok(Vec::new());
+        };
+        let jobs = self.dequeue_on(conn, &narrowed).await?;
+        for l in &locked {
+            let Some(rate) = l.limits.rate else {
+                continue;
+            };
+            let taken = jobs.iter().filter(|job| job.queue == l.queue).count();
+            let taken = u32::try_from(taken).unwrap_or(u32::MAX);
+            let after = Bucket::after(&rate, l.bucket, utc(now), taken);
+            let params = vec![
+                Param::OptDouble(Some(after.tokens)),
+                Param::Time(naive(after.refilled_at)),
+                Param::Text(l.queue.as_str().to_owned()),
+            ];
+            cached(BUCKET_STORE, params).execute(conn).await?;
+        }
+        Ok(jobs)
+    }
+
+    pub(crate) async fn configure_pooled(
+        &self,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> Result<()> {
+        limits.validate()?;
+        let now = self.now_override();
+        let backoff = limits.backoff;
+        let int = |v: Option<u32>| Param::OptInt(v.map(i64::from));
+        let ms = |v: Option<Duration>| Param::OptInt(v.map(millis));
+        retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let now = match now {
+                Some(now) => now,
+                None => self.resolve_now(&mut conn).await?,
+            };
+            let params = vec![
+                Param::Text(queue.as_str().to_owned()),
+                Param::Time(now),
+                int(limits.concurrency),
+                Param::OptDouble(limits.rate.map(|r| r.per_second)),
+                int(limits.rate.map(|r| r.burst)),
+                Param::OptDouble(limits.rate.map(|r| f64::from(r.burst))),
+                Param::OptTime(limits.rate.map(|_| now)),
+                ms(limits.lease),
+                ms(backoff.map(|b| b.base())),
+                ms(backoff.map(|b| b.min())),
+                ms(backoff.map(|b| b.max())),
+                Param::OptDouble(backoff.map(|b| b.jitter())),
+            ];
+            query(CONFIGURE, params).execute(&mut conn).await?;
+            Ok(())
+        })
+        .await?;
+        self.limited.invalidate();
+        Ok(())
+    }
+
+    pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
+        let rows = retrying(true, || async {
+            let mut conn = self.connection().await?;
+            Ok(query(QUEUE_CONFIGS, Vec::new())
+                .load::<ConfigRow>(&mut conn)
+                .await?)
+        })
+        .await?;
+        let mut configs = rows
+            .into_iter()
+            .map(ConfigRow::into_config)
+            .collect::<Result<Vec<_>>>()?;
+        configs.sort_by(|a, b| a.queue.cmp(&b.queue));
+        Ok(configs)
+    }
+}
+
+/// A duration as the milliseconds stored for it.
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A nullable limit column, which the schema keeps positive.
+fn positive(column: &str, value: Option<i32>) -> Result<Option<u32>> {
+    value.map(|v| stored_count(column, v)).transpose()
+}
+
+/// A nullable millisecond column.
+fn read_millis(column: &str, value: Option<i64>) -> Result<Option<Duration>> {
+    value.map(|v| stored_millis(column, v)).transpose()
+}
+
+/// The claim limits of a config row.
+fn claim_limits(
+    concurrency: Option<i32>,
+    per_second: Option<f64>,
+    burst: Option<i32>,
+) -> Result<QueueLimits> {
+    let rate = match (per_second, positive("rate_burst", burst)?) {
+        (Some(per_second), Some(burst)) => Some(RateLimit { per_second, burst }),
+        (None, None) => None,
+        _ => return Err(corrupt("rate_burst", "set without rate_per_second")),
+    };
+    Ok(QueueLimits {
+        concurrency: positive("concurrency_limit", concurrency)?,
+        rate,
+        ..QueueLimits::default()
+    })
+}
+
+impl LockedRow {
+    fn into_locked(self) -> Result<Locked, Failure> {
+        let read = || -> Result<Locked> {
+            Ok(Locked {
+                queue: stored("queue_name", self.queue_name, QueueName::new)?,
+                limits: claim_limits(
+                    self.concurrency_limit,
+                    self.rate_per_second,
+                    self.rate_burst,
+                )?,
+                bucket: self
+                    .tokens
+                    .zip(self.refilled_at)
+                    .map(|(tokens, refilled_at)| Bucket {
+                        tokens,
+                        refilled_at: utc(refilled_at),
+                    }),
+            })
+        };
+        read().map_err(|_| {
+            Failure::Invariant("a queue_config row holds limits the queue never writes")
+        })
+    }
+}
+
+impl ConfigRow {
+    fn into_config(self) -> Result<QueueConfig> {
+        let base = read_millis("backoff_base_ms", self.backoff_base_ms)?;
+        let min = read_millis("backoff_min_ms", self.backoff_min_ms)?;
+        let max = read_millis("backoff_max_ms", self.backoff_max_ms)?;
+        let backoff = match (base, min, max, self.backoff_jitter) {
+            (Some(base), Some(min), Some(max), Some(jitter)) => Some(
+                Backoff::new(base, min, max, jitter)
+                    .map_err(|e| corrupt("backoff_base_ms", e.to_string()))?,
+            ),
+            (None, None, None, None) => None,
+            _ => return Err(corrupt("backoff_base_ms", "backoff columns partly set")),
+        };
+        Ok(QueueConfig {
+            queue: stored("queue_name", self.queue_name, QueueName::new)?,
+            paused: self.paused != 0,
+            limits: QueueLimits {
+                lease: read_millis("lease_ms", self.lease_ms)?,
+                backoff,
+                ..claim_limits(
+                    self.concurrency_limit,
+                    self.rate_per_second,
+                    self.rate_burst,
+                )?
+            },
+        })
+    }
+}

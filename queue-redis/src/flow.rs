@@ -1,0 +1,125 @@
+//! Flow control: `configure_queue` and `queue_configs`. The limits live in
+//! the queue's `P:config` hash, beside its `P:paused` flag; the claim
+//! enforces them inside the dequeue script itself (`allowance` and
+//! `take_tokens` in `scripts/common.lua`: the queue's held leases are its
+//! `P:leased` set, the bucket two fields of the hash), so a claim and the
+//! limits it obeys are one atomic step on the queue's slot. A queue
+//! without limits costs that script one `HMGET` of a missing key.
+
+use std::time::Duration;
+
+use futures_util::future::try_join_all;
+use queue_core::backend::corrupt;
+use queue_core::{Backoff, QueueConfig, QueueError, QueueLimits, QueueName, RateLimit, Result};
+
+use crate::rows::integer;
+use crate::{RedisStorage, scripts};
+
+impl RedisStorage {
+    pub(crate) async fn configure(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        limits.validate()?;
+        // A configured queue is listed by queue_configs even without jobs.
+        self.register(&[queue], 0).await?;
+        let millis = |d: Duration| d.as_millis().to_string();
+        let text = |value: Option<String>| value.unwrap_or_default();
+        let backoff = limits.backoff.as_ref();
+        let args = [
+            self.now_arg(),
+            self.keys.channel(),
+            queue.as_str().to_owned(),
+            text(limits.concurrency.map(|c| c.to_string())),
+            text(limits.rate.map(|r| r.per_second.to_string())),
+            text(limits.rate.map(|r| r.burst.to_string())),
+            text(limits.lease.map(millis)),
+            text(backoff.map(|b| millis(b.base()))),
+            text(backoff.map(|b| millis(b.min()))),
+            text(backoff.map(|b| millis(b.max()))),
+            text(backoff.map(|b| b.jitter().to_string())),
+        ];
+        let _: i64 = self
+            .invoke(&scripts::CONFIGURE, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn configs(&self) -> Result<Vec<QueueConfig>> {
+        let queues = self.all_queues().await?;
+        let calls = queues.iter().map(|queue| async move {
+            self.invoke::<Vec<String>>(
+                &scripts::QUEUE_CONFIG,
+                &self.keys.queue(queue.as_str()),
+                &[],
+            )
+            .await
+        });
+        let answers = try_join_all(calls).await?;
+        let mut configs = Vec::new();
+        for (queue, answer) in queues.into_iter().zip(answers) {
+            let (paused, fields) = answer
+                .split_first()
+                .ok_or_else(|| QueueError::backend("the queue_config script answered nothing"))?;
+            let paused = paused == "1";
+            if !paused && fields.is_empty() {
+                continue;
+            }
+            configs.push(QueueConfig {
+                queue,
+                paused,
+                limits: limits(fields)?,
+            });
+        }
+        Ok(configs)
+    }
+}
+
+/// The limits of a `P:config` hash, as `[field, value, ...]`.
+fn limits(fields: &[String]) -> Result<QueueLimits> {
+    let get = |name: &str| {
+        fields
+            .chunks_exact(2)
+            .find(|pair| pair[0] == name)
+            .map(|pair| pair[1].as_str())
+    };
+    let count = |name: &str| -> Result<Option<u32>> {
+        get(name)
+            .map(|raw| u32::try_from(integer(name, raw)?).map_err(|_| corrupt(name, raw)))
+            .transpose()
+    };
+    let float = |name: &str| -> Result<Option<f64>> {
+        get(name)
+            .map(|raw| raw.parse::<f64>().map_err(|_| corrupt(name, raw)))
+            .transpose()
+    };
+    let millis = |name: &str| -> Result<Option<Duration>> {
+        get(name)
+            .map(|raw| {
+                u64::try_from(integer(name, raw)?)
+                    .map(Duration::from_millis)
+                    .map_err(|_| corrupt(name, raw))
+            })
+            .transpose()
+    };
+    let rate = match (float("rate")?, count("burst")?) {
+        (Some(per_second), Some(burst)) => Some(RateLimit { per_second, burst }),
+        (None, None) => None,
+        (rate, _) => return Err(corrupt("rate", format!("{rate:?}"))),
+    };
+    let backoff = match (
+        millis("backoff_base_ms")?,
+        millis("backoff_min_ms")?,
+        millis("backoff_max_ms")?,
+        float("backoff_jitter")?,
+    ) {
+        (Some(base), Some(min), Some(max), Some(jitter)) => {
+            Some(Backoff::new(base, min, max, jitter).map_err(|e| corrupt("backoff_base_ms", e))?)
+        }
+        (None, None, None, None) => None,
+        (base, ..) => return Err(corrupt("backoff_base_ms", format!("{base:?}"))),
+    };
+    Ok(QueueLimits {
+        concurrency: count("concurrency")?,
+        rate,
+        lease: millis("lease_ms")?,
+        backoff,
+    })
+}

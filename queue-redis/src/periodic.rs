@@ -1,0 +1,91 @@
+//! Periodic fires: the fire is recorded in the hash of schedules kept
+//! with its job's queue (`P:schedules`) and the job enqueued in one
+//! script, only when no fire at or after it was recorded; and the listing
+//! of schedules, merged over the queues.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::try_join_all;
+use queue_core::backend::corrupt;
+use queue_core::{EnqueueOutcome, PeriodicFire, QueueError, Result, ScheduleName, ScheduleRecord};
+
+use crate::enqueue::job_args;
+use crate::rows::{self, integer};
+use crate::{RedisStorage, keys, scripts};
+
+impl RedisStorage {
+    pub(crate) async fn fire(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        let fire = fire.validate()?;
+        let payload = self.payload_text(&fire.job)?;
+        let queue = &fire.job.queue;
+        let (last, indexes) = self.register(&[queue], 1).await?;
+        let index = indexes
+            .first()
+            .copied()
+            .ok_or_else(|| QueueError::backend("the register script returned no index"))?;
+        let id = keys::job_id(last, index)?;
+        let mut args = vec![
+            self.now_arg(),
+            self.keys.channel(),
+            queue.as_str().to_owned(),
+            fire.schedule.as_str().to_owned(),
+            fire.fire_at.timestamp_micros().to_string(),
+            fire.next_fire_at
+                .map(|at| at.timestamp_micros().to_string())
+                .unwrap_or_default(),
+        ];
+        args.extend(job_args(&fire.job, id, payload));
+        let answer: Vec<String> = self
+            .invoke(&scripts::PERIODIC, &self.keys.queue(queue.as_str()), &args)
+            .await?;
+        match answer.as_slice() {
+            [] => Ok(None),
+            [id, existed] => Ok(Some(EnqueueOutcome {
+                id: rows::job_id(id)?,
+                existed: existed == "1",
+            })),
+            other => Err(QueueError::backend(format!(
+                "the periodic script answered {other:?}"
+            ))),
+        }
+    }
+
+    /// Every schedule recorded with any queue; a schedule whose job moved
+    /// to another queue is listed once, with its latest fire.
+    pub(crate) async fn schedule_records(&self) -> Result<Vec<ScheduleRecord>> {
+        let queues = self.all_queues().await?;
+        let calls = queues.iter().map(|queue| async move {
+            self.invoke::<Vec<String>>(&scripts::SCHEDULES, &self.keys.queue(queue.as_str()), &[])
+                .await
+        });
+        let mut latest: BTreeMap<ScheduleName, ScheduleRecord> = BTreeMap::new();
+        for answer in try_join_all(calls).await? {
+            for pair in answer.chunks_exact(2) {
+                let record = record(&pair[0], &pair[1])?;
+                if latest
+                    .get(&record.schedule)
+                    .is_none_or(|known| known.last_fire_at < record.last_fire_at)
+                {
+                    latest.insert(record.schedule.clone(), record);
+                }
+            }
+        }
+        Ok(latest.into_values().collect())
+    }
+}
+
+/// A `P:schedules` entry: name -> `last:next` (next may be empty).
+fn record(name: &str, fires: &str) -> Result<ScheduleRecord> {
+    let (last, next) = fires
+        .split_once(':')
+        .ok_or_else(|| corrupt("schedules", format!("{fires:?}")))?;
+    Ok(ScheduleRecord {
+        schedule: queue_core::backend::stored("schedule", name.to_owned(), ScheduleName::new)?,
+        last_fire_at: rows::instant(integer("last_fire_at", last)?)?,
+        next_fire_at: if next.is_empty() {
+            None
+        } else {
+            Some(rows::instant(integer("next_fire_at", next)?)?)
+        },
+    })
+}

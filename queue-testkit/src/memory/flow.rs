@@ -1,0 +1,133 @@
+//! `MemoryStorage`'s flow limits, snooze, cancel and periodic fires.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use queue_core::{
+    Bucket, DequeueRequest, EnqueueOutcome, FinalStatus, Job, JobId, Lease, QueueConfig,
+    QueueError, QueueLimits, QueueName, Result, ScheduleRecord, ValidFire,
+};
+
+use super::storage::after;
+use super::{Archive, State};
+
+impl State {
+    /// `request` narrowed to what each queue's limits allow at `now`.
+    pub(crate) fn within_limits(
+        &self,
+        request: &DequeueRequest,
+        now: DateTime<Utc>,
+    ) -> Option<DequeueRequest> {
+        let allowances: Vec<(QueueName, u32)> = request
+            .queues()
+            .iter()
+            .filter_map(|queue| {
+                let limits = self.limits.get(queue)?;
+                let held = self
+                    .jobs
+                    .values()
+                    .filter(|job| &job.queue == queue && job.lease_until.is_some())
+                    .count() as u64;
+                let bucket = self.buckets.get(queue).copied();
+                Some((queue.clone(), limits.allowance(held, bucket, now)))
+            })
+            .collect();
+        request.narrowed(&allowances)
+    }
+
+    /// Takes a token per claimed job from rate-limited queues' buckets.
+    pub(crate) fn take_tokens(&mut self, claimed: &[Job], now: DateTime<Utc>) {
+        let limited: Vec<(QueueName, queue_core::RateLimit)> = self
+            .limits
+            .iter()
+            .filter_map(|(queue, limits)| Some((queue.clone(), limits.rate?)))
+            .collect();
+        for (queue, rate) in limited {
+            let taken = claimed.iter().filter(|job| job.queue == queue).count() as u32;
+            let bucket = self.buckets.get(&queue).copied();
+            self.buckets
+                .insert(queue, Bucket::after(&rate, bucket, now, taken));
+        }
+    }
+
+    /// Moves live job `id` into history as `status` (discard or cancel).
+    pub(crate) fn remove(
+        &mut self,
+        id: JobId,
+        status: FinalStatus,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        if !self.jobs.contains_key(&id) {
+            return Err(QueueError::not_found(format!("live job {id}")));
+        }
+        self.archive(id, Archive::removed(status), now);
+        Ok(())
+    }
+
+    pub(crate) fn snooze(
+        &mut self,
+        lease: &Lease,
+        delay: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<DateTime<Utc>> {
+        let job = self.held(lease).ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
+        })?;
+        let at = after(now, delay);
+        job.lease_until = None;
+        job.locked_by = None;
+        job.attempts -= 1;
+        job.snoozes += 1;
+        job.available_at = at;
+        job.updated_at = now;
+        Ok(at)
+    }
+
+    pub(crate) fn configure(
+        &mut self,
+        queue: &QueueName,
+        limits: &QueueLimits,
+        now: DateTime<Utc>,
+    ) {
+        match limits.rate {
+            Some(rate) => self.buckets.insert(queue.clone(), Bucket::full(&rate, now)),
+            None => self.buckets.remove(queue),
+        };
+        if *limits == QueueLimits::default() {
+            self.limits.remove(queue);
+        } else {
+            self.limits.insert(queue.clone(), *limits);
+        }
+    }
+
+    pub(crate) fn configs(&self) -> Vec<QueueConfig> {
+        let mut queues: Vec<&QueueName> = self.limits.keys().chain(&self.paused).collect();
+        queues.sort();
+        queues.dedup();
+        queues
+            .into_iter()
+            .map(|queue| QueueConfig {
+                queue: queue.clone(),
+                paused: self.paused.contains(queue),
+                limits: self.limits.get(queue).copied().unwrap_or_default(),
+            })
+            .collect()
+    }
+
+    pub(crate) fn fire(&mut self, fire: ValidFire, now: DateTime<Utc>) -> Option<EnqueueOutcome> {
+        if let Some(last) = self.fires.get(&fire.schedule)
+            && last.last_fire_at >= fire.fire_at
+        {
+            return None;
+        }
+        self.fires.insert(
+            fire.schedule.clone(),
+            ScheduleRecord {
+                schedule: fire.schedule,
+                last_fire_at: fire.fire_at,
+                next_fire_at: fire.next_fire_at,
+            },
+        );
+        Some(self.insert(fire.job, now))
+    }
+}

@@ -1,0 +1,235 @@
+//! Flow control: a queue's concurrency and rate limits, enforced in the
+//! claim, and the `queue_config` row they live in.
+
+use std::time::Duration;
+
+use queue_core::{Backoff, NewJob, QueueConfig, QueueLimits, RateLimit, Retry, Storage};
+use serde_json::json;
+
+use super::{Ctx, LEASE, assert_invalid, lease_of, queue, request, secs};
+
+fn concurrency(limit: u32) -> QueueLimits {
+    QueueLimits {
+        concurrency: Some(limit),
+        ..QueueLimits::default()
+    }
+}
+
+fn rate(per_second: f64, burst: u32) -> QueueLimits {
+    QueueLimits {
+        rate: Some(RateLimit { per_second, burst }),
+        ..QueueLimits::default()
+    }
+}
+
+impl<S: Storage> Ctx<S> {
+    async fn fill(&self, queue_name: &str, n: usize) {
+        let jobs = (0..n).map(|i| NewJob::new(queue_name, json!({ "i": i })));
+        self.storage
+            .enqueue_batch(jobs.collect())
+            .await
+            .expect("enqueue_batch");
+    }
+
+    async fn configure(&self, queue_name: &str, limits: QueueLimits) {
+        self.storage
+            .configure_queue(&queue(queue_name), &limits)
+            .await
+            .expect("configure_queue");
+    }
+
+    async fn configs(&self) -> Vec<QueueConfig> {
+        self.storage.queue_configs().await.expect("queue_configs")
+    }
+}
+
+/// Limits read back as set, to the millisecond; pause and limits live in
+/// one row without overwriting each other; default limits clear them.
+pub async fn configure_queue_reads_back_and_keeps_the_paused_flag<S: Storage>(ctx: Ctx<S>) {
+    let backoff = Backoff::new(secs(2), Duration::ZERO, secs(600), 0.25).expect("backoff");
+    let limits = QueueLimits {
+        concurrency: Some(3),
+        rate: Some(RateLimit {
+            per_second: 2.5,
+            burst: 4,
+        }),
+        lease: Some(Duration::from_millis(45_250)),
+        backoff: Some(backoff),
+    };
+    assert!(ctx.configs().await.is_empty(), "no queue is configured yet");
+    ctx.storage.pause_queue(&queue("a")).await.expect("pause");
+    ctx.configure("a", limits).await;
+    ctx.configure("b", concurrency(7)).await;
+    let configs = ctx.configs().await;
+    assert_eq!(
+        configs,
+        vec![
+            QueueConfig {
+                queue: queue("a"),
+                paused: true,
+                limits,
+            },
+            QueueConfig {
+                queue: queue("b"),
+                paused: false,
+                limits: concurrency(7),
+            },
+        ]
+    );
+    ctx.storage.resume_queue(&queue("a")).await.expect("resume");
+    assert_eq!(ctx.configs().await[0].limits, limits, "resume keeps limits");
+    ctx.configure("b", QueueLimits::default()).await;
+    let queues: Vec<_> = ctx.configs().await.into_iter().map(|c| c.queue).collect();
+    assert_eq!(queues, vec![queue("a")], "b has neither limits nor pause");
+}
+
+/// Invalid limits are refused naming the field, and change nothing.
+pub async fn configure_queue_rejects_invalid_limits<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", concurrency(2)).await;
+    let q = queue("q");
+    assert_invalid(
+        ctx.storage.configure_queue(&q, &concurrency(0)).await,
+        "concurrency",
+    );
+    assert_invalid(
+        ctx.storage.configure_queue(&q, &rate(-1.0, 1)).await,
+        "rate",
+    );
+    assert_invalid(
+        ctx.storage.configure_queue(&q, &rate(1.0, 0)).await,
+        "burst",
+    );
+    let lease = QueueLimits {
+        lease: Some(Duration::ZERO),
+        ..QueueLimits::default()
+    };
+    assert_invalid(ctx.storage.configure_queue(&q, &lease).await, "lease");
+    assert_eq!(ctx.configs().await[0].limits, concurrency(2));
+}
+
+/// A concurrency limit counts every held lease, expired ones too until
+/// reclaim; ack, nack and reclaim free the slot.
+pub async fn concurrency_limit_caps_the_leases_a_queue_holds<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", concurrency(2)).await;
+    ctx.fill("q", 6).await;
+    let first = ctx.claim("q", 5).await;
+    assert_eq!(first.len(), 2, "the limit, not the request, decides");
+    assert!(ctx.claim_as("q", 5, "w2").await.is_empty(), "no slot left");
+    ctx.storage
+        .ack(&lease_of(&first[0]), None)
+        .await
+        .expect("ack");
+    let second = ctx.claim_as("q", 5, "w2").await;
+    assert_eq!(second.len(), 1, "an ack frees one slot");
+    ctx.storage
+        .nack(&lease_of(&second[0]), json!("x"), Retry::After(secs(60)))
+        .await
+        .expect("nack");
+    assert_eq!(ctx.claim("q", 5).await.len(), 1, "a nack frees one slot");
+    ctx.clock.advance(LEASE + secs(1));
+    assert!(
+        ctx.claim("q", 5).await.is_empty(),
+        "an expired lease still holds its slot until reclaim"
+    );
+    ctx.storage.reclaim_stalled(10).await.expect("reclaim");
+    assert_eq!(ctx.claim("q", 5).await.len(), 2, "reclaim frees them");
+}
+
+/// Eight workers claiming at once never hold more than the limit.
+pub async fn concurrency_limit_holds_under_concurrent_claims<S: Storage>(ctx: Ctx<S>) {
+    const LIMIT: usize = 3;
+    ctx.configure("q", concurrency(LIMIT as u32)).await;
+    ctx.fill("q", 40).await;
+    for round in 0..5 {
+        let claims: Vec<_> = (0..8)
+            .map(|n| {
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let worker = format!("w{round}-{n}");
+                    ctx.storage
+                        .dequeue(&request(&["q"], 4, &worker))
+                        .await
+                        .expect("dequeue")
+                })
+            })
+            .collect();
+        let mut claimed = Vec::new();
+        for claim in claims {
+            claimed.extend(claim.await.expect("claimer"));
+        }
+        assert_eq!(
+            claimed.len(),
+            LIMIT,
+            "round {round}: the racing claims together took {} jobs",
+            claimed.len()
+        );
+        let acks: Vec<_> = claimed
+            .iter()
+            .map(|job| queue_core::Ack {
+                lease: lease_of(job),
+                result: None,
+            })
+            .collect();
+        ctx.storage.ack_batch(&acks).await.expect("ack_batch");
+    }
+}
+
+/// The bucket starts full, takes a token per job, and refills at the rate
+/// on the storage's clock up to the burst.
+pub async fn rate_limit_refills_its_bucket_on_the_storage_clock<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", rate(2.0, 4)).await;
+    ctx.fill("q", 30).await;
+    assert_eq!(
+        ctx.claim("q", 10).await.len(),
+        4,
+        "a full bucket: the burst"
+    );
+    assert!(ctx.claim("q", 10).await.is_empty(), "the bucket is empty");
+    ctx.clock.advance(Duration::from_millis(499));
+    assert!(ctx.claim("q", 10).await.is_empty(), "not yet a whole token");
+    ctx.clock.advance(Duration::from_millis(1));
+    assert_eq!(
+        ctx.claim("q", 10).await.len(),
+        1,
+        "2/s: one token in 500 ms"
+    );
+    ctx.clock.advance(Duration::from_millis(1_250));
+    assert_eq!(ctx.claim("q", 10).await.len(), 2, "2.5 tokens: two whole");
+    ctx.clock.advance(Duration::from_millis(250));
+    assert_eq!(ctx.claim("q", 10).await.len(), 1, "the half token was kept");
+    ctx.clock.advance(secs(60));
+    assert_eq!(
+        ctx.claim("q", 10).await.len(),
+        4,
+        "refilled up to the burst only"
+    );
+}
+
+/// In a claim over several queues each queue's limits bind only its own
+/// jobs.
+pub async fn limits_bind_only_their_queue_in_a_multi_queue_claim<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("slow", concurrency(1)).await;
+    ctx.fill("slow", 3).await;
+    ctx.fill("fast", 3).await;
+    let claimed = ctx
+        .storage
+        .dequeue(&request(&["fast", "slow"], 10, "w1"))
+        .await
+        .expect("dequeue");
+    let slow = claimed.iter().filter(|j| j.queue == queue("slow")).count();
+    let fast = claimed.iter().filter(|j| j.queue == queue("fast")).count();
+    assert_eq!((slow, fast), (1, 3));
+}
+
+/// A change of limits binds the next claim; default limits lift them.
+pub async fn configure_queue_takes_effect_at_the_next_claim<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", concurrency(1)).await;
+    ctx.fill("q", 10).await;
+    assert_eq!(ctx.claim("q", 10).await.len(), 1);
+    ctx.configure("q", concurrency(3)).await;
+    assert_eq!(ctx.claim("q", 10).await.len(), 2, "three held in all");
+    ctx.configure("q", rate(1.0, 2)).await;
+    assert_eq!(ctx.claim("q", 10).await.len(), 2, "a new rate starts full");
+    ctx.configure("q", QueueLimits::default()).await;
+    assert_eq!(ctx.claim("q", 10).await.len(), 5, "no limit left");
+}
