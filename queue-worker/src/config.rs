@@ -69,7 +69,9 @@ pub struct WorkerOptions {
     pub completion_delay: Duration,
     /// How often stalled leases are reclaimed.
     pub reclaim_interval: Duration,
-    /// How often history is pruned.
+    /// How often history is pruned. A round deletes at most 10 batches of
+    /// [`queue_core::MAX_BATCH`] rows per status; when it leaves rows past
+    /// their retention, the next round follows a second later instead.
     pub prune_interval: Duration,
     /// Completed jobs stay in history this long.
     pub completed_retention: Duration,

@@ -3,6 +3,7 @@
 //! number of workers may run them at once.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use queue_core::{FinalStatus, MAX_BATCH, PruneRequest, Storage};
 use tracing::{info, warn};
@@ -12,14 +13,28 @@ use crate::shared::Shared;
 /// Batches per round at most, so one round stays short.
 const ROUNDS: usize = 10;
 
+/// The pause before the next prune round when a round ended with history
+/// still to delete (its last batch was full). Without it a round every
+/// `prune_interval` deletes at most `ROUNDS` x `MAX_BATCH` rows per status,
+/// and above that rate (28 jobs/s with the default hour) history grows
+/// without bound whatever the retention.
+const PRUNE_CATCH_UP: Duration = Duration::from_secs(1);
+
 /// Runs until `stop_all` fires.
 pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
     let mut reclaim = tokio::time::interval(shared.options.reclaim_interval);
-    let mut prune = tokio::time::interval(shared.options.prune_interval);
+    let mut next_prune = tokio::time::Instant::now();
     loop {
         tokio::select! {
             _ = reclaim.tick() => reclaim_round(&shared).await,
-            _ = prune.tick() => prune_round(&shared).await,
+            () = tokio::time::sleep_until(next_prune) => {
+                let pause = if prune_round(&shared).await {
+                    PRUNE_CATCH_UP
+                } else {
+                    shared.options.prune_interval
+                };
+                next_prune = tokio::time::Instant::now() + pause;
+            }
             () = shared.stop_all.cancelled() => return,
         }
     }
@@ -51,7 +66,9 @@ async fn reclaim_round<S: Storage>(shared: &Shared<S>) {
     }
 }
 
-async fn prune_round<S: Storage>(shared: &Shared<S>) {
+/// One round: up to [`ROUNDS`] batches per status. Returns whether history
+/// is left to delete (a status's last batch was full).
+async fn prune_round<S: Storage>(shared: &Shared<S>) -> bool {
     let plans = [
         (FinalStatus::Completed, shared.options.completed_retention),
         (
@@ -60,21 +77,29 @@ async fn prune_round<S: Storage>(shared: &Shared<S>) {
         ),
         (FinalStatus::Discarded, shared.options.dead_letter_retention),
     ];
+    let mut more = false;
     for (status, older_than) in plans {
         let request = PruneRequest {
             older_than,
             status: Some(status),
             limit: MAX_BATCH,
         };
+        let mut full = false;
         for _ in 0..ROUNDS {
             match shared.storage.prune_history(&request).await {
-                Ok(deleted) if deleted < u64::from(MAX_BATCH) => break,
-                Ok(_) => {}
+                Ok(deleted) => {
+                    full = deleted >= u64::from(MAX_BATCH);
+                    if !full {
+                        break;
+                    }
+                }
                 Err(error) => {
                     warn!(%error, "prune failed");
-                    return;
+                    return false;
                 }
             }
         }
+        more |= full;
     }
+    more
 }

@@ -492,3 +492,66 @@ async fn prefetched_jobs_wait_for_a_slot_and_are_released_at_shutdown() {
         "released without counting"
     );
 }
+
+/// More old history than one prune round deletes (10 batches of 10,000
+/// per status): the worker prunes again a second later rather than an
+/// interval (here an hour) later, so history cannot outgrow the prune.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_catches_up_when_a_round_leaves_history_behind() {
+    const JOBS: usize = 105_000;
+    let clock = ManualClock::new(Utc::now());
+    let storage = Arc::new(MemoryStorage::with_clock(clock.clone()));
+    let request = queue_core::DequeueRequest::new(
+        vec![queue_core::QueueName::new("old").expect("valid")],
+        1_000,
+        Duration::from_secs(60),
+        queue_core::WorkerId::new("filler").expect("valid"),
+    )
+    .expect("valid request");
+    for _ in 0..JOBS / 1_000 {
+        let jobs = (0..1_000).map(|_| NewJob::new("old", json!({}))).collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue");
+        let acks: Vec<_> = storage
+            .dequeue(&request)
+            .await
+            .expect("dequeue")
+            .iter()
+            .map(|job| queue_core::Ack {
+                lease: job.lease().expect("leased"),
+                result: None,
+            })
+            .collect();
+        assert_eq!(acks.len(), 1_000);
+        storage.ack_batch(&acks).await.expect("ack");
+    }
+    // Past the default retention of completed jobs (7 days).
+    clock.advance(Duration::from_secs(8 * 24 * 3600));
+    let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+        .options(WorkerOptions {
+            prune_interval: Duration::from_secs(3600),
+            ..quick()
+        })
+        .queue("other", options(1), ok)
+        .expect("queue")
+        .start()
+        .expect("start");
+    // Polled gently: each look sorts the whole history under the
+    // storage's lock, which the prune needs too.
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let filter = HistoryFilter {
+            limit: 1,
+            ..HistoryFilter::default()
+        };
+        let left = storage.list_history(&filter).await.expect("history");
+        if left.records.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "old history was still there 20 s after the worker started"
+        );
+    }
+    worker.shutdown(Duration::from_secs(5)).await;
+}
