@@ -39,3 +39,10 @@ CREATE TABLE queue_schedule (
     updated_at    TIMESTAMPTZ NOT NULL DEFAULT now(),
     CONSTRAINT queue_schedule_name_length CHECK (octet_length(schedule_name) BETWEEN 1 AND 191)
 );
+
+-- Serves the limited claim's count of the leases a queue holds
+-- (`queue_name = ANY(..) AND lease_until IS NOT NULL`). Without it the
+-- planner answered the count from job_queue_unique_key, reading every job
+-- of the queue: a limited queue with 50,000 jobs waiting drained at 16% of
+-- an unlimited one (docs/benchmarks.md).
+CREATE INDEX job_queue_held ON job_queue (queue_name) WHERE lease_until IS NOT NULL;

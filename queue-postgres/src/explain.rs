@@ -135,4 +135,44 @@ impl PgStorage {
         .await?;
         Ok(steps(&plan))
     }
+
+    /// The limited claim's count of the leases `queues` hold, up to
+    /// their concurrency limits, executed (`EXPLAIN ANALYZE` with buffers)
+    /// as the claim runs it: in a transaction, after the statement that
+    /// locks the queues' config rows (then rolled back).
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn explain_held(&self, queues: &[QueueName]) -> Result<Vec<PlanStep>> {
+        let explain = format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+            self.sql.held.as_str()
+        );
+        let names: Vec<&str> = queues.iter().map(QueueName::as_str).collect();
+        let plan: Value = retrying(true, || async {
+            let mut tx = self.pool.begin().await?;
+            let locked = sqlx::query(self.sql.limits_lock.clone())
+                .bind(self.now_override())
+                .bind(&names)
+                .fetch_all(&mut *tx)
+                .await?;
+            let mut counted = Vec::new();
+            let mut caps = Vec::new();
+            for row in &locked {
+                if let Some(cap) = row.try_get::<Option<i32>, _>("concurrency_limit")? {
+                    counted.push(row.try_get::<String, _>("queue_name")?);
+                    caps.push(i64::from(cap));
+                }
+            }
+            let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
+                .bind(&counted)
+                .bind(&caps)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.rollback().await?;
+            Ok::<Value, crate::error::Failure>(plan)
+        })
+        .await?;
+        Ok(steps(&plan))
+    }
 }

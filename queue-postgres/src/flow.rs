@@ -5,9 +5,10 @@
 //! read at most once a second) is the plain one-statement claim of
 //! `dequeue.rs`. One naming a limited queue runs in one transaction: lock
 //! the limited queues' config rows in name order (`sql.rs`'s
-//! `LIMITS_LOCK`), count their held leases in a later statement (`HELD`:
-//! READ COMMITTED gives each statement its own snapshot, and the lock
-//! statement's predates the lock it waited for), narrow the request to
+//! `LIMITS_LOCK`), count their held leases up to the limit in a later
+//! statement (`HELD`: READ COMMITTED gives each statement its own
+//! snapshot, and the lock statement's predates the lock it waited for),
+//! narrow the request to
 //! [`QueueLimits::allowance`], run the plain claim statement, store the
 //! buckets of rate-limited queues ([`Bucket::after`]), commit.
 
@@ -86,15 +87,15 @@ impl PgStorage {
             .iter()
             .map(locked_limits)
             .collect::<Result<Vec<_>>>()?;
-        let counted: Vec<&str> = locked
+        let (counted, caps): (Vec<&str>, Vec<i64>) = locked
             .iter()
-            .filter(|l| l.limits.concurrency.is_some())
-            .map(|l| l.queue.as_str())
-            .collect();
+            .filter_map(|l| Some((l.queue.as_str(), i64::from(l.limits.concurrency?))))
+            .unzip();
         let mut held: HashMap<String, i64> = HashMap::new();
         if !counted.is_empty() {
             for row in sqlx::query(self.sql.held.clone())
                 .bind(&counted)
+                .bind(&caps)
                 .fetch_all(&mut *conn)
                 .await?
             {

@@ -711,24 +711,34 @@ WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
 /// The limited claim's first statement: locks the config rows of the
 /// limited queues among $2, in name order (so concurrent claims over
 /// several queues never deadlock), and reads their limits, buckets and
-/// the claim's now.
+/// the claim's now. It also turns bitmap scans off for the rest of the
+/// transaction, for [`HELD`].
 const LIMITS_LOCK: &str = "
 SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at,
-       COALESCE($1::timestamptz, now()) AS now
+       COALESCE($1::timestamptz, now()) AS now,
+       set_config('enable_bitmapscan', 'off', true) AS plain_scans
 FROM {s}.queue_config
 WHERE queue_name = ANY($2::text[])
   AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL)
 ORDER BY queue_name COLLATE \"C\"
 FOR UPDATE";
 
-/// The leases held by the jobs of each queue in $1: a statement of its
-/// own after [`LIMITS_LOCK`], so that its snapshot sees every claim that
-/// committed while this one waited for the lock (a READ COMMITTED
+/// The leases held by the jobs of each queue in $1, counted up to its
+/// concurrency limit in $2 (enough for its allowance): a short index scan
+/// of `job_queue_held` per queue, which skips the entries of finished jobs
+/// it has seen dead before. (A count of every entry, which the planner
+/// answers with a bitmap scan, reads each claimed job since the last
+/// vacuum: 4.4 ms per claim after a drain of 50,000 jobs.) A statement of
+/// its own after [`LIMITS_LOCK`], so that its snapshot sees every claim
+/// that committed while this one waited for the lock (a READ COMMITTED
 /// statement's snapshot predates the lock it waits for).
 const HELD: &str = "
-SELECT queue_name, count(*) AS held FROM {s}.job_queue
-WHERE lease_until IS NOT NULL AND queue_name = ANY($1::text[])
-GROUP BY queue_name";
+SELECT q.name AS queue_name,
+       (SELECT count(*) FROM (
+            SELECT 1 FROM {s}.job_queue j
+            WHERE j.queue_name = q.name AND j.lease_until IS NOT NULL
+            LIMIT q.cap) h) AS held
+FROM UNNEST($1::text[], $2::bigint[]) AS q(name, cap)";
 
 /// Stores the buckets of rate-limited queues after a claim.
 const BUCKET_STORE: &str = "

@@ -75,6 +75,11 @@ async fn apply<S: Storage>(shared: &Arc<Shared<S>>, batch: Vec<Completion>) {
     }
     ack_all(shared, acks).await;
     while nacks.join_next().await.is_some() {}
+    // Leases just ended: a claim the concurrency limit narrowed (or
+    // emptied) may take more now, rather than at the end of its idle wait.
+    if shared.any_concurrency_limited() {
+        shared.wake.notify_one();
+    }
 }
 
 async fn ack_all<S: Storage>(shared: &Shared<S>, acks: Vec<Ack>) {

@@ -17,6 +17,7 @@ pub(crate) fn defaults(queues: &[QueueSlot]) -> Vec<Effective> {
         .map(|slot| Effective {
             lease: slot.options.lease,
             backoff: slot.options.backoff,
+            concurrency_limited: false,
         })
         .collect()
 }
@@ -42,6 +43,7 @@ fn apply<S>(shared: &Shared<S>, configs: &[QueueConfig]) {
         if let Some(config) = configs.iter().find(|c| c.queue == slot.name) {
             effective.lease = config.limits.lease.unwrap_or(effective.lease);
             effective.backoff = config.limits.backoff.unwrap_or(effective.backoff);
+            effective.concurrency_limited = config.limits.concurrency.is_some();
         }
     }
     let mut current = shared

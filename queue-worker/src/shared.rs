@@ -68,6 +68,16 @@ impl<S: Storage> Shared<S> {
             .unwrap_or_else(PoisonError::into_inner)[index]
     }
 
+    /// Whether any of the worker's queues has a concurrency limit (as last
+    /// read from `queue_config`).
+    pub(crate) fn any_concurrency_limited(&self) -> bool {
+        self.effective
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|e| e.concurrency_limited)
+    }
+
     /// Aborts the handler task of a run (after its token fired), if any.
     pub(crate) fn abort(&self, id: JobId) {
         let in_flight = self.in_flight();
@@ -111,9 +121,11 @@ pub(crate) enum Completion {
 }
 
 /// A queue's lease and backoff in force: its `queue_config` row's where
-/// set, else the worker's [`QueueOptions`].
+/// set, else the worker's [`QueueOptions`]; and whether that row sets a
+/// concurrency limit.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Effective {
     pub(crate) lease: Duration,
     pub(crate) backoff: Backoff,
+    pub(crate) concurrency_limited: bool,
 }
