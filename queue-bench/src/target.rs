@@ -45,6 +45,15 @@ pub(crate) trait Target: Storage + Clone + Sized + 'static {
 
     /// Whether enqueues signal waiting workers.
     fn notifies(setup: &Setup) -> bool;
+
+    /// Brings the tables after a bulk load to what the server's own
+    /// maintenance keeps them at (PostgreSQL: `VACUUM ANALYZE`, as
+    /// autovacuum would; elsewhere nothing), so that reads are timed at
+    /// steady state rather than on a table without statistics or a
+    /// visibility map.
+    async fn settle(&self) -> Result<(), BenchError> {
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -64,6 +73,16 @@ impl Target for PgStorage {
         let storage = PgStorage::from_pool(pool).with_schema(&setup.schema)?;
         storage.migrate().await?;
         Ok(storage)
+    }
+
+    async fn settle(&self) -> Result<(), BenchError> {
+        for table in ["job_queue", "job_history", "job_throughput"] {
+            let sql = format!("VACUUM ANALYZE \"{}\".{table}", self.schema());
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(self.pool())
+                .await?;
+        }
+        Ok(())
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {

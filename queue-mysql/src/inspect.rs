@@ -391,8 +391,6 @@ impl MySqlStorage {
                 Param::Time(last),
                 Param::Time(since),
                 Param::Time(first + chrono::TimeDelta::minutes(1)),
-                Param::Time(last),
-                Param::Time(now),
             ];
             Ok(query(THROUGHPUT, params)
                 .load::<ThroughputRow>(&mut conn)

@@ -613,19 +613,20 @@ pub(crate) fn retry_dead_letters_delete(ids: usize) -> String {
 }
 
 /// Completed and dead-lettered jobs per queue and UTC minute finished in
-/// `(since, now]`. The whole minutes strictly inside come from
-/// `job_throughput` (kept by triggers on history, see migration 0004; a
-/// sum over each minute's shards); the two minutes the window's ends fall
-/// in, which it covers only in part, from history through
-/// `job_history_finished_at`. So the cost is a row per queue, minute and
-/// writer plus two minutes of history, whatever the window holds.
-/// Binds: first minute, last minute (the minutes of since and now), since,
-/// first minute + 1 minute, last minute, now.
+/// `(since, now]`. Every minute after the first comes from
+/// `job_throughput` (kept by triggers on history, see migration 0005; a
+/// sum over each minute's shards), the current one included: nothing has
+/// finished after now, so its counter holds exactly what finished in it up
+/// to now. The first minute, which the window covers only in part, comes
+/// from history through `job_history_finished_at`. So the cost is a row
+/// per queue, minute and writer plus what finished in one minute a window
+/// ago. Binds: first minute, last minute (the minutes of since and now),
+/// since, first minute + 1 minute.
 pub(crate) const THROUGHPUT: &str = "
 SELECT queue_name, minute,
        CAST(SUM(completed) AS SIGNED) AS completed, CAST(SUM(failed) AS SIGNED) AS failed
 FROM job_throughput
-WHERE minute > ? AND minute < ?
+WHERE minute > ? AND minute <= ?
 GROUP BY queue_name, minute
 HAVING SUM(completed) <> 0 OR SUM(failed) <> 0
 UNION ALL
@@ -634,7 +635,7 @@ SELECT queue_name,
        CAST(SUM(status_final = 'completed') AS SIGNED) AS completed,
        CAST(SUM(status_final = 'dead_letter') AS SIGNED) AS failed
 FROM job_history
-WHERE ((finished_at > ? AND finished_at < ?) OR (finished_at >= ? AND finished_at <= ?))
+WHERE finished_at > ? AND finished_at < ?
   AND status_final IN ('completed', 'dead_letter')
 GROUP BY queue_name, CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:%i:00') AS DATETIME(6))";
 

@@ -590,13 +590,15 @@ SELECT (SELECT count(*) FROM back) AS moved,
         FROM (SELECT DISTINCT queue_name FROM back) q) AS notified";
 
 /// Completed and dead-lettered jobs per queue and UTC minute finished in
-/// `(lo, hi]`, the $2 microseconds before now. The whole minutes strictly
-/// inside come from `job_throughput` (kept by triggers on history, see
-/// migration 0004; a sum over each minute's shards); the two minutes the
-/// window's ends fall in, which it covers only in part, from history
-/// through `job_history_finished_at`. So the cost is a row per queue,
-/// minute and writer plus two minutes of history, whatever the window
-/// holds. (A window is at least a minute, so the two end minutes differ.)
+/// `(lo, hi]`, the $2 microseconds before now. Every minute after the
+/// first comes from `job_throughput` (kept by triggers on history, see
+/// migration 0005; a sum over each minute's shards), the current one
+/// included: nothing has finished after now, so its counter holds exactly
+/// what finished in it up to now. The first minute, which the window
+/// covers only in part, comes from history through
+/// `job_history_finished_at`. So the cost is a row per queue, minute and
+/// writer plus what finished in one minute a window ago. (A window is at
+/// least a minute, so the first and the current minute differ.)
 const THROUGHPUT: &str = "
 WITH w AS (
     SELECT COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond' AS lo,
@@ -611,13 +613,10 @@ m AS (
 ends AS (
     SELECT h.queue_name, h.finished_at, h.status_final FROM {s}.job_history h, m
     WHERE h.finished_at > m.lo AND h.finished_at < m.first_minute + interval '1 minute'
-    UNION ALL
-    SELECT h.queue_name, h.finished_at, h.status_final FROM {s}.job_history h, m
-    WHERE h.finished_at >= m.last_minute AND h.finished_at <= m.hi
 )
 SELECT t.queue_name, t.minute, sum(t.completed)::bigint AS completed, sum(t.failed)::bigint AS failed
 FROM {s}.job_throughput t, m
-WHERE t.minute > m.first_minute AND t.minute < m.last_minute
+WHERE t.minute > m.first_minute AND t.minute <= m.last_minute
 GROUP BY t.queue_name, t.minute
 HAVING sum(t.completed) <> 0 OR sum(t.failed) <> 0
 UNION ALL

@@ -40,11 +40,14 @@
 //! commit would bound every enqueue, claim and ack to the disk's sync rate;
 //! an application that needs commits to survive power loss opens the file
 //! with `synchronous=full` in the URL ([`Durability::Full`]). See
-//! docs/reliability.md.
+//! docs/reliability.md. The storage's writes never checkpoint the WAL
+//! themselves: a task of the storage does, four times a second, so that no
+//! enqueue or claim waits for a checkpoint's copy and disk sync.
 
 #[macro_use]
 mod error;
 mod admin;
+mod checkpoint;
 mod complete;
 mod dequeue;
 mod enqueue;

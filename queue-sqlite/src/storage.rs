@@ -17,6 +17,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 use tokio::sync::{Mutex, broadcast};
 
+use crate::checkpoint::{self, Checkpointer};
 use crate::error::open_error;
 use crate::{migrate, sql};
 
@@ -118,6 +119,9 @@ pub struct SqliteStorage {
     /// every release. In memory it holds `None` and writes take the pool's
     /// one connection (another connection would be another database).
     pub(crate) write_turn: Arc<Mutex<Option<SqliteConnection>>>,
+    /// A file's WAL checkpoints, off the write path (`checkpoint.rs`);
+    /// `None` in memory.
+    _checkpointer: Option<Arc<Checkpointer>>,
 }
 
 impl SqliteStorage {
@@ -178,13 +182,16 @@ impl SqliteStorage {
             .await
             .map_err(|error| open_error(&path, error))?;
         migrate(&pool, &path).await?;
-        let writer = if in_memory {
-            None
+        let (writer, checkpointer) = if in_memory {
+            (None, None)
         } else {
-            let writer = SqliteConnection::connect_with(&options)
+            // Its commits never checkpoint: the checkpoint task does.
+            let writer_options = options.clone().pragma("wal_autocheckpoint", "0");
+            let writer = SqliteConnection::connect_with(&writer_options)
                 .await
                 .map_err(|error| open_error(&path, error))?;
-            Some(writer)
+            let checkpointer = checkpoint::spawn(pool.clone(), path.clone());
+            (Some(writer), Some(checkpointer))
         };
         let (wakeups, _) = broadcast::channel(WAKEUP_BACKLOG);
         Ok(Self {
@@ -194,6 +201,7 @@ impl SqliteStorage {
             wakeups,
             limited: Arc::default(),
             write_turn: Arc::new(Mutex::new(writer)),
+            _checkpointer: checkpointer,
         })
     }
 

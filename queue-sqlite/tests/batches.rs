@@ -143,3 +143,49 @@ async fn batch_over_several_statements_in_memory() {
     enqueue_checked(&storage, false).await;
     heartbeat_and_ack_checked(&storage).await;
 }
+
+/// The storage's writes do not checkpoint the WAL (their commits would
+/// wait for the copy and the disk sync); its own task does, so the WAL is
+/// reused from its start after each round of writes instead of growing
+/// with every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_checkpointed_off_the_write_path() {
+    let (dir, storage) = file_storage().await;
+    let wal = dir.path().join("q.db-wal");
+    let request = DequeueRequest::new(
+        vec![QueueName::new("q").expect("valid")],
+        MAX_DEQUEUE_LIMIT,
+        Duration::from_secs(60),
+        WorkerId::new("w").expect("valid"),
+    )
+    .expect("valid request");
+    let mut sizes = Vec::new();
+    for round in 0..5 {
+        let jobs = (0..JOBS)
+            .map(|i| NewJob::new("q", json!({"round": round, "i": i, "pad": "x".repeat(500)})))
+            .collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue_batch");
+        loop {
+            let claimed = storage.dequeue(&request).await.expect("dequeue");
+            if claimed.is_empty() {
+                break;
+            }
+            let acks: Vec<Ack> = claimed
+                .iter()
+                .map(|job| Ack {
+                    lease: job.lease().expect("leased"),
+                    result: None,
+                })
+                .collect();
+            storage.ack_batch(&acks).await.expect("ack_batch");
+        }
+        // Two checkpoint periods: the round's frames are copied, and the
+        // next round's first write starts the WAL over.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        sizes.push(std::fs::metadata(&wal).expect("the WAL file").len());
+    }
+    assert!(
+        sizes[4] <= sizes[0] * 2,
+        "the WAL grew round after round (bytes after each): {sizes:?}"
+    );
+}
