@@ -36,14 +36,20 @@ fn request(queues: &[&str], limit: u32) -> DequeueRequest {
     .expect("valid request")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
+/// A fresh test schema, a pool on it and a migrated storage in it.
+async fn migrated() -> (TestSchema, sqlx::PgPool, PgStorage) {
     let schema = TestSchema::create().await;
     let pool = schema.pool().await;
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid schema");
     storage.migrate().await.expect("migrate");
+    (schema, pool, storage)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
+    let (schema, pool, storage) = migrated().await;
 
     // Four queues, mixed priorities and delays, plus running jobs.
     for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
@@ -195,12 +201,7 @@ fn claim_buffers(steps: &[PlanStep]) -> f64 {
 /// buffers here.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_do_not_read_jobs_that_are_not_due_yet() {
-    let schema = TestSchema::create().await;
-    let pool = schema.pool().await;
-    let storage = PgStorage::from_pool(pool.clone())
-        .with_schema(schema.name())
-        .expect("valid schema");
-    storage.migrate().await.expect("migrate");
+    let (schema, pool, storage) = migrated().await;
     for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
         let batch = chunk
             .iter()
@@ -256,12 +257,7 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
 /// 16% of the speed of an unlimited one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_held_lease_count_reads_only_leased_jobs() {
-    let schema = TestSchema::create().await;
-    let pool = schema.pool().await;
-    let storage = PgStorage::from_pool(pool.clone())
-        .with_schema(schema.name())
-        .expect("valid schema");
-    storage.migrate().await.expect("migrate");
+    let (schema, pool, storage) = migrated().await;
     for _ in 0..10 {
         let batch = (0..2_000)
             .map(|i| NewJob::new("limited", json!({"i": i})))
