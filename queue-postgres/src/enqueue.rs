@@ -54,9 +54,13 @@ impl PgStorage {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        // Alone, the statement notifies as it commits (see `signals.rs`).
+        // A lone one-job enqueue notifies in its statement, as it commits
+        // (see `signals.rs`). Batches signal after their commit: a NOTIFY
+        // holds PostgreSQL's notification lock from pre-commit through the
+        // commit, and two producers of 5,000-job batches lost 15% to it
+        // (1,000,000 jobs: 72-75k jobs/s with it, 84-87k without).
         let in_flight = self.signals.begin();
-        let signal = if in_flight.alone {
+        let signal = if in_flight.alone && jobs.len() == 1 {
             Signal::InTransaction
         } else {
             Signal::AfterCommit

@@ -9,12 +9,14 @@
 //! connection: each round sends every queue named since the last round in
 //! one statement, so concurrent enqueues share it.
 //!
-//! An enqueue that is the only one of its storage in flight notifies in its
-//! own statement instead ([`Signals::begin`]): with nobody to serialize
+//! A one-job enqueue that is the only one of its storage in flight notifies
+//! in its own statement instead ([`Signals::begin`]): with nobody to serialize
 //! against, the cluster-wide lock costs nothing, and the workers hear of
 //! the job at its commit rather than one more round trip later (the
 //! after-commit signal is a statement, and a commit, of its own). Enqueues
-//! that overlap others of the storage keep to the after-commit signal.
+//! that overlap others of the storage, and batches (whose commits another
+//! process's producers may be serialized against, and whose start latency
+//! matters less), keep to the after-commit signal.
 //!
 //! Nothing is lost that a worker needs: a signal sent after the commit
 //! finds the job visible, and a signal lost (the process stopped between

