@@ -120,6 +120,16 @@ impl DequeueRequest {
             .map_or(0, |i| self.queue_limits[i])
     }
 
+    /// Whether the request names several queues whose caps add up to
+    /// more than its limit: a claim then picks the best jobs among every
+    /// queue's candidates, and must lock only those it takes (locking a
+    /// queue's candidates while scanning it would hold jobs the claim does
+    /// not take, and a racing claimer would skip them for worse ones).
+    pub fn over_subscribed(&self) -> bool {
+        let caps: u64 = self.queue_limits.iter().map(|c| u64::from(*c)).sum();
+        self.queues.len() > 1 && caps > u64::from(self.limit)
+    }
+
     /// This request with each queue's cap lowered to its allowance (queues
     /// absent from `allowances` keep theirs), the total kept: what a
     /// backend claims once flow limits are known. `None` when no queue may

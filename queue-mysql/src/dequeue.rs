@@ -67,8 +67,7 @@ impl MySqlStorage {
         request: &DequeueRequest,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
-        let caps: u64 = request.queue_limits().iter().map(|c| u64::from(*c)).sum();
-        let peek = request.queues().len() > 1 && caps > u64::from(request.limit());
+        let peek = request.over_subscribed();
         let scan = if peek { DEQUEUE_PEEK } else { DEQUEUE_PICK };
         let mut candidates = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {

@@ -57,10 +57,9 @@ impl PgStorage {
     /// queue, a per-queue LATERAL scan for several (locking as it scans
     /// when the caps add up to the limit, else locking only the best).
     pub(crate) fn dequeue_statement(&self, request: &DequeueRequest) -> sqlx::SqlStr {
-        let caps: u64 = request.queue_limits().iter().map(|c| u64::from(*c)).sum();
         if request.queues().len() == 1 {
             self.sql.dequeue_one.clone()
-        } else if caps > u64::from(request.limit()) {
+        } else if request.over_subscribed() {
             self.sql.dequeue_many_over.clone()
         } else {
             self.sql.dequeue_many.clone()
