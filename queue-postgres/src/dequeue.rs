@@ -33,12 +33,14 @@ impl<'r> ClaimBinds<'r> {
 
 impl PgStorage {
     /// Binds the claim statement's parameters ($1 clock … $5 worker, and
-    /// $6 the per-queue caps, which only the several-queue statement has).
+    /// $6 the per-queue caps, which only the several-queue and limited
+    /// statements have: `several`).
     pub(crate) fn bind_claim<'q>(
         &self,
         query: Query<'q, Postgres, PgArguments>,
         request: &'q DequeueRequest,
         binds: &'q ClaimBinds<'q>,
+        several: bool,
     ) -> Query<'q, Postgres, PgArguments> {
         let query = query
             .bind(self.now_override())
@@ -46,7 +48,7 @@ impl PgStorage {
             .bind(i64::from(request.limit()))
             .bind(duration_micros(request.lease()))
             .bind(request.worker_id().as_str());
-        if request.queues().len() > 1 {
+        if several {
             query.bind(&binds.caps)
         } else {
             query
@@ -73,8 +75,13 @@ impl PgStorage {
         let binds = ClaimBinds::of(request);
         let statement = self.dequeue_statement(request);
         let rows = retrying(false, || {
-            self.bind_claim(sqlx::query(statement.clone()), request, &binds)
-                .fetch_all(&self.pool)
+            self.bind_claim(
+                sqlx::query(statement.clone()),
+                request,
+                &binds,
+                request.queues().len() > 1,
+            )
+            .fetch_all(&self.pool)
         })
         .await?;
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;

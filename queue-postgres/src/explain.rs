@@ -87,7 +87,7 @@ impl PgStorage {
             let mut tx = self.pool.begin().await?;
             let query = sqlx::query(sqlx::AssertSqlSafe(explain.clone()));
             let row = self
-                .bind_claim(query, request, &binds)
+                .bind_claim(query, request, &binds, request.queues().len() > 1)
                 .fetch_one(&mut *tx)
                 .await?;
             tx.rollback().await?;
@@ -136,37 +136,41 @@ impl PgStorage {
         Ok(steps(&plan))
     }
 
-    /// The limited claim's count of the leases `queues` hold, up to
-    /// their concurrency limits, executed (`EXPLAIN ANALYZE` with buffers)
-    /// as the claim runs it: in a transaction, after the statement that
-    /// locks the queues' config rows (then rolled back).
+    /// The limited claim's count of the leases `queue` holds, up to `cap`
+    /// (its concurrency limit), executed (`EXPLAIN ANALYZE` with buffers)
+    /// as the claim runs it: the query of the `queue_held_leases` function
+    /// (migration 0006), read from the catalog, under the function's own
+    /// settings (bitmap scans off), in a transaction rolled back after.
     ///
     /// # Errors
-    /// As any query.
-    pub async fn explain_held(&self, queues: &[QueueName]) -> Result<Vec<PlanStep>> {
-        let explain = format!(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
-            self.sql.held.as_str()
-        );
-        let names: Vec<&str> = queues.iter().map(QueueName::as_str).collect();
+    /// As any query; [`queue_core::QueueError::Backend`] if the function is
+    /// missing (the schema is not migrated) or was rewritten by hand.
+    pub async fn explain_held(&self, queue: &QueueName, cap: u32) -> Result<Vec<PlanStep>> {
         let plan: Value = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
-            let locked = sqlx::query(self.sql.limits_lock.clone())
-                .bind(self.now_override())
-                .bind(&names)
-                .fetch_all(&mut *tx)
+            let function = sqlx::query(self.sql.held_function.clone())
+                .bind(self.schema())
+                .fetch_one(&mut *tx)
                 .await?;
-            let mut counted = Vec::new();
-            let mut caps = Vec::new();
-            for row in &locked {
-                if let Some(cap) = row.try_get::<Option<i32>, _>("concurrency_limit")? {
-                    counted.push(row.try_get::<String, _>("queue_name")?);
-                    caps.push(i64::from(cap));
-                }
+            let source: String = function.try_get("prosrc")?;
+            let body = held_query(&source).ok_or_else(|| {
+                crate::error::Failure::Queue(queue_core::QueueError::backend(
+                    "function queue_held_leases has no `RETURN (query);` (changed by hand?)",
+                ))
+            })?;
+            let settings: Vec<String> = function.try_get("settings")?;
+            for setting in &settings {
+                let (name, value) = setting.split_once('=').unwrap_or((setting, ""));
+                sqlx::query("SELECT set_config($1, $2, true)")
+                    .bind(name)
+                    .bind(value)
+                    .execute(&mut *tx)
+                    .await?;
             }
-            let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
-                .bind(&counted)
-                .bind(&caps)
+            let explain = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {body}");
+            let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
+                .bind(queue.as_str())
+                .bind(i64::from(cap))
                 .fetch_one(&mut *tx)
                 .await?;
             tx.rollback().await?;
@@ -175,4 +179,11 @@ impl PgStorage {
         .await?;
         Ok(steps(&plan))
     }
+}
+
+/// The query of `queue_held_leases`' body (`BEGIN RETURN (query); END`).
+fn held_query(source: &str) -> Option<&str> {
+    let start = source.find("RETURN (")? + "RETURN (".len();
+    let end = source.rfind(");")?;
+    source.get(start..end)
 }

@@ -1,38 +1,32 @@
 //! Flow control: `configure_queue` and `queue_configs` on `queue_config`,
-//! and the limited claim path.
+//! and the limited claim.
 //!
 //! A claim naming no limited queue (as `LimitedQueues` remembers them,
 //! read at most once a second) is the plain one-statement claim of
-//! `dequeue.rs`. One naming a limited queue runs in one transaction: lock
-//! the limited queues' config rows in name order (`sql.rs`'s
-//! `LIMITS_LOCK`), count their held leases up to the limit in a later
-//! statement (`HELD`: READ COMMITTED gives each statement its own
-//! snapshot, and the lock statement's predates the lock it waited for),
-//! narrow the request to
-//! [`QueueLimits::allowance`], run the plain claim statement, store the
-//! buckets of rate-limited queues ([`Bucket::after`]), commit.
+//! `dequeue.rs`. One naming a limited queue is one statement too, the
+//! plain claim with `sql.rs`'s `LOCKED` and `LIMITS_ONE` or `LIMITS_MANY` before it and
+//! `CHARGE` after: it locks the limited queues' config rows in name order,
+//! counts their held leases up to the limit (in `queue_held_leases`, whose
+//! query sees the claims that committed while the lock was awaited),
+//! narrows each queue's cap to [`QueueLimits::allowance`] (the same rule
+//! in SQL), claims, and stores the buckets of rate-limited queues
+//! ([`queue_core::Bucket::after`]). One round trip where it took five
+//! (begin, lock, count, claim, commit): the dispatcher waits for each
+//! claim, so their latency was the drain's.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use queue_core::backend::{claim_order, corrupt, stored, stored_count, stored_millis};
 use queue_core::{
-    Backoff, Bucket, DequeueRequest, Job, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
+    Backoff, DequeueRequest, Job, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
 };
+use sqlx::Row;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
 
 use crate::dequeue::ClaimBinds;
-use crate::error::{Failure, retrying};
+use crate::error::retrying;
 use crate::{PgStorage, interpret_error, rows};
-
-/// A limited queue's config row, read under its lock.
-struct Locked {
-    queue: QueueName,
-    limits: QueueLimits,
-    bucket: Option<Bucket>,
-}
 
 impl PgStorage {
     /// Whether `request` must take the limited path: from the cache, or
@@ -52,109 +46,22 @@ impl PgStorage {
         Ok(self.limited.store(limited, request))
     }
 
-    /// The limited claim, in one transaction (see the module docs).
+    /// The limited claim: one statement (see the module docs).
     pub(crate) async fn dequeue_limited(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let jobs = retrying(false, || async {
-            let mut tx = self.pool.begin().await?;
-            let jobs = self.dequeue_limited_on(&mut tx, request).await?;
-            tx.commit().await?;
-            Ok::<_, Failure>(jobs)
+        let binds = ClaimBinds::of(request);
+        let several = request.queues().len() > 1;
+        let statement = if !several {
+            self.sql.dequeue_limited_one.clone()
+        } else if request.over_subscribed() {
+            self.sql.dequeue_limited_over.clone()
+        } else {
+            self.sql.dequeue_limited.clone()
+        };
+        let rows = retrying(false, || {
+            self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
+                .fetch_all(&self.pool)
         })
         .await?;
-        Ok(jobs)
-    }
-
-    async fn dequeue_limited_on(
-        &self,
-        conn: &mut PgConnection,
-        request: &DequeueRequest,
-    ) -> Result<Vec<Job>, Failure> {
-        let names: Vec<&str> = request.queues().iter().map(QueueName::as_str).collect();
-        let locked_rows = sqlx::query(self.sql.limits_lock.clone())
-            .bind(self.now_override())
-            .bind(&names)
-            .fetch_all(&mut *conn)
-            .await?;
-        let Some(now) = locked_rows
-            .first()
-            .map(|row| row.try_get::<DateTime<Utc>, _>("now"))
-            .transpose()?
-        else {
-            // The limits were removed since the cache was read.
-            return self.claim_on(conn, request).await;
-        };
-        let locked = locked_rows
-            .iter()
-            .map(locked_limits)
-            .collect::<Result<Vec<_>>>()?;
-        let (counted, caps): (Vec<&str>, Vec<i64>) = locked
-            .iter()
-            .filter_map(|l| Some((l.queue.as_str(), i64::from(l.limits.concurrency?))))
-            .unzip();
-        let mut held: HashMap<String, i64> = HashMap::new();
-        if !counted.is_empty() {
-            for row in sqlx::query(self.sql.held.clone())
-                .bind(&counted)
-                .bind(&caps)
-                .fetch_all(&mut *conn)
-                .await?
-            {
-                held.insert(row.try_get("queue_name")?, row.try_get("held")?);
-            }
-        }
-        let allowances: Vec<(QueueName, u32)> = locked
-            .iter()
-            .map(|l| {
-                let held = held.get(l.queue.as_str()).copied().unwrap_or(0);
-                let held = u64::try_from(held).unwrap_or(0);
-                (l.queue.clone(), l.limits.allowance(held, l.bucket, now))
-            })
-            .collect();
-        let Some(narrowed) = request.narrowed(&allowances) else {
-            return Ok(Vec::new());
-        };
-        let jobs = self.claim_on(conn, &narrowed).await?;
-        let rated: Vec<(&Locked, RateLimit)> = locked
-            .iter()
-            .filter_map(|l| Some((l, l.limits.rate?)))
-            .collect();
-        if !rated.is_empty() {
-            let mut queues = Vec::with_capacity(rated.len());
-            let mut tokens = Vec::with_capacity(rated.len());
-            let mut refilled = Vec::with_capacity(rated.len());
-            for (l, rate) in rated {
-                let taken = jobs.iter().filter(|job| job.queue == l.queue).count();
-                let taken = u32::try_from(taken).unwrap_or(u32::MAX);
-                let after = Bucket::after(&rate, l.bucket, now, taken);
-                queues.push(l.queue.as_str());
-                tokens.push(after.tokens);
-                refilled.push(after.refilled_at);
-            }
-            sqlx::query(self.sql.bucket_store.clone())
-                .bind(&queues)
-                .bind(&tokens)
-                .bind(&refilled)
-                .execute(&mut *conn)
-                .await?;
-        }
-        Ok(jobs)
-    }
-
-    /// The plain claim statement of `dequeue.rs`, on `conn`.
-    async fn claim_on(
-        &self,
-        conn: &mut PgConnection,
-        request: &DequeueRequest,
-    ) -> Result<Vec<Job>, Failure> {
-        let binds = ClaimBinds::of(request);
-        let rows = self
-            .bind_claim(
-                sqlx::query(self.dequeue_statement(request)),
-                request,
-                &binds,
-            )
-            .fetch_all(&mut *conn)
-            .await?;
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         Ok(jobs)
@@ -238,19 +145,6 @@ fn claim_limits(row: &PgRow) -> Result<QueueLimits> {
         concurrency: positive("concurrency_limit", get(row, "concurrency_limit")?)?,
         rate,
         ..QueueLimits::default()
-    })
-}
-
-fn locked_limits(row: &PgRow) -> Result<Locked> {
-    let tokens: Option<f64> = get(row, "tokens")?;
-    let refilled_at: Option<DateTime<Utc>> = get(row, "refilled_at")?;
-    Ok(Locked {
-        queue: stored("queue_name", get(row, "queue_name")?, QueueName::new)?,
-        limits: claim_limits(row)?,
-        bucket: tokens.zip(refilled_at).map(|(tokens, refilled_at)| Bucket {
-            tokens,
-            refilled_at,
-        }),
     })
 }
 

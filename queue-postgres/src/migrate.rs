@@ -33,6 +33,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "throughput_counters",
         sql: include_str!("../../migrations/postgres/0005_throughput_counters.sql"),
     },
+    Migration {
+        version: 6,
+        name: "limited_claim",
+        sql: include_str!("../../migrations/postgres/0006_limited_claim.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

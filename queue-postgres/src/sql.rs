@@ -137,7 +137,7 @@ const PICK_LEVELS: &str = "
 
 /// Picks up to $3 claimable jobs of the one queue in $2 ([`PICK_LEVELS`]).
 const PICK_ONE_QUEUE: &str = "
-WITH RECURSIVE {levels},
+WITH RECURSIVE {limits}{levels},
 picked AS (
     SELECT c.id FROM ({pick}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p
@@ -148,9 +148,9 @@ picked AS (
 /// (its cap in $6, aligned with $2) by [`PICK_LEVELS`], then the best $3
 /// of those (a sort of at most the sum of the caps).
 const PICK_MANY_QUEUES: &str = "
-WITH picked AS (
+WITH {limits}picked AS (
     SELECT c.id
-    FROM UNNEST($2::text[], $6::bigint[]) AS q(name, cap)
+    FROM {queues}
     CROSS JOIN LATERAL (
         WITH RECURSIVE {levels}
         {pick}
@@ -165,9 +165,9 @@ WITH picked AS (
 /// on jobs the final LIMIT drops, and a concurrent claim would skip them
 /// for worse ones), and the best $3 still claimable are locked last.
 const PICK_MANY_QUEUES_OVER: &str = "
-WITH candidates AS (
+WITH {limits}candidates AS (
     SELECT c.id
-    FROM UNNEST($2::text[], $6::bigint[]) AS q(name, cap)
+    FROM {queues}
     CROSS JOIN LATERAL (
         WITH RECURSIVE {levels}
         {pick}
@@ -707,44 +707,92 @@ const LIMITED_QUEUES: &str = "
 SELECT queue_name FROM {s}.queue_config
 WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
 
-/// The limited claim's first statement: locks the config rows of the
-/// limited queues among $2, in name order (so concurrent claims over
-/// several queues never deadlock), and reads their limits, buckets and
-/// the claim's now. It also turns bitmap scans off for the rest of the
-/// transaction, for [`HELD`].
-const LIMITS_LOCK: &str = "
-SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at,
-       COALESCE($1::timestamptz, now()) AS now,
-       set_config('enable_bitmapscan', 'off', true) AS plain_scans
-FROM {s}.queue_config
-WHERE queue_name = ANY($2::text[])
-  AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL)
-ORDER BY queue_name COLLATE \"C\"
-FOR UPDATE";
+/// The queues a claim takes from and their caps: $2 and $6 as given, for
+/// the plain claim ([`PICK_MANY_QUEUES`], [`PICK_MANY_QUEUES_OVER`]).
+const QUEUES_AS_GIVEN: &str = "UNNEST($2::text[], $6::bigint[]) AS q(name, cap)";
 
-/// The leases held by the jobs of each queue in $1, counted up to its
-/// concurrency limit in $2 (enough for its allowance): a short index scan
-/// of `job_queue_held` per queue, which skips the entries of finished jobs
-/// it has seen dead before. (A count of every entry, which the planner
-/// answers with a bitmap scan, reads each claimed job since the last
-/// vacuum: 4.4 ms per claim after a drain of 50,000 jobs.) A statement of
-/// its own after [`LIMITS_LOCK`], so that its snapshot sees every claim
-/// that committed while this one waited for the lock (a READ COMMITTED
-/// statement's snapshot predates the lock it waits for).
-const HELD: &str = "
-SELECT q.name AS queue_name,
-       (SELECT count(*) FROM (
-            SELECT 1 FROM {s}.job_queue j
-            WHERE j.queue_name = q.name AND j.lease_until IS NOT NULL
-            LIMIT q.cap) h) AS held
-FROM UNNEST($1::text[], $2::bigint[]) AS q(name, cap)";
+/// The limited claim's caps: [`LIMITS_MANY`]' `limits`.
+const QUEUES_LIMITED: &str = "limits AS q(name, cap)";
 
-/// Stores the buckets of rate-limited queues after a claim.
-const BUCKET_STORE: &str = "
-UPDATE {s}.queue_config c
-SET tokens = u.tokens, refilled_at = u.refilled_at
-FROM UNNEST($1::text[], $2::float8[], $3::timestamptz[]) AS u(queue_name, tokens, refilled_at)
-WHERE c.queue_name = u.queue_name";
+/// The limited claim's first CTEs: lock the config rows of the limited
+/// queues among $2 in name order (so concurrent claims over several
+/// queues never deadlock); count each one's held leases up to its
+/// concurrency limit with `queue_held_leases` (migration 0006: a VOLATILE
+/// function's query takes its own snapshot, after the lock, so it sees
+/// every claim that committed while this one waited; a query of this
+/// statement would not); refill each rate-limited queue's bucket on the
+/// database clock (`queue_core::Bucket::refill`: a missing bucket is
+/// full, a clock that went back adds nothing). Then `limits`
+/// ([`LIMITS_ONE`], [`LIMITS_MANY`]) narrows the caps to what both limits
+/// allow (`queue_core::QueueLimits::allowance`).
+const LOCKED: &str = "locked AS MATERIALIZED (
+    SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at
+    FROM {s}.queue_config
+    WHERE queue_name = ANY($2::text[])
+      AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL)
+    ORDER BY queue_name COLLATE \"C\"
+    FOR UPDATE
+),
+buckets AS MATERIALIZED (
+    SELECT l.queue_name, l.concurrency_limit,
+           CASE WHEN l.concurrency_limit IS NOT NULL
+                THEN {s}.queue_held_leases(l.queue_name, l.concurrency_limit) END AS held,
+           CASE WHEN l.rate_per_second IS NULL THEN NULL
+                WHEN l.tokens IS NULL OR l.refilled_at IS NULL THEN l.rate_burst::float8
+                ELSE GREATEST(LEAST(l.tokens + l.rate_per_second * GREATEST(
+                         EXTRACT(EPOCH FROM COALESCE($1::timestamptz, now()) - l.refilled_at)::float8, 0),
+                     l.rate_burst::float8), 0) END AS tokens,
+           GREATEST(COALESCE($1::timestamptz, now()), l.refilled_at) AS refilled_at
+    FROM locked l
+),
+";
+
+/// The one queue's cap: $3 narrowed by its limits (none when it has no
+/// `buckets` row), never below 0. One row whatever the parameters, so the
+/// planner's generic plan costs what its custom ones do and is kept: a
+/// statement whose cost depends on how many queues $2 holds (as
+/// [`LIMITS_MANY`]'s does) is planned again on every call (1 ms here).
+const LIMITS_ONE: &str = "limits AS MATERIALIZED (
+    SELECT GREATEST(LEAST($3::bigint, b.concurrency_limit - b.held,
+                          floor(b.tokens + 1e-9)::bigint), 0) AS cap
+    FROM (SELECT 1) o LEFT JOIN buckets b ON TRUE
+),
+";
+
+/// Each queue's cap in $6 narrowed by its limits (queues without a
+/// `buckets` row keep theirs), dropping the queues left with none.
+const LIMITS_MANY: &str = "limits AS MATERIALIZED (
+    SELECT name, cap FROM (
+        SELECT q.name, LEAST(q.cap, b.concurrency_limit - b.held,
+                             floor(b.tokens + 1e-9)::bigint) AS cap
+        FROM UNNEST($2::text[], $6::bigint[]) AS q(name, cap)
+        LEFT JOIN buckets b ON b.queue_name = q.name
+    ) n
+    WHERE cap > 0
+),
+";
+
+/// The limited claim's end: [`CLAIM_PICKED`] as the CTE `claimed`, then
+/// the buckets of rate-limited queues stored less what the claim took
+/// (`queue_core::Bucket::after`), under the lock taken in [`LOCKED`].
+const CHARGE: &str = ",
+claimed AS ({claim}),
+charged AS (
+    UPDATE {s}.queue_config c
+    SET tokens = GREATEST(b.tokens - (SELECT count(*) FROM claimed k
+                                       WHERE k.queue_name = b.queue_name), 0),
+        refilled_at = b.refilled_at
+    FROM buckets b
+    WHERE c.queue_name = b.queue_name AND b.tokens IS NOT NULL
+)
+SELECT * FROM claimed";
+
+/// The held-lease count of `queue_held_leases` (migration 0006), for
+/// `PgStorage::explain_held`: its body and settings, as stored.
+const HELD_FUNCTION: &str = "
+SELECT p.prosrc, COALESCE(p.proconfig, '{}') AS settings
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = $1 AND p.proname = 'queue_held_leases'";
 
 /// Sets a queue's limits ($3 concurrency, $4 rate, $5 burst, $6 lease ms,
 /// $7-$10 backoff base, min, max ms and jitter; NULL: not set), keeping its
@@ -797,12 +845,39 @@ const SCHEDULES: &str = "SELECT schedule_name, last_fire_at, next_fire_at FROM {
 /// A claim: `template` with [`LEVELS`] and [`PICK_LEVELS`] for the queue
 /// and cap expressions given, then [`CLAIM_PICKED`].
 fn pick(template: &str, queue: &str, cap: &str) -> String {
-    let body = template
+    let body = picking(template, queue, cap)
+        .replace("{limits}", "")
+        .replace("{queues}", QUEUES_AS_GIVEN);
+    format!("{body}{CLAIM_PICKED}")
+}
+
+/// The limited claim of a several-queue `template`: [`LOCKED`] and
+/// [`LIMITS_MANY`] first, [`CHARGE`] last.
+fn pick_limited(template: &str) -> String {
+    let body = picking(template, "q.name", "q.cap")
+        .replace("{limits}", &format!("{LOCKED}{LIMITS_MANY}"))
+        .replace("{queues}", QUEUES_LIMITED);
+    format!("{body}{}", CHARGE.replace("{claim}", CLAIM_PICKED))
+}
+
+/// The limited claim of one queue: [`PICK_ONE_QUEUE`] with [`LOCKED`] and
+/// [`LIMITS_ONE`] first, [`CHARGE`] last.
+fn pick_limited_one() -> String {
+    let body = picking(
+        PICK_ONE_QUEUE,
+        "($2::text[])[1]",
+        "(SELECT cap FROM limits)",
+    )
+    .replace("{limits}", &format!("{LOCKED}{LIMITS_ONE}"));
+    format!("{body}{}", CHARGE.replace("{claim}", CLAIM_PICKED))
+}
+
+fn picking(template: &str, queue: &str, cap: &str) -> String {
+    template
         .replace("{levels}", LEVELS)
         .replace("{pick}", PICK_LEVELS)
         .replace("{queue}", queue)
-        .replace("{cap}", cap);
-    format!("{body}{CLAIM_PICKED}")
+        .replace("{cap}", cap)
 }
 
 /// The statements of one storage, with its schema filled in.
@@ -842,9 +917,10 @@ pub(crate) struct Statements {
     pub(crate) next_due: SqlStr,
     pub(crate) snooze: SqlStr,
     pub(crate) limited_queues: SqlStr,
-    pub(crate) limits_lock: SqlStr,
-    pub(crate) held: SqlStr,
-    pub(crate) bucket_store: SqlStr,
+    pub(crate) dequeue_limited_one: SqlStr,
+    pub(crate) dequeue_limited: SqlStr,
+    pub(crate) dequeue_limited_over: SqlStr,
+    pub(crate) held_function: SqlStr,
     pub(crate) configure: SqlStr,
     pub(crate) queue_configs: SqlStr,
     pub(crate) fire_record: SqlStr,
@@ -911,9 +987,13 @@ impl Statements {
             next_due: fill(NEXT_DUE),
             snooze: fill(SNOOZE),
             limited_queues: fill(LIMITED_QUEUES),
-            limits_lock: fill(LIMITS_LOCK),
-            held: fill(HELD),
-            bucket_store: fill(BUCKET_STORE),
+            dequeue_limited_one: fill(&pick_limited_one()),
+            dequeue_limited: fill(&pick_limited(PICK_MANY_QUEUES)),
+            dequeue_limited_over: fill(
+                &pick_limited(PICK_MANY_QUEUES_OVER)
+                    .replace("            FOR UPDATE SKIP LOCKED\n", ""),
+            ),
+            held_function: fill(HELD_FUNCTION),
             configure: fill(CONFIGURE),
             queue_configs: fill(QUEUE_CONFIGS),
             fire_record: fill(FIRE_RECORD),

@@ -294,8 +294,7 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
         )
         .await
         .expect("configure");
-    let queues = [queue];
-    let plan = storage.explain_held(&queues).await.expect("explain");
+    let plan = storage.explain_held(&queue, 64).await.expect("explain");
     let indexes: Vec<&str> = plan.iter().filter_map(|s| s.index.as_deref()).collect();
     assert!(
         !indexes.is_empty()
