@@ -25,6 +25,10 @@ struct Candidate {
     now_ts: NaiveDateTime,
 }
 
+/// Per queue, the highest priority of its unleased jobs, where known
+/// (`None`: it has none).
+pub(crate) type TopLevels = std::collections::HashMap<String, Option<i32>>;
+
 /// One priority level of a queue's unleased jobs.
 #[derive(QueryableByName)]
 pub(crate) struct Level {
@@ -41,7 +45,7 @@ impl MySqlStorage {
                 if limited {
                     self.dequeue_limited_on(conn, request).await
                 } else {
-                    self.dequeue_on(conn, request).await
+                    self.dequeue_on(conn, request, &TopLevels::new()).await
                 }
             })
             .await
@@ -61,10 +65,15 @@ impl MySqlStorage {
     /// ([`sql::dequeue_lock_picked`]), so that no row the claim does not take
     /// stays locked until it commits (a racing claimer would skip it and
     /// take worse jobs).
+    ///
+    /// `top` holds queues whose highest level of unleased jobs is known
+    /// already (`None`: it has none), read by the limited claim's lock
+    /// statement: their first probe is skipped.
     pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
+        top: &TopLevels,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
         let peek = request.over_subscribed();
@@ -75,11 +84,19 @@ impl MySqlStorage {
             let mut taken = 0;
             // Above every priority: the first step finds the highest level.
             let mut bound = i64::from(i32::MAX) + 1;
+            // The limited claim's lock statement read the first level.
+            let mut known = top.get(queue.as_str()).copied();
             while taken < *cap as usize {
-                let levels = cached(DEQUEUE_LEVEL, vec![name(), Param::Int(bound)])
-                    .load::<Level>(conn)
-                    .await?;
-                let Some(level) = levels.into_iter().next().map(|l| l.priority) else {
+                let level = match known.take() {
+                    Some(level) => level,
+                    None => cached(DEQUEUE_LEVEL, vec![name(), Param::Int(bound)])
+                        .load::<Level>(conn)
+                        .await?
+                        .into_iter()
+                        .next()
+                        .map(|l| l.priority),
+                };
+                let Some(level) = level else {
                     break;
                 };
                 bound = i64::from(level);

@@ -137,7 +137,8 @@ impl MySqlStorage {
             let before = session_reads(&mut conn).await?;
             let outcome = conn
                 .transaction(async |conn| {
-                    self.dequeue_on(conn, request).await?;
+                    self.dequeue_on(conn, request, &crate::dequeue::TopLevels::new())
+                        .await?;
                     Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
                 })
                 .await;

@@ -4,9 +4,10 @@
 //! A claim naming no limited queue (as `LimitedQueues` remembers them,
 //! read at most once a second) is the plain claim of `dequeue.rs`. One
 //! naming a limited queue adds, in the same transaction: a lock on the
-//! limited queues' config rows in name order (`sql::limits_lock`), a count
-//! of their held leases in a later statement (`sql::held`, which at READ
-//! COMMITTED reads every claim committed before the lock was granted), the
+//! limited queues' config rows in name order that also counts their held
+//! leases (`sql::limits_lock`: at READ COMMITTED its count reads every
+//! claim committed before the first lock was granted; with several limited
+//! queues a later statement counts again, `sql::held`), the
 //! request narrowed to [`QueueLimits::allowance`], and the buckets of
 //! rate-limited queues stored after the claim ([`Bucket::after`]).
 
@@ -24,6 +25,7 @@ use queue_core::{
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, naive, query};
+use crate::dequeue::TopLevels;
 use crate::error::{Failure, retrying};
 use crate::rows::utc;
 use crate::sql::{self, BUCKET_STORE, CONFIGURE, LIMITED_QUEUES, QUEUE_CONFIGS};
@@ -51,6 +53,10 @@ struct LockedRow {
     refilled_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Datetime)]
     now_ts: NaiveDateTime,
+    #[diesel(sql_type = BigInt)]
+    held: i64,
+    #[diesel(sql_type = Nullable<Integer>)]
+    top_priority: Option<i32>,
 }
 
 #[derive(QueryableByName)]
@@ -132,7 +138,7 @@ impl MySqlStorage {
             .await?;
         let Some(mut now) = <[LockedRow]>::first(&rows).map(|row| row.now_ts) else {
             // The limits were removed since the cache was read.
-            return self.dequeue_on(conn, request).await;
+            return self.dequeue_on(conn, request, &TopLevels::new()).await;
         };
         if rows.iter().any(|row| row.rate_per_second.is_some()) {
             // UTC_TIMESTAMP is the lock statement's start, before any wait
@@ -144,6 +150,15 @@ impl MySqlStorage {
                 .await?
                 .now_ts;
         }
+        let mut held: HashMap<String, i64> = rows
+            .iter()
+            .map(|row| (row.queue_name.clone(), row.held))
+            .collect();
+        let top: TopLevels = rows
+            .iter()
+            .map(|row| (row.queue_name.clone(), row.top_priority))
+            .collect();
+        let several = rows.len() > 1;
         let locked = rows
             .into_iter()
             .map(LockedRow::into_locked)
@@ -153,12 +168,12 @@ impl MySqlStorage {
             .filter(|l| l.limits.concurrency.is_some())
             .map(|l| l.queue.as_str())
             .collect();
-        let mut held: HashMap<String, i64> = HashMap::new();
-        if !counted.is_empty() {
+        if several && !counted.is_empty() {
             let params = counted
                 .iter()
                 .map(|q| Param::Text((*q).to_owned()))
                 .collect();
+            held.clear();
             for row in cached(sql::held(counted.len()), params)
                 .load::<HeldRow>(conn)
                 .await?
@@ -180,7 +195,7 @@ impl MySqlStorage {
         let Some(narrowed) = request.narrowed(&allowances) else {
             return Ok(Vec::new());
         };
-        let jobs = self.dequeue_on(conn, &narrowed).await?;
+        let jobs = self.dequeue_on(conn, &narrowed, &top).await?;
         for l in &locked {
             let Some(rate) = l.limits.rate else {
                 continue;

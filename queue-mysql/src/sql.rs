@@ -213,15 +213,29 @@ WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
 
 /// The limited claim's first statement: locks the config rows of the
 /// limited queues among `queues`, in name order (so concurrent claims over
-/// several queues never deadlock), and reads their limits, buckets and the
-/// claim's now. Binds: now, the queues.
+/// several queues never deadlock), and reads their limits, buckets, the
+/// claim's now, and the leases each holds (`held`). At READ COMMITTED a
+/// statement's consistent reads share one read view, opened by the first
+/// of them: here the count of the first row, after that row's lock was
+/// granted, so the first queue's count sees every claim committed before
+/// its lock; a later row's lock may be awaited after the view opened, so
+/// with several limited queues the claim counts again ([`held`]). It also
+/// reads each queue's highest level of unleased jobs (`top_priority`), the
+/// claim's first [`DEQUEUE_LEVEL`] probe, one round trip fewer.
+/// Binds: now, the queues.
 pub(crate) fn limits_lock(queues: usize) -> String {
     format!(
-        "SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at, \
-                COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts \
-         FROM queue_config \
-         WHERE queue_name IN {} AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL) \
-         ORDER BY queue_name \
+        "SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens, \
+                c.refilled_at, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts, \
+                (SELECT CAST(COUNT(*) AS SIGNED) FROM job_queue j \
+                 WHERE j.queue_name = c.queue_name AND j.lease_until IS NOT NULL) AS held, \
+                (SELECT j.priority FROM job_queue j \
+                 WHERE j.queue_name = c.queue_name AND j.lease_until IS NULL \
+                 ORDER BY j.priority DESC LIMIT 1) AS top_priority \
+         FROM queue_config c \
+         WHERE c.queue_name IN {} \
+           AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL) \
+         ORDER BY c.queue_name \
          FOR UPDATE",
         placeholders(queues)
     )
@@ -229,8 +243,8 @@ pub(crate) fn limits_lock(queues: usize) -> String {
 
 /// The leases held by the jobs of each of `queues`, a range of
 /// `job_queue_dequeue` per queue (queue_name, lease_until IS NOT NULL); run
-/// after [`limits_lock`], so it reads every claim committed before the
-/// lock was granted. Binds: the queues.
+/// after [`limits_lock`] when it locked several queues, so it reads every
+/// claim committed before the last lock was granted. Binds: the queues.
 pub(crate) fn held(queues: usize) -> String {
     format!(
         "SELECT queue_name, CAST(COUNT(*) AS SIGNED) AS held FROM job_queue \
