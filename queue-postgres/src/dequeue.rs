@@ -1,6 +1,6 @@
 //! Dequeue: the best due jobs of the requested queues, leased in one
 //! statement (`FOR UPDATE SKIP LOCKED` on the dequeue index); a claim on a
-//! queue with limits takes the limited path of `flow.rs`.
+//! queue with limits applies them first in the same statement (`flow.rs`).
 
 use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
@@ -55,33 +55,36 @@ impl PgStorage {
         }
     }
 
-    /// The claim statement for `request`: a plain index scan for one
-    /// queue, a per-queue LATERAL scan for several (locking as it scans
-    /// when the caps add up to the limit, else locking only the best).
-    pub(crate) fn dequeue_statement(&self, request: &DequeueRequest) -> sqlx::SqlStr {
-        if request.queues().len() == 1 {
-            self.sql.dequeue_one.clone()
-        } else if request.over_subscribed() {
-            self.sql.dequeue_many_over.clone()
-        } else {
-            self.sql.dequeue_many.clone()
-        }
+    /// The claim statement for `request` and whether it binds the
+    /// per-queue caps ($6). Plain: a plain index scan for one queue, a
+    /// per-queue LATERAL scan for several (locking as it scans when the
+    /// caps add up to the limit, else locking only the best). `limited`
+    /// (a queue of the request has limits): the same with the limits
+    /// applied first (`flow.rs`).
+    pub(crate) fn claim_statement(
+        &self,
+        request: &DequeueRequest,
+        limited: bool,
+    ) -> (sqlx::SqlStr, bool) {
+        let several = request.queues().len() > 1;
+        let statement = match (limited, several, request.over_subscribed()) {
+            (false, false, _) => &self.sql.dequeue_one,
+            (false, true, false) => &self.sql.dequeue_many,
+            (false, true, true) => &self.sql.dequeue_many_over,
+            (true, false, _) => &self.sql.dequeue_limited_one,
+            (true, true, false) => &self.sql.dequeue_limited,
+            (true, true, true) => &self.sql.dequeue_limited_over,
+        };
+        (statement.clone(), several)
     }
 
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        if self.claim_is_limited(request).await? {
-            return self.dequeue_limited(request).await;
-        }
+        let limited = self.claim_is_limited(request).await?;
+        let (statement, several) = self.claim_statement(request, limited);
         let binds = ClaimBinds::of(request);
-        let statement = self.dequeue_statement(request);
         let rows = retrying(false, || {
-            self.bind_claim(
-                sqlx::query(statement.clone()),
-                request,
-                &binds,
-                request.queues().len() > 1,
-            )
-            .fetch_all(&self.pool)
+            self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
+                .fetch_all(&self.pool)
         })
         .await?;
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;

@@ -46,8 +46,9 @@ fn steps(explained: &Value) -> Vec<PlanStep> {
 
 impl PgStorage {
     /// The planner's plan (`EXPLAIN`, not executed) for the claim
-    /// `request` would run: for operators checking that claims are served
-    /// by the `job_queue_dequeue` index on their data.
+    /// `request` would run (the limited statement when one of its queues
+    /// has limits): for operators checking that claims are served by the
+    /// `job_queue_dequeue` index on their data.
     ///
     /// # Errors
     /// As any query.
@@ -79,15 +80,14 @@ impl PgStorage {
         options: &str,
     ) -> Result<Vec<PlanStep>> {
         let binds = ClaimBinds::of(request);
-        let explain = format!(
-            "EXPLAIN ({options}) {}",
-            self.dequeue_statement(request).as_str()
-        );
+        let limited = self.claim_is_limited(request).await?;
+        let (statement, several) = self.claim_statement(request, limited);
+        let explain = format!("EXPLAIN ({options}) {}", statement.as_str());
         let plan: Value = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
             let query = sqlx::query(sqlx::AssertSqlSafe(explain.clone()));
             let row = self
-                .bind_claim(query, request, &binds, request.queues().len() > 1)
+                .bind_claim(query, request, &binds, several)
                 .fetch_one(&mut *tx)
                 .await?;
             tx.rollback().await?;

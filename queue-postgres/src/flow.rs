@@ -17,16 +17,13 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use queue_core::backend::{claim_order, corrupt, stored, stored_count, stored_millis};
-use queue_core::{
-    Backoff, DequeueRequest, Job, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
-};
+use queue_core::backend::{corrupt, stored, stored_count, stored_millis};
+use queue_core::{Backoff, DequeueRequest, QueueConfig, QueueLimits, QueueName, RateLimit, Result};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use crate::dequeue::ClaimBinds;
 use crate::error::retrying;
-use crate::{PgStorage, interpret_error, rows};
+use crate::{PgStorage, interpret_error};
 
 impl PgStorage {
     /// Whether `request` must take the limited path: from the cache, or
@@ -44,27 +41,6 @@ impl PgStorage {
             .map(|name| stored("queue_name", name, QueueName::new))
             .collect::<Result<BTreeSet<_>>>()?;
         Ok(self.limited.store(limited, request))
-    }
-
-    /// The limited claim: one statement (see the module docs).
-    pub(crate) async fn dequeue_limited(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let binds = ClaimBinds::of(request);
-        let several = request.queues().len() > 1;
-        let statement = if !several {
-            self.sql.dequeue_limited_one.clone()
-        } else if request.over_subscribed() {
-            self.sql.dequeue_limited_over.clone()
-        } else {
-            self.sql.dequeue_limited.clone()
-        };
-        let rows = retrying(false, || {
-            self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
-                .fetch_all(&self.pool)
-        })
-        .await?;
-        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
-        jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
-        Ok(jobs)
     }
 
     pub(crate) async fn configure_pooled(
