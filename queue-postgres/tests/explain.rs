@@ -36,6 +36,19 @@ fn request(queues: &[&str], limit: u32) -> DequeueRequest {
     .expect("valid request")
 }
 
+/// Gives `queue` a concurrency limit, so that its claims take the limited
+/// statement.
+async fn limit_concurrency(storage: &PgStorage, queue: &str, limit: u32) {
+    let limits = queue_core::QueueLimits {
+        concurrency: Some(limit),
+        ..queue_core::QueueLimits::default()
+    };
+    storage
+        .configure_queue(&QueueName::new(queue).expect("valid"), &limits)
+        .await
+        .expect("configure");
+}
+
 /// A fresh test schema, a pool on it and a migrated storage in it.
 async fn migrated() -> (TestSchema, sqlx::PgPool, PgStorage) {
     let schema = TestSchema::create().await;
@@ -113,16 +126,7 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
     // The limited statements too, whose caps the planner cannot see (they
     // are computed in the statement): once it planned the lease UPDATE as
     // a hash join over a sequential scan of the whole table.
-    storage
-        .configure_queue(
-            &QueueName::new("misc").expect("valid"),
-            &queue_core::QueueLimits {
-                concurrency: Some(64),
-                ..queue_core::QueueLimits::default()
-            },
-        )
-        .await
-        .expect("configure");
+    limit_concurrency(&storage, "misc", 64).await;
     for (label, queues) in [
         ("limited, one queue", &["misc"][..]),
         ("limited, two queues", &["misc", "sync"][..]),
@@ -324,16 +328,7 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
         .expect("dequeue");
     assert_eq!(held.len(), 16);
     let queue = QueueName::new("limited").expect("valid");
-    storage
-        .configure_queue(
-            &queue,
-            &queue_core::QueueLimits {
-                concurrency: Some(64),
-                ..queue_core::QueueLimits::default()
-            },
-        )
-        .await
-        .expect("configure");
+    limit_concurrency(&storage, queue.as_str(), 64).await;
     let plan = storage.explain_held(&queue, 64).await.expect("explain");
     let indexes: Vec<&str> = plan.iter().filter_map(|s| s.index.as_deref()).collect();
     assert!(
@@ -388,16 +383,7 @@ async fn claims_keep_their_generic_plans() {
             .collect();
         storage.enqueue_batch(batch).await.expect("enqueue_batch");
     }
-    storage
-        .configure_queue(
-            &QueueName::new("limited").expect("valid"),
-            &queue_core::QueueLimits {
-                concurrency: Some(1_000),
-                ..queue_core::QueueLimits::default()
-            },
-        )
-        .await
-        .expect("configure");
+    limit_concurrency(&storage, "limited", 1_000).await;
     // Each queue's cap is the whole limit: over-subscribed.
     let over = DequeueRequest::new(
         vec![
