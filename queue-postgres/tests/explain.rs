@@ -7,6 +7,7 @@ use queue_core::backend::PlanStep;
 use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
 use queue_postgres::PgStorage;
 use queue_testkit::harness::postgres::TestSchema;
+use queue_testkit::suite::acks_of;
 use serde_json::json;
 
 const BACKLOG: usize = 100_000;
@@ -310,16 +311,11 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
     }
     // 5,000 jobs claimed and completed: dead entries a count may wade through.
     for _ in 0..5 {
-        let acks: Vec<queue_core::Ack> = storage
+        let claimed = storage
             .dequeue(&request(&["limited"], 1_000))
             .await
-            .expect("dequeue")
-            .iter()
-            .map(|job| queue_core::Ack {
-                lease: job.lease().expect("leased"),
-                result: None,
-            })
-            .collect();
+            .expect("dequeue");
+        let acks = acks_of(&claimed);
         storage.ack_batch(&acks).await.expect("ack");
     }
     let held = storage

@@ -8,6 +8,7 @@ use queue_core::{
     Ack, DequeueRequest, FinalStatus, Job, MAX_DEQUEUE_LIMIT, NewJob, QueueName, Storage, WorkerId,
 };
 use queue_sqlite::SqliteStorage;
+use queue_testkit::suite::acks_of;
 use serde_json::json;
 
 /// More than two statements' worth of rows.
@@ -50,17 +51,22 @@ async fn enqueue_checked(storage: &SqliteStorage, keyed: bool) {
     assert_eq!(ids.len(), JOBS, "two outcomes share an id");
 }
 
+/// A claim of the largest size on queue `q`.
+fn claim_everything() -> DequeueRequest {
+    DequeueRequest::new(
+        vec![QueueName::new("q").expect("valid")],
+        MAX_DEQUEUE_LIMIT,
+        Duration::from_secs(60),
+        WorkerId::new("w").expect("valid"),
+    )
+    .expect("valid request")
+}
+
 /// Claims every job of queue `q` (in claims of the largest size).
 async fn claim_all(storage: &SqliteStorage) -> Vec<Job> {
     let mut all = Vec::new();
+    let request = claim_everything();
     loop {
-        let request = DequeueRequest::new(
-            vec![QueueName::new("q").expect("valid")],
-            MAX_DEQUEUE_LIMIT,
-            Duration::from_secs(60),
-            WorkerId::new("w").expect("valid"),
-        )
-        .expect("valid request");
         let jobs = storage.dequeue(&request).await.expect("dequeue");
         if jobs.is_empty() {
             return all;
@@ -152,13 +158,7 @@ async fn batch_over_several_statements_in_memory() {
 async fn the_wal_is_checkpointed_off_the_write_path() {
     let (dir, storage) = file_storage().await;
     let wal = dir.path().join("q.db-wal");
-    let request = DequeueRequest::new(
-        vec![QueueName::new("q").expect("valid")],
-        MAX_DEQUEUE_LIMIT,
-        Duration::from_secs(60),
-        WorkerId::new("w").expect("valid"),
-    )
-    .expect("valid request");
+    let request = claim_everything();
     let mut sizes = Vec::new();
     for round in 0..5 {
         let jobs = (0..JOBS)
@@ -170,14 +170,10 @@ async fn the_wal_is_checkpointed_off_the_write_path() {
             if claimed.is_empty() {
                 break;
             }
-            let acks: Vec<Ack> = claimed
-                .iter()
-                .map(|job| Ack {
-                    lease: job.lease().expect("leased"),
-                    result: None,
-                })
-                .collect();
-            storage.ack_batch(&acks).await.expect("ack_batch");
+            storage
+                .ack_batch(&acks_of(&claimed))
+                .await
+                .expect("ack_batch");
         }
         // Two checkpoint periods: the round's frames are copied, and the
         // next round's first write starts the WAL over.

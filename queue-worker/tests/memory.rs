@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use queue_core::{Backoff, FinalStatus, HistoryFilter, ManualClock, NewJob, Storage};
 use queue_testkit::MemoryStorage;
+use queue_testkit::suite::acks_of;
 use queue_worker::{
     JobContext, JobError, QueueOptions, TypedJob, WorkerBuilder, WorkerOptions, typed,
 };
@@ -511,16 +512,7 @@ async fn prune_catches_up_when_a_round_leaves_history_behind() {
     for _ in 0..JOBS / 1_000 {
         let jobs = (0..1_000).map(|_| NewJob::new("old", json!({}))).collect();
         storage.enqueue_batch(jobs).await.expect("enqueue");
-        let acks: Vec<_> = storage
-            .dequeue(&request)
-            .await
-            .expect("dequeue")
-            .iter()
-            .map(|job| queue_core::Ack {
-                lease: job.lease().expect("leased"),
-                result: None,
-            })
-            .collect();
+        let acks = acks_of(&storage.dequeue(&request).await.expect("dequeue"));
         assert_eq!(acks.len(), 1_000);
         storage.ack_batch(&acks).await.expect("ack");
     }

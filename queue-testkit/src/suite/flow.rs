@@ -6,7 +6,7 @@ use std::time::Duration;
 use queue_core::{Backoff, NewJob, QueueConfig, QueueLimits, RateLimit, Retry, Storage};
 use serde_json::json;
 
-use super::{Ctx, LEASE, assert_invalid, lease_of, queue, request, secs};
+use super::{Ctx, LEASE, acks_of, assert_invalid, lease_of, queue, request, secs};
 
 fn concurrency(limit: u32) -> QueueLimits {
     QueueLimits {
@@ -163,14 +163,10 @@ pub async fn concurrency_limit_holds_under_concurrent_claims<S: Storage>(ctx: Ct
             "round {round}: the racing claims together took {} jobs",
             claimed.len()
         );
-        let acks: Vec<_> = claimed
-            .iter()
-            .map(|job| queue_core::Ack {
-                lease: lease_of(job),
-                result: None,
-            })
-            .collect();
-        ctx.storage.ack_batch(&acks).await.expect("ack_batch");
+        ctx.storage
+            .ack_batch(&acks_of(&claimed))
+            .await
+            .expect("ack_batch");
     }
 }
 

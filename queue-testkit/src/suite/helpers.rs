@@ -44,6 +44,16 @@ pub fn lease_of(job: &Job) -> Lease {
     job.lease().expect("a claimed job carries a lease")
 }
 
+/// An ack without a result for each claimed job.
+pub fn acks_of(jobs: &[Job]) -> Vec<queue_core::Ack> {
+    jobs.iter()
+        .map(|job| queue_core::Ack {
+            lease: lease_of(job),
+            result: None,
+        })
+        .collect()
+}
+
 impl<S: Storage> Ctx<S> {
     /// The storage's now (the manual clock).
     pub fn now(&self) -> DateTime<Utc> {
