@@ -25,7 +25,12 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
     let mut reclaim = tokio::time::interval(shared.options.reclaim_interval);
     let mut next_prune = tokio::time::Instant::now();
     loop {
+        // Biased: at start both are due, and the reclaim goes first, right
+        // as the worker starts, rather than after a prune round. (Chosen at
+        // random, it sometimes ran after the worker's first claims and
+        // requeued a lease that had expired meanwhile on a manual clock.)
         tokio::select! {
+            biased;
             _ = reclaim.tick() => reclaim_round(&shared).await,
             () = tokio::time::sleep_until(next_prune) => {
                 let pause = if prune_round(&shared).await {
