@@ -37,6 +37,7 @@ impl ExplainRow {
             table: self.table,
             index: self.key,
             rows: self.rows.and_then(|rows| rows.parse().ok()),
+            cost: None,
             actual_rows: None,
             buffers: None,
             detail: self.extra,

@@ -6,8 +6,10 @@ use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::duration_micros;
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 use serde_json::Value;
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
 use sqlx::types::Json;
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, Postgres, Row, SqlSafeStr};
 
 use crate::PgStorage;
 use crate::error::{Failure, interpret_failure, retrying};
@@ -139,22 +141,11 @@ impl PgStorage {
         if let [job] = jobs {
             return Ok(vec![self.insert_one(conn, job, signal).await?]);
         }
-        let columns = Columns::of(jobs);
         let statement = match signal {
             Signal::InTransaction => self.sql.enqueue.clone(),
             Signal::AfterCommit => self.sql.enqueue_quiet.clone(),
         };
-        let rows = sqlx::query(statement)
-            .bind(self.now_override())
-            .bind(columns.queue)
-            .bind(columns.priority)
-            .bind(columns.unique_key)
-            .bind(columns.payload)
-            .bind(columns.max_attempts)
-            .bind(columns.delay_us)
-            .bind(columns.run_at)
-            .fetch_all(conn)
-            .await?;
+        let rows = self.bind_batch(statement, jobs).fetch_all(conn).await?;
         rows.iter()
             .map(|row| {
                 let id: Option<i64> = row.try_get("id")?;
@@ -165,6 +156,25 @@ impl PgStorage {
                 }))
             })
             .collect()
+    }
+
+    /// `statement` (the batch enqueue, or an `EXPLAIN` of it) with the
+    /// batch's columns bound.
+    pub(crate) fn bind_batch<'q>(
+        &self,
+        statement: impl SqlSafeStr,
+        jobs: &[&'q ValidJob],
+    ) -> Query<'q, Postgres, PgArguments> {
+        let columns = Columns::of(jobs);
+        sqlx::query(statement)
+            .bind(self.now_override())
+            .bind(columns.queue)
+            .bind(columns.priority)
+            .bind(columns.unique_key)
+            .bind(columns.payload)
+            .bind(columns.max_attempts)
+            .bind(columns.delay_us)
+            .bind(columns.run_at)
     }
 }
 

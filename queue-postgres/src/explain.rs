@@ -2,8 +2,8 @@
 //! next-due statements on this server and this data, as
 //! [`PlanStep`]s (the plan tree's nodes, depth first).
 
-use queue_core::backend::PlanStep;
-use queue_core::{DequeueRequest, QueueName, Result};
+use queue_core::backend::{PlanStep, validate_batch};
+use queue_core::{DequeueRequest, NewJob, QueueName, Result, ValidJob};
 use serde_json::Value;
 
 use sqlx::Row;
@@ -23,6 +23,7 @@ fn steps(explained: &Value) -> Vec<PlanStep> {
                 table: text("Relation Name"),
                 index: text("Index Name"),
                 rows: number("Plan Rows"),
+                cost: number("Total Cost"),
                 actual_rows: number("Actual Rows")
                     .map(|rows| rows * number("Actual Loops").unwrap_or(1.0)),
                 buffers: number("Shared Hit Blocks")
@@ -115,6 +116,30 @@ impl PgStorage {
                 .bind(self.now_override())
                 .bind(&names)
                 .fetch_one(&self.pool)
+        })
+        .await?;
+        Ok(steps(&plan))
+    }
+
+    /// The planner's plan (`EXPLAIN`, not executed) of a batch enqueue of
+    /// `jobs`, planned for these very parameters, as each connection plans
+    /// its first five executions of a statement. Its top step's
+    /// [`PlanStep::cost`] against the server's `jit_above_cost` tells
+    /// whether batches of this size are JIT-compiled.
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] for an invalid job, as
+    /// [`queue_core::Storage::enqueue_batch`]; otherwise as any query.
+    pub async fn explain_enqueue(&self, jobs: &[NewJob]) -> Result<Vec<PlanStep>> {
+        let valid = validate_batch(jobs)?;
+        let valid: Vec<&ValidJob> = valid.iter().collect();
+        let explain = format!("EXPLAIN (FORMAT JSON) {}", self.sql.enqueue_quiet.as_str());
+        let plan: Value = retrying(true, || async {
+            let row = self
+                .bind_batch(sqlx::AssertSqlSafe(explain.clone()), &valid)
+                .fetch_one(&self.pool)
+                .await?;
+            row.try_get::<Value, _>(0)
         })
         .await?;
         Ok(steps(&plan))

@@ -16,6 +16,10 @@ pub struct PlanStep {
     pub index: Option<String>,
     /// The planner's estimate of the rows the step produces, if given.
     pub rows: Option<f64>,
+    /// The planner's estimated total cost of the step, its children's
+    /// included, if given (PostgreSQL's `Total Cost`: among other things
+    /// it decides whether a statement is JIT-compiled).
+    pub cost: Option<f64>,
     /// The rows the step produced, over all its loops, when the statement
     /// was executed to explain it (PostgreSQL's `EXPLAIN ANALYZE`).
     pub actual_rows: Option<f64>,
