@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures_util::future::try_join_all;
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
@@ -462,10 +463,12 @@ impl RedisStorage {
                         .arg("COUNT")
                         .arg(1000);
                     let (next, keys): (u64, Vec<String>) = self.command_on(node, &scan).await?;
-                    for key in keys {
-                        let n: u64 = self.command(redis::cmd("UNLINK").arg(key)).await?;
-                        deleted += n;
-                    }
+                    // One key per command (keys of a page may sit in
+                    // different slots), sent together: one round trip a page.
+                    let unlinks = keys.iter().map(|key| async move {
+                        self.command::<u64>(redis::cmd("UNLINK").arg(key)).await
+                    });
+                    deleted += try_join_all(unlinks).await?.into_iter().sum::<u64>();
                     if next == 0 {
                         break;
                     }
