@@ -10,7 +10,6 @@ use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
 use queue_redis::RedisStorage;
 use queue_sqlite::SqliteStorage;
-use sqlx::postgres::PgPoolOptions;
 
 use crate::BenchError;
 
@@ -62,7 +61,7 @@ impl Target for PgStorage {
 
     async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
         queue_postgres::create_database_if_missing(&setup.url).await?;
-        let pool = PgPoolOptions::new()
+        let pool = queue_postgres::pool_options()
             .max_connections(setup.pool)
             .connect(&setup.url)
             .await?;
