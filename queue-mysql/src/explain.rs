@@ -16,13 +16,13 @@ use crate::sql::{DEQUEUE_LEVEL, DEQUEUE_PICK, ROWS_LOCKED, SESSION_READS};
 
 /// One row of the server's `EXPLAIN` (the columns both servers share).
 #[derive(QueryableByName)]
-struct ExplainRow {
+pub(crate) struct ExplainRow {
     #[diesel(sql_type = Nullable<Text>)]
-    table: Option<String>,
+    pub(crate) table: Option<String>,
     #[diesel(sql_type = Nullable<Text>, column_name = "type")]
-    access: Option<String>,
+    pub(crate) access: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    key: Option<String>,
+    pub(crate) key: Option<String>,
     /// Text: the servers send this column as a string.
     #[diesel(sql_type = Nullable<Text>)]
     rows: Option<String>,

@@ -12,12 +12,28 @@
 //!   the server's UTC time at microsecond precision, never the session time
 //!   zone and never a second-precision `CURRENT_TIMESTAMP`;
 //! - in a single-table UPDATE both servers assign left to right, so an
-//!   assignment that reads a column comes before the one that clears it.
+//!   assignment that reads a column comes before the one that clears it;
+//! - a statement that names its rows by id reaches them through the
+//!   primary key whatever the table's size ([`LIVE_BY_ID`],
+//!   [`delete_by_id`]). On a small table (the end of a drain) the servers
+//!   otherwise scan it whole for an id list that is a good part of it, and
+//!   a scan that locks (an UPDATE, a DELETE, a `FOR UPDATE`) holds each row
+//!   it passes for a moment: a claim's `SKIP LOCKED` then passed over a due
+//!   job that no one was taking and claimed the one behind it first.
 
 use queue_core::JobState;
 
 use crate::bind::{placeholders, tuples};
 use crate::rows::{HISTORY_SELECT, JOB_SELECT};
+
+#[cfg(test)]
+mod by_id_plans;
+
+/// `job_queue` read through its primary key, for statements that name their
+/// rows by id (`... WHERE id IN (...)`); see the module's dialect notes.
+/// Both servers take the hint on SELECT and single-table UPDATE, not on
+/// DELETE ([`delete_by_id`]).
+pub(crate) const LIVE_BY_ID: &str = "job_queue FORCE INDEX (PRIMARY)";
 
 /// The database's now (or the bound manual clock). Binds: now.
 pub(crate) const NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
@@ -309,7 +325,7 @@ pub(crate) const SCHEDULES: &str =
 /// Binds: now, the ids, now.
 pub(crate) fn dequeue_lock_picked(ids: usize) -> String {
     format!(
-        "SELECT {JOB_SELECT}, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts FROM job_queue \
+        "SELECT {JOB_SELECT}, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts FROM {LIVE_BY_ID} \
          WHERE id IN {} AND lease_until IS NULL AND available_at <= COALESCE(?, UTC_TIMESTAMP(6)) \
          AND attempts < max_attempts FOR UPDATE SKIP LOCKED",
         placeholders(ids)
@@ -319,7 +335,7 @@ pub(crate) fn dequeue_lock_picked(ids: usize) -> String {
 /// Leases the picked rows. Binds: lease_until, worker, now, now, the ids.
 pub(crate) fn dequeue_lease(ids: usize) -> String {
     format!(
-        "UPDATE job_queue SET attempts = attempts + 1, lease_until = ?, locked_by = ?, \
+        "UPDATE {LIVE_BY_ID} SET attempts = attempts + 1, lease_until = ?, locked_by = ?, \
          first_locked_at = COALESCE(first_locked_at, ?), updated_at = ? WHERE id IN {}",
         placeholders(ids)
     )
@@ -332,7 +348,7 @@ pub(crate) fn dequeue_lease(ids: usize) -> String {
 /// `unexpired`.
 pub(crate) fn lock_leased(leases: usize, unexpired: bool) -> String {
     format!(
-        "SELECT id, locked_by, attempts, max_attempts FROM job_queue \
+        "SELECT id, locked_by, attempts, max_attempts FROM {LIVE_BY_ID} \
          WHERE id IN {} AND (id, locked_by, attempts) IN ({}) AND lease_until IS NOT NULL{} \
          FOR UPDATE",
         placeholders(leases),
@@ -348,7 +364,7 @@ pub(crate) fn lock_leased(leases: usize, unexpired: bool) -> String {
 /// Extends the leases of the rows. Binds: lease_until, now, the ids.
 pub(crate) fn heartbeat_extend(ids: usize) -> String {
     format!(
-        "UPDATE job_queue SET lease_until = ?, updated_at = ? WHERE id IN {}",
+        "UPDATE {LIVE_BY_ID} SET lease_until = ?, updated_at = ? WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -364,13 +380,23 @@ pub(crate) fn ack_archive(rows: usize) -> String {
          SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
                 j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
                 j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes \
-         FROM job_queue j JOIN ({results}) r ON r.rid = j.id"
+         FROM ({results}) r STRAIGHT_JOIN job_queue j ON j.id = r.rid"
     )
 }
 
 /// Deletes live rows already copied to history. Binds: the ids.
 pub(crate) fn delete_live(ids: usize) -> String {
-    format!("DELETE FROM job_queue WHERE id IN {}", placeholders(ids))
+    delete_by_id("job_queue", ids)
+}
+
+/// Deletes rows of `table` by id, reaching each through the primary key:
+/// the ids as a derived table joined first (`STRAIGHT_JOIN`), since neither
+/// server takes an index hint on a single-table DELETE, and MariaDB plans
+/// a one-table multi-table DELETE as a single-table one.
+/// Binds: the ids.
+pub(crate) fn delete_by_id(table: &str, ids: usize) -> String {
+    let list = vec!["SELECT ? AS id"; ids].join(" UNION ALL ");
+    format!("DELETE t FROM ({list}) d STRAIGHT_JOIN {table} t ON t.id = d.id")
 }
 
 /// Puts a nacked job back with its error, due later.
@@ -387,7 +413,7 @@ pub(crate) fn nack_dead_letter(ids: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
                 max_attempts, locked_by, created_at, first_locked_at, ?, snoozes \
-         FROM job_queue WHERE id IN {}",
+         FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -402,8 +428,8 @@ const LEASE_EXPIRED: &str =
 /// `locked_by`). Binds: available_at, now, the ids.
 pub(crate) fn reclaim_requeue(ids: usize) -> String {
     format!(
-        "UPDATE job_queue SET last_error = {LEASE_EXPIRED}, lease_until = NULL, locked_by = NULL, \
-         available_at = ?, updated_at = ? WHERE id IN {}",
+        "UPDATE {LIVE_BY_ID} SET last_error = {LEASE_EXPIRED}, lease_until = NULL, \
+         locked_by = NULL, available_at = ?, updated_at = ? WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -416,7 +442,7 @@ pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
                 CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
                 attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
-         FROM job_queue WHERE id IN {}",
+         FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -488,7 +514,7 @@ pub(crate) fn enqueue_find_keys(pairs: usize) -> String {
 /// Clears the temporary keys of keyless jobs of a batch. Binds: the ids.
 pub(crate) fn enqueue_clear_markers(ids: usize) -> String {
     format!(
-        "UPDATE job_queue SET unique_key = NULL WHERE id IN {}",
+        "UPDATE {LIVE_BY_ID} SET unique_key = NULL WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -574,7 +600,7 @@ pub(crate) fn lock_selected(state: Option<JobState>) -> String {
 /// Makes jobs available now. Binds: now, now, the ids.
 pub(crate) fn run_now(ids: usize) -> String {
     format!(
-        "UPDATE job_queue SET available_at = ?, updated_at = ? WHERE id IN {}",
+        "UPDATE {LIVE_BY_ID} SET available_at = ?, updated_at = ? WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -587,7 +613,7 @@ pub(crate) fn discard_jobs(ids: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, ?, NULL, last_error, \
                 attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
-         FROM job_queue WHERE id IN {}",
+         FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -616,14 +642,14 @@ pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
          SELECT id, queue_name, priority, unique_key, payload, 0, \
                 CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
                 created_at, ?, snoozes \
-         FROM job_history WHERE id IN {}",
+         FROM job_history FORCE INDEX (PRIMARY) WHERE id IN {}",
         placeholders(ids)
     )
 }
 
 /// Deletes requeued dead letters from history. Binds: the ids.
 pub(crate) fn retry_dead_letters_delete(ids: usize) -> String {
-    format!("DELETE FROM job_history WHERE id IN {}", placeholders(ids))
+    delete_by_id("job_history", ids)
 }
 
 /// Completed and dead-lettered jobs per queue and UTC minute finished in

@@ -99,11 +99,16 @@ pub(crate) async fn five_thousand_jobs_complete_exactly_once_in_priority_order<S
         for pair in jobs.windows(2) {
             assert!(
                 pair[0].started_at <= pair[1].started_at,
-                "{queue}: job {} (priority {}) started after job {} (priority {})",
+                "{queue}: job {} (priority {}, created {}) started at {:?}, after job {} \
+                 (priority {}, created {}) at {:?}",
                 pair[0].id,
                 pair[0].priority,
+                pair[0].created_at,
+                pair[0].started_at,
                 pair[1].id,
-                pair[1].priority
+                pair[1].priority,
+                pair[1].created_at,
+                pair[1].started_at,
             );
         }
     }
