@@ -10,7 +10,7 @@ use queue_core::{
 use crate::MySqlStorage;
 use crate::bind::{Param, job_filter, query};
 use crate::complete::delete_live;
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::rows::IdRow;
 use crate::sql::{
     self, DISCARD_LOCK, PAUSE, PRUNE, PRUNE_COUNTERS, RESUME, RETRY_DEAD_LETTER_LOCK,
@@ -21,7 +21,7 @@ impl MySqlStorage {
     /// Discard or cancel (`status`): the live job goes to history as
     /// `status`; its holder's later ack, nack or heartbeat finds no lease.
     pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
-        let found = retrying(false, || async {
+        let found = self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let now = self.resolve_now(conn).await?;
@@ -55,7 +55,7 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn retry_dead_letter_pooled(&self, id: JobId) -> Result<()> {
-        let found = retrying(false, || async {
+        let found = self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let now = self.resolve_now(conn).await?;
@@ -98,7 +98,7 @@ impl MySqlStorage {
     pub(crate) async fn prune_pooled(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         let status = request.status.map(|s| s.as_str().to_owned());
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let params = vec![
                 Param::OptTime(self.now_override()),
@@ -121,7 +121,7 @@ impl MySqlStorage {
     pub(crate) async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<()> {
         let now = self.now_override();
         let name = queue.as_str().to_owned();
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let (sql, params) = if paused {
                 (
@@ -146,7 +146,7 @@ impl MySqlStorage {
         let Some(scheduled) = filter.scheduled_only() else {
             return Ok(0);
         };
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let (now, ids) = self.lock_selected(conn, &scheduled).await?;
@@ -166,7 +166,7 @@ impl MySqlStorage {
 
     pub(crate) async fn discard_jobs_pooled(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let (now, ids) = self.lock_selected(conn, filter).await?;
@@ -192,7 +192,7 @@ impl MySqlStorage {
         filter.validate()?;
         let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
         let before = filter.before.map(JobId::get);
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 let now = self.resolve_now(conn).await?;

@@ -13,7 +13,7 @@ use queue_core::backend::LeaseKey;
 
 use crate::MySqlStorage;
 use crate::bind::{Param, bucket, cached, id_list, query};
-use crate::error::{Failure, interpret_failure, retrying};
+use crate::error::{Failure, interpret_failure};
 use crate::heartbeat::{HeldRow, later, lock_leased};
 use crate::rows::utc;
 use crate::sql::{self, NACK_RETRY, RELEASE, SNOOZE};
@@ -103,7 +103,7 @@ impl MySqlStorage {
         if acks.is_empty() {
             return Ok(Vec::new());
         }
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| self.ack_on(conn, acks).await)
                 .await
@@ -118,7 +118,7 @@ impl MySqlStorage {
         retry: Retry,
     ) -> Result<NackOutcome> {
         retry.validate()?;
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| self.nack_on(conn, lease, error, retry).await)
                 .await
@@ -227,7 +227,7 @@ impl MySqlStorage {
             attempt,
         } = LeaseKey::of(lease);
         let now = self.now_override();
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             let params = vec![
                 Param::OptTime(now),
@@ -256,7 +256,7 @@ impl MySqlStorage {
             worker,
             attempt,
         } = LeaseKey::of(lease);
-        let at = retrying(false, || async {
+        let at = self.retrying(false, || async {
             let mut conn = self.connection().await?;
             let now = self.resolve_now(&mut conn).await?;
             let at = later(now, delay);

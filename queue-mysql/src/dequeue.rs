@@ -11,7 +11,7 @@ use queue_core::{DequeueRequest, Job, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, id_list};
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::heartbeat::later;
 use crate::rows::JobRow;
 use crate::sql::{self, DEQUEUE_LEVEL, DEQUEUE_PEEK, DEQUEUE_PICK};
@@ -39,7 +39,7 @@ pub(crate) struct Level {
 impl MySqlStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let limited = self.claim_is_limited(request).await?;
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| {
                 if limited {

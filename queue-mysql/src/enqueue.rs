@@ -23,7 +23,7 @@ use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 
 use crate::bind::{Param, cached, naive, query};
-use crate::error::{Failure, interpret_failure, retrying};
+use crate::error::{Failure, interpret_failure};
 use crate::rows::{IdRow, utc};
 use crate::{MySqlStorage, sql};
 
@@ -114,7 +114,7 @@ impl MySqlStorage {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             self.insert_all(&mut conn, &jobs).await
         })

@@ -82,22 +82,37 @@ pub(crate) fn interpret_failure(failure: Failure) -> QueueError {
     }
 }
 
-/// Runs `operation` under [`RetryPolicy::STATEMENT`]: lock conflicts
-/// (any operation: InnoDB rolled it back) and, for `idempotent` ones, lost
-/// connections are tried again; then maps the error.
-pub(crate) async fn retrying<T, F, Fut>(idempotent: bool, operation: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, Failure>>,
-{
-    backend::retrying(
-        RetryPolicy::STATEMENT,
-        |failure| is_retryable(failure, idempotent),
-        tokio::time::sleep,
-        operation,
-    )
-    .await
-    .map_err(interpret_failure)
+impl crate::MySqlStorage {
+    /// Runs `operation` under [`RetryPolicy::STATEMENT`]: lock conflicts
+    /// (any operation: InnoDB rolled it back) and, for `idempotent` ones,
+    /// lost connections are tried again; then maps the error.
+    ///
+    /// A lost connection also drops every idle connection of the pool:
+    /// it hands out a connection without a round trip to check it when it
+    /// was used within [`crate::PING_IDLE_AFTER`], and diesel-async does
+    /// not mark a connection whose server went away as broken, so the one
+    /// that failed (back in the pool by now) and its like would otherwise
+    /// fail again. Idle connections of a server that restarted are all
+    /// dead; a connection lost alone costs the others a reconnect.
+    pub(crate) async fn retrying<T, F, Fut>(&self, idempotent: bool, operation: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, Failure>>,
+    {
+        backend::retrying(
+            RetryPolicy::STATEMENT,
+            |failure| {
+                if matches!(failure, Failure::Query(error) if is_connection_loss(error)) {
+                    drop(self.pool.retain(|_, _| false));
+                }
+                is_retryable(failure, idempotent)
+            },
+            tokio::time::sleep,
+            operation,
+        )
+        .await
+        .map_err(interpret_failure)
+    }
 }
 
 fn is_retryable(failure: &Failure, idempotent: bool) -> bool {

@@ -11,7 +11,7 @@ use queue_core::{DequeueRequest, Result};
 use crate::MySqlStorage;
 use crate::bind::{Param, query};
 use crate::dequeue::Level;
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::sql::{DEQUEUE_LEVEL, DEQUEUE_PICK, ROWS_LOCKED, SESSION_READS};
 
 /// One row of the server's `EXPLAIN` (the columns both servers share).
@@ -113,7 +113,7 @@ impl MySqlStorage {
     /// # Errors
     /// As any query.
     pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Vec<PlanStep>> {
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
             let params = self.pick_params(request, level);
@@ -133,7 +133,7 @@ impl MySqlStorage {
     /// # Errors
     /// As any query.
     pub async fn rows_read_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let before = session_reads(&mut conn).await?;
             let outcome = conn
@@ -162,7 +162,7 @@ impl MySqlStorage {
     /// As any query.
     pub async fn rows_read_by_next_due(&self, queue: &queue_core::QueueName) -> Result<u64> {
         let now = self.now_override();
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let before = session_reads(&mut conn).await?;
             crate::inspect::next_due_in_queue(&mut conn, queue, now).await?;
@@ -179,7 +179,7 @@ impl MySqlStorage {
     /// # Errors
     /// As any query.
     pub async fn rows_locked_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
             let params = self.pick_params(request, level);

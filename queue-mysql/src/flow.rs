@@ -26,7 +26,7 @@ use queue_core::{
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, naive, query};
 use crate::dequeue::TopLevels;
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::rows::utc;
 use crate::sql::{self, BUCKET_STORE, CONFIGURE, LIMITED_QUEUES, QUEUE_CONFIGS};
 
@@ -105,7 +105,7 @@ impl MySqlStorage {
         if let Some(limited) = self.limited.limits(request) {
             return Ok(limited);
         }
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(cached(LIMITED_QUEUES, Vec::new())
                 .load::<NameRow>(&mut conn)
@@ -223,7 +223,7 @@ impl MySqlStorage {
         let backoff = limits.backoff;
         let int = |v: Option<u32>| Param::OptInt(v.map(i64::from));
         let ms = |v: Option<Duration>| Param::OptInt(v.map(millis));
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let now = match now {
                 Some(now) => now,
@@ -252,7 +252,7 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(QUEUE_CONFIGS, Vec::new())
                 .load::<ConfigRow>(&mut conn)

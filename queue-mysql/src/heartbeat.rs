@@ -13,7 +13,7 @@ use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{Lease, Result, validate_lease};
 
 use crate::bind::{Param, bucket, cached, naive, query};
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::rows::utc;
 use crate::{MySqlStorage, sql};
 
@@ -81,7 +81,7 @@ impl MySqlStorage {
         if leases.is_empty() {
             return Ok(Vec::new());
         }
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| self.heartbeat_on(conn, leases, extend_by).await)
                 .await

@@ -13,7 +13,6 @@ use queue_core::{
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, job_filter, query};
-use crate::error::retrying;
 use crate::rows::{HistoryRow, JobRow, NowRow, utc};
 use crate::sql::{
     self, NEXT_DUE_STEP, NOW, STATS_EXHAUSTED, STATS_LEASED, STATS_LEVEL, STATS_PAUSED,
@@ -238,7 +237,7 @@ async fn stats_on(
 
 impl MySqlStorage {
     pub(crate) async fn now_pooled(&self) -> Result<chrono::DateTime<chrono::Utc>> {
-        let row = retrying(true, || async {
+        let row = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(NOW, vec![Param::OptTime(self.now_override())])
                 .get_result::<NowRow>(&mut conn)
@@ -254,7 +253,7 @@ impl MySqlStorage {
         queues: &[QueueName],
     ) -> Result<Option<std::time::Duration>> {
         let now = self.now_override();
-        let earliest = retrying(true, || async {
+        let earliest = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let mut earliest: Option<i64> = None;
             for queue in queues {
@@ -270,7 +269,7 @@ impl MySqlStorage {
 
     pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
         validate_count_cap(cap)?;
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let now = self.resolve_now(&mut conn).await?;
             let rows = stats_on(&mut conn, now, cap).await?;
@@ -304,7 +303,7 @@ impl MySqlStorage {
 
     pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
         let sql = sql::get_job();
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(&sql, vec![Param::Int(id.get())])
                 .load::<JobRow>(&mut conn)
@@ -316,7 +315,7 @@ impl MySqlStorage {
 
     pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
         let sql = sql::get_history();
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(&sql, vec![Param::Int(id.get())])
                 .load::<HistoryRow>(&mut conn)
@@ -335,7 +334,7 @@ impl MySqlStorage {
         let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
         let status = filter.status.map(|s| s.as_str().to_owned());
         let before = filter.before.map(JobId::get);
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let params = vec![
                 Param::OptText(queue.clone()),
@@ -358,7 +357,7 @@ impl MySqlStorage {
 
     pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
         filter.validate()?;
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let now = self.resolve_now(&mut conn).await?;
             let mut params = job_filter(filter, now);
@@ -380,7 +379,7 @@ impl MySqlStorage {
         window: std::time::Duration,
     ) -> Result<Vec<Throughput>> {
         validate_window(window)?;
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let now = self.resolve_now(&mut conn).await?;
             let since = now - to_time_delta(window);

@@ -11,7 +11,7 @@ use queue_core::{EnqueueOutcome, PeriodicFire, Result, ScheduleName, ScheduleRec
 
 use crate::MySqlStorage;
 use crate::bind::{Param, naive, query};
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::rows::utc;
 use crate::sql::{FIRE_INSERT, FIRE_LOCK, FIRE_UPDATE, SCHEDULES};
 
@@ -46,7 +46,7 @@ impl MySqlStorage {
         fire: &PeriodicFire,
     ) -> Result<Option<EnqueueOutcome>> {
         let valid = fire.validate()?;
-        retrying(false, || async {
+        self.retrying(false, || async {
             let mut conn = self.connection().await?;
             let mut tries = 0;
             loop {
@@ -99,7 +99,7 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn schedules_pooled(&self) -> Result<Vec<ScheduleRecord>> {
-        let rows = retrying(true, || async {
+        let rows = self.retrying(true, || async {
             let mut conn = self.connection().await?;
             Ok(query(SCHEDULES, Vec::new())
                 .load::<ScheduleRow>(&mut conn)

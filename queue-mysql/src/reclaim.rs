@@ -7,14 +7,14 @@ use queue_core::{MAX_BATCH, ReclaimOutcome, Result, validate_limit};
 use crate::MySqlStorage;
 use crate::bind::{Param, query};
 use crate::complete::delete_live;
-use crate::error::{Failure, retrying};
+use crate::error::Failure;
 use crate::heartbeat::HeldRow;
 use crate::sql::{self, RECLAIM_PICK_EXHAUSTED, RECLAIM_PICK_STALLED};
 
 impl MySqlStorage {
     pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
-        retrying(true, || async {
+        self.retrying(true, || async {
             let mut conn = self.connection().await?;
             conn.transaction(async |conn| self.reclaim_on(conn, limit).await)
                 .await

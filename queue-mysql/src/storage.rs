@@ -7,10 +7,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::ConnectionError;
-use diesel_async::pooled_connection::deadpool::{Object, Pool};
-use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig};
+use diesel_async::pooled_connection::deadpool::{Hook, HookError, Object, Pool};
+use diesel_async::pooled_connection::{
+    AsyncDieselConnectionManager, ManagerConfig, PoolError, PoolableConnection, RecyclingMethod,
+};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use queue_core::backend::LimitedQueues;
+use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
@@ -72,10 +74,14 @@ impl MySqlStorage {
     pub fn connect_with_size(url: &str, size: usize) -> Result<Self> {
         let mut config = ManagerConfig::default();
         config.custom_setup = Box::new(|url| Box::pin(establish(url.to_owned())));
+        config.recycling_method = RecyclingMethod::Fast;
         let manager =
             AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(url, config);
         let pool = Pool::builder(manager)
             .max_size(size)
+            .pre_recycle(Hook::async_fn(|conn: &mut AsyncMysqlConnection, metrics| {
+                Box::pin(ping_if_idle(conn, metrics.last_used()))
+            }))
             .build()
             .map_err(|e| QueueError::invalid("url", e.to_string()))?;
         Ok(Self::from_pool(pool))
@@ -142,6 +148,21 @@ impl MySqlStorage {
             .await
             .map_err(|e| Failure::Pool(e.to_string()))
     }
+}
+
+/// Checks a pooled connection with a round trip on its way out only when
+/// it sat idle for more than [`PING_IDLE_AFTER`] (the pool recycles
+/// `Fast`, without a check): a connection the server dropped while idle
+/// is replaced rather than handed out. One lost while in use fails its
+/// statement, and [`MySqlStorage::retrying`] then drops the pool's idle
+/// connections.
+async fn ping_if_idle(conn: &mut AsyncMysqlConnection, idle: Duration) -> Result<(), HookError> {
+    if idle > PING_IDLE_AFTER {
+        conn.ping(&RecyclingMethod::Verified)
+            .await
+            .map_err(|e| HookError::Backend(PoolError::QueryError(e)))?;
+    }
+    Ok(())
 }
 
 async fn establish(url: String) -> Result<AsyncMysqlConnection, ConnectionError> {

@@ -54,4 +54,5 @@ pub use database::create_database_if_missing;
 pub use error::interpret_error;
 pub use migrate::{MIGRATIONS, migrate};
 pub use notify::PgWakeups;
-pub use storage::{DEFAULT_SCHEMA, PING_IDLE_AFTER, PgStorage, pool_options};
+pub use queue_core::backend::PING_IDLE_AFTER;
+pub use storage::{DEFAULT_SCHEMA, PgStorage, pool_options};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use queue_core::backend::PING_IDLE_AFTER;
 use queue_core::backend::LimitedQueues;
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
@@ -44,10 +45,6 @@ pub struct PgStorage {
     /// Which queues have claim limits, read at most once a second.
     pub(crate) limited: Arc<LimitedQueues>,
 }
-
-/// How long a pooled connection may sit idle before [`pool_options`]'s
-/// pools check it with a ping on its way out.
-pub const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The pool options [`PgStorage::connect`] uses, for building a pool of
 /// your own: a connection is pinged before use only when it sat idle for

@@ -8,6 +8,7 @@
 //! | the claim order | [`claim_order`] |
 //! | validating a batch, repeats of a unique key inside it | [`validate_batch`], [`first_occurrences`] |
 //! | retrying a rolled-back statement | [`RetryPolicy`], [`retrying`] |
+//! | when a pooled connection is checked before use | [`PING_IDLE_AFTER`] |
 //! | numbered migrations, their checksums and ledger | [`migration`] |
 //! | a statement's plan, for `explain_*` diagnostics | [`PlanStep`] |
 //! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
@@ -26,5 +27,5 @@ pub use flow::LimitedQueues;
 pub use lease::LeaseKey;
 pub use order::claim_order;
 pub use plan::PlanStep;
-pub use retry::{RetryPolicy, retrying};
+pub use retry::{PING_IDLE_AFTER, RetryPolicy, retrying};
 pub use stored::{corrupt, stored, stored_count, stored_millis, stored_optional};
