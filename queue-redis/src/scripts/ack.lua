@@ -12,8 +12,9 @@ while i <= #ARGV do
     result = ARGV[i + 4]
   end
   i = i + 5
-  if holds(id, worker, attempt) then
-    archive(id, 'completed', result, false, worker, now, true, sink)
+  local row = held_row(id, worker, attempt)
+  if row then
+    archive(id, 'completed', result, false, worker, now, true, sink, row)
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
