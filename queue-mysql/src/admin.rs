@@ -21,32 +21,33 @@ impl MySqlStorage {
     /// Discard or cancel (`status`): the live job goes to history as
     /// `status`; its holder's later ack, nack or heartbeat finds no lease.
     pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
-        let found = self.retrying(false, || async {
-            let mut conn = self.connection().await?;
-            conn.transaction(async |conn| {
-                let now = self.resolve_now(conn).await?;
-                let locked = query(DISCARD_LOCK, vec![Param::Int(id.get())])
-                    .load::<IdRow>(conn)
+        let found = self
+            .retrying(false, || async {
+                let mut conn = self.connection().await?;
+                conn.transaction(async |conn| {
+                    let now = self.resolve_now(conn).await?;
+                    let locked = query(DISCARD_LOCK, vec![Param::Int(id.get())])
+                        .load::<IdRow>(conn)
+                        .await?;
+                    if locked.is_empty() {
+                        return Ok(false);
+                    }
+                    query(
+                        &sql::discard_jobs(1),
+                        vec![
+                            Param::Text(status.as_str().to_owned()),
+                            Param::Time(now),
+                            Param::Int(id.get()),
+                        ],
+                    )
+                    .execute(conn)
                     .await?;
-                if locked.is_empty() {
-                    return Ok(false);
-                }
-                query(
-                    &sql::discard_jobs(1),
-                    vec![
-                        Param::Text(status.as_str().to_owned()),
-                        Param::Time(now),
-                        Param::Int(id.get()),
-                    ],
-                )
-                .execute(conn)
-                .await?;
-                delete_live(conn, &[id.get()]).await?;
-                Ok(true)
+                    delete_live(conn, &[id.get()]).await?;
+                    Ok(true)
+                })
+                .await
             })
-            .await
-        })
-        .await?;
+            .await?;
         if found {
             Ok(())
         } else {
@@ -55,39 +56,40 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn retry_dead_letter_pooled(&self, id: JobId) -> Result<()> {
-        let found = self.retrying(false, || async {
-            let mut conn = self.connection().await?;
-            conn.transaction(async |conn| {
-                let now = self.resolve_now(conn).await?;
-                let locked = query(RETRY_DEAD_LETTER_LOCK, vec![Param::Int(id.get())])
-                    .load::<IdRow>(conn)
+        let found = self
+            .retrying(false, || async {
+                let mut conn = self.connection().await?;
+                conn.transaction(async |conn| {
+                    let now = self.resolve_now(conn).await?;
+                    let locked = query(RETRY_DEAD_LETTER_LOCK, vec![Param::Int(id.get())])
+                        .load::<IdRow>(conn)
+                        .await?;
+                    if locked.is_empty() {
+                        return Ok(false);
+                    }
+                    query(
+                        &sql::retry_dead_letters_requeue(1),
+                        vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
+                    )
+                    .execute(conn)
                     .await?;
-                if locked.is_empty() {
-                    return Ok(false);
-                }
-                query(
-                    &sql::retry_dead_letters_requeue(1),
-                    vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
-                )
-                .execute(conn)
-                .await?;
-                query(
-                    &sql::retry_dead_letters_delete(1),
-                    vec![Param::Int(id.get())],
-                )
-                .execute(conn)
-                .await?;
-                Ok(true)
+                    query(
+                        &sql::retry_dead_letters_delete(1),
+                        vec![Param::Int(id.get())],
+                    )
+                    .execute(conn)
+                    .await?;
+                    Ok(true)
+                })
+                .await
             })
             .await
-        })
-        .await
-        .map_err(|error| match error {
-            QueueError::Conflict { reason } => QueueError::Conflict {
-                reason: format!("dead letter {id}: its unique key is live again ({reason})"),
-            },
-            other => other,
-        })?;
+            .map_err(|error| match error {
+                QueueError::Conflict { reason } => QueueError::Conflict {
+                    reason: format!("dead letter {id}: its unique key is live again ({reason})"),
+                },
+                other => other,
+            })?;
         if found {
             Ok(())
         } else {

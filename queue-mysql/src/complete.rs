@@ -256,21 +256,22 @@ impl MySqlStorage {
             worker,
             attempt,
         } = LeaseKey::of(lease);
-        let at = self.retrying(false, || async {
-            let mut conn = self.connection().await?;
-            let now = self.resolve_now(&mut conn).await?;
-            let at = later(now, delay);
-            let params = vec![
-                Param::Time(at),
-                Param::Time(now),
-                Param::Int(id),
-                Param::Text(worker.clone()),
-                Param::Int(i64::from(attempt)),
-            ];
-            let done = query(SNOOZE, params).execute(&mut conn).await?;
-            Ok((done == 1).then_some(at))
-        })
-        .await?;
+        let at = self
+            .retrying(false, || async {
+                let mut conn = self.connection().await?;
+                let now = self.resolve_now(&mut conn).await?;
+                let at = later(now, delay);
+                let params = vec![
+                    Param::Time(at),
+                    Param::Time(now),
+                    Param::Int(id),
+                    Param::Text(worker.clone()),
+                    Param::Int(i64::from(attempt)),
+                ];
+                let done = query(SNOOZE, params).execute(&mut conn).await?;
+                Ok((done == 1).then_some(at))
+            })
+            .await?;
         at.map(utc).ok_or_else(|| QueueError::LeaseLost {
             lease: lease.clone(),
         })

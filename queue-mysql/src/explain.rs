@@ -113,15 +113,16 @@ impl MySqlStorage {
     /// # Errors
     /// As any query.
     pub async fn explain_dequeue(&self, request: &DequeueRequest) -> Result<Vec<PlanStep>> {
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
-            let params = self.pick_params(request, level);
-            Ok(query(&format!("EXPLAIN {DEQUEUE_PICK}"), params)
-                .load::<ExplainRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
+                let params = self.pick_params(request, level);
+                Ok(query(&format!("EXPLAIN {DEQUEUE_PICK}"), params)
+                    .load::<ExplainRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         Ok(rows.into_iter().map(ExplainRow::into_step).collect())
     }
 

@@ -105,13 +105,14 @@ impl MySqlStorage {
         if let Some(limited) = self.limited.limits(request) {
             return Ok(limited);
         }
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            Ok(cached(LIMITED_QUEUES, Vec::new())
-                .load::<NameRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(cached(LIMITED_QUEUES, Vec::new())
+                    .load::<NameRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         let limited = rows
             .into_iter()
             .map(|row| stored("queue_name", row.queue_name, QueueName::new))
@@ -252,13 +253,14 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            Ok(query(QUEUE_CONFIGS, Vec::new())
-                .load::<ConfigRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(query(QUEUE_CONFIGS, Vec::new())
+                    .load::<ConfigRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         let mut configs = rows
             .into_iter()
             .map(ConfigRow::into_config)

@@ -237,13 +237,14 @@ async fn stats_on(
 
 impl MySqlStorage {
     pub(crate) async fn now_pooled(&self) -> Result<chrono::DateTime<chrono::Utc>> {
-        let row = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            Ok(query(NOW, vec![Param::OptTime(self.now_override())])
-                .get_result::<NowRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let row = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(query(NOW, vec![Param::OptTime(self.now_override())])
+                    .get_result::<NowRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         Ok(utc(row.now_ts))
     }
 
@@ -253,29 +254,31 @@ impl MySqlStorage {
         queues: &[QueueName],
     ) -> Result<Option<std::time::Duration>> {
         let now = self.now_override();
-        let earliest = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            let mut earliest: Option<i64> = None;
-            for queue in queues {
-                if let Some(due) = next_due_in_queue(&mut conn, queue, now).await? {
-                    earliest = Some(earliest.map_or(due, |e| e.min(due)));
+        let earliest = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                let mut earliest: Option<i64> = None;
+                for queue in queues {
+                    if let Some(due) = next_due_in_queue(&mut conn, queue, now).await? {
+                        earliest = Some(earliest.map_or(due, |e| e.min(due)));
+                    }
                 }
-            }
-            Ok(earliest)
-        })
-        .await?;
+                Ok(earliest)
+            })
+            .await?;
         Ok(earliest.map(|us| std::time::Duration::from_micros(u64::try_from(us).unwrap_or(0))))
     }
 
     pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
         validate_count_cap(cap)?;
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            let now = self.resolve_now(&mut conn).await?;
-            let rows = stats_on(&mut conn, now, cap).await?;
-            Ok((now, rows))
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                let now = self.resolve_now(&mut conn).await?;
+                let rows = stats_on(&mut conn, now, cap).await?;
+                Ok((now, rows))
+            })
+            .await?;
         let (now, rows) = rows;
         let mut stats = rows
             .into_iter()
@@ -303,25 +306,27 @@ impl MySqlStorage {
 
     pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
         let sql = sql::get_job();
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            Ok(query(&sql, vec![Param::Int(id.get())])
-                .load::<JobRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(query(&sql, vec![Param::Int(id.get())])
+                    .load::<JobRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         rows.into_iter().next().map(JobRow::into_job).transpose()
     }
 
     pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
         let sql = sql::get_history();
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            Ok(query(&sql, vec![Param::Int(id.get())])
-                .load::<HistoryRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(query(&sql, vec![Param::Int(id.get())])
+                    .load::<HistoryRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         rows.into_iter()
             .next()
             .map(HistoryRow::into_record)
@@ -334,20 +339,21 @@ impl MySqlStorage {
         let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
         let status = filter.status.map(|s| s.as_str().to_owned());
         let before = filter.before.map(JobId::get);
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            let params = vec![
-                Param::OptText(queue.clone()),
-                Param::OptText(queue.clone()),
-                Param::OptText(status.clone()),
-                Param::OptText(status.clone()),
-                Param::OptText(before.map(|b| b.to_string())),
-                Param::Int(before.unwrap_or(i64::MAX)),
-                Param::Int(i64::from(filter.limit) + 1),
-            ];
-            Ok(query(&sql, params).load::<HistoryRow>(&mut conn).await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                let params = vec![
+                    Param::OptText(queue.clone()),
+                    Param::OptText(queue.clone()),
+                    Param::OptText(status.clone()),
+                    Param::OptText(status.clone()),
+                    Param::OptText(before.map(|b| b.to_string())),
+                    Param::Int(before.unwrap_or(i64::MAX)),
+                    Param::Int(i64::from(filter.limit) + 1),
+                ];
+                Ok(query(&sql, params).load::<HistoryRow>(&mut conn).await?)
+            })
+            .await?;
         let records = rows
             .into_iter()
             .map(HistoryRow::into_record)
@@ -357,16 +363,17 @@ impl MySqlStorage {
 
     pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
         filter.validate()?;
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            let now = self.resolve_now(&mut conn).await?;
-            let mut params = job_filter(filter, now);
-            params.push(Param::Int(i64::from(filter.limit) + 1));
-            Ok(query(&sql::list_jobs(filter.state), params)
-                .load::<JobRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                let now = self.resolve_now(&mut conn).await?;
+                let mut params = job_filter(filter, now);
+                params.push(Param::Int(i64::from(filter.limit) + 1));
+                Ok(query(&sql::list_jobs(filter.state), params)
+                    .load::<JobRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         let jobs = rows
             .into_iter()
             .map(JobRow::into_job)
@@ -379,23 +386,24 @@ impl MySqlStorage {
         window: std::time::Duration,
     ) -> Result<Vec<Throughput>> {
         validate_window(window)?;
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            let now = self.resolve_now(&mut conn).await?;
-            let since = now - to_time_delta(window);
-            let first = minute_of(utc(since)).naive_utc();
-            let last = minute_of(utc(now)).naive_utc();
-            let params = vec![
-                Param::Time(first),
-                Param::Time(last),
-                Param::Time(since),
-                Param::Time(first + chrono::TimeDelta::minutes(1)),
-            ];
-            Ok(query(THROUGHPUT, params)
-                .load::<ThroughputRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                let now = self.resolve_now(&mut conn).await?;
+                let since = now - to_time_delta(window);
+                let first = minute_of(utc(since)).naive_utc();
+                let last = minute_of(utc(now)).naive_utc();
+                let params = vec![
+                    Param::Time(first),
+                    Param::Time(last),
+                    Param::Time(since),
+                    Param::Time(first + chrono::TimeDelta::minutes(1)),
+                ];
+                Ok(query(THROUGHPUT, params)
+                    .load::<ThroughputRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         let mut series = rows
             .into_iter()
             .map(|row| {

@@ -99,13 +99,14 @@ impl MySqlStorage {
     }
 
     pub(crate) async fn schedules_pooled(&self) -> Result<Vec<ScheduleRecord>> {
-        let rows = self.retrying(true, || async {
-            let mut conn = self.connection().await?;
-            Ok(query(SCHEDULES, Vec::new())
-                .load::<ScheduleRow>(&mut conn)
-                .await?)
-        })
-        .await?;
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(query(SCHEDULES, Vec::new())
+                    .load::<ScheduleRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
         let mut records = rows
             .into_iter()
             .map(|row| {

@@ -79,9 +79,11 @@ impl MySqlStorage {
             AsyncDieselConnectionManager::<AsyncMysqlConnection>::new_with_config(url, config);
         let pool = Pool::builder(manager)
             .max_size(size)
-            .pre_recycle(Hook::async_fn(|conn: &mut AsyncMysqlConnection, metrics| {
-                Box::pin(ping_if_idle(conn, metrics.last_used()))
-            }))
+            .pre_recycle(Hook::async_fn(
+                |conn: &mut AsyncMysqlConnection, metrics| {
+                    Box::pin(ping_if_idle(conn, metrics.last_used()))
+                },
+            ))
             .build()
             .map_err(|e| QueueError::invalid("url", e.to_string()))?;
         Ok(Self::from_pool(pool))

@@ -91,7 +91,10 @@ async fn a_connection_lost_in_use_is_not_handed_out_again() {
     // An operation that is retried survives the loss itself.
     let second = connection_id(&storage).await;
     kill(&db, second).await;
-    let stats = storage.stats().await.expect("stats after a lost connection");
+    let stats = storage
+        .stats()
+        .await
+        .expect("stats after a lost connection");
     assert_eq!(stats.iter().map(|s| s.live()).sum::<u64>(), 1);
     db.drop_database().await;
 }

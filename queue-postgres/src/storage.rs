@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use queue_core::backend::PING_IDLE_AFTER;
-use queue_core::backend::LimitedQueues;
+use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,

@@ -50,7 +50,9 @@ async fn statements_by_id_use_the_primary_key_on_a_small_table() {
     storage.migrate().await.expect("migrate");
     // 80 jobs; the first 40 completed: history holds ids 1..=40 and the
     // live table 41..=80.
-    let jobs = (0..80).map(|i| NewJob::new("plans", json!({ "i": i }))).collect();
+    let jobs = (0..80)
+        .map(|i| NewJob::new("plans", json!({ "i": i })))
+        .collect();
     storage.enqueue_batch(jobs).await.expect("enqueue");
     let request = DequeueRequest::new(
         vec![QueueName::new("plans").expect("queue")],
