@@ -71,6 +71,16 @@ bench_error_from!(
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // The worker's and storages' warnings (a failed claim, a lost
+    // connection) on standard error, apart from the results on standard
+    // output; `RUST_LOG` chooses more (`RUST_LOG=queue_worker=debug`).
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let args = Args::parse();
     let setup = Setup {
         url: args
