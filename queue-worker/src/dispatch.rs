@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use queue_core::{DequeueRequest, MAX_DEQUEUE_LIMIT, QueueError, QueueName, Storage};
-use tracing::warn;
+use tracing::{trace, warn};
 
 use crate::execute;
 use crate::shared::Shared;
@@ -83,6 +83,12 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
             metrics::histogram!("queue_fetch_seconds").record(started.elapsed().as_secs_f64());
             match claimed {
                 Ok(jobs) => {
+                    trace!(
+                        limit = request.limit(),
+                        claimed = jobs.len(),
+                        micros = started.elapsed().as_micros() as u64,
+                        "claimed"
+                    );
                     found |= !jobs.is_empty();
                     for job in jobs {
                         let index = members
@@ -153,6 +159,7 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
                 },
             }
         };
+        trace!(wait_micros = wait.as_micros() as u64, "waiting");
         tokio::select! {
             () = &mut woken => idle = IDLE_START,
             () = tokio::time::sleep(wait) => {}
