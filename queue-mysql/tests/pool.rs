@@ -3,6 +3,8 @@
 //! handed out twice: while idle it is found by the check, while in use its
 //! failure drops the pool's idle connections.
 
+mod common;
+
 use std::time::Duration;
 
 use diesel::QueryableByName;
@@ -43,10 +45,7 @@ async fn kill(db: &TestDatabase, id: i64) {
 
 /// A storage with one connection, migrated, in a new database.
 async fn one_connection() -> (TestDatabase, MySqlStorage) {
-    let db = TestDatabase::create().await;
-    let storage = MySqlStorage::connect_with_size(&db.url(), 1).expect("pool");
-    storage.migrate().await.expect("migrate");
-    (db, storage)
+    common::storage_in_new_database_of(1).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,13 +80,14 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
             asked.extend(request.queues().iter().cloned());
             let started = Instant::now();
             let claimed = shared.storage.dequeue(&request).await;
-            metrics::histogram!("queue_fetch_seconds").record(started.elapsed().as_secs_f64());
+            let took = started.elapsed();
+            metrics::histogram!("queue_fetch_seconds").record(took.as_secs_f64());
             match claimed {
                 Ok(jobs) => {
                     trace!(
                         limit = request.limit(),
                         claimed = jobs.len(),
-                        micros = started.elapsed().as_micros() as u64,
+                        micros = took.as_micros() as u64,
                         "claimed"
                     );
                     found |= !jobs.is_empty();

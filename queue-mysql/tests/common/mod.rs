@@ -23,8 +23,13 @@ impl StorageFactory for MySqlFactory {
 
 /// A migrated storage in a new database (4 connections at most).
 pub(crate) async fn storage_in_new_database() -> (TestDatabase, MySqlStorage) {
+    storage_in_new_database_of(4).await
+}
+
+/// A migrated storage in a new database, `size` connections at most.
+pub(crate) async fn storage_in_new_database_of(size: usize) -> (TestDatabase, MySqlStorage) {
     let db = TestDatabase::create().await;
-    let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool");
+    let storage = MySqlStorage::connect_with_size(&db.url(), size).expect("pool");
     storage.migrate().await.expect("migrate the test database");
     (db, storage)
 }
