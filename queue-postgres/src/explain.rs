@@ -6,7 +6,7 @@ use queue_core::backend::{PlanStep, validate_batch};
 use queue_core::{DequeueRequest, NewJob, QueueName, Result, ValidJob};
 use serde_json::Value;
 
-use sqlx::Row;
+use sqlx::{Acquire, Row};
 
 use crate::PgStorage;
 use crate::dequeue::ClaimBinds;
@@ -48,8 +48,10 @@ fn steps(explained: &Value) -> Vec<PlanStep> {
 impl PgStorage {
     /// The planner's plan (`EXPLAIN`, not executed) for the claim
     /// `request` would run (the limited statement when one of its queues
-    /// has limits): for operators checking that claims are served by the
-    /// `job_queue_dequeue` index on their data.
+    /// has limits), followed by the plan of its pick for the first queue
+    /// (the query of `queue_pick`, migration 0007, under the function's
+    /// settings, with that queue's cap): for operators checking that
+    /// claims are served by the `job_queue_dequeue` index on their data.
     ///
     /// # Errors
     /// As any query.
@@ -58,8 +60,10 @@ impl PgStorage {
     }
 
     /// The executed plan (`EXPLAIN (ANALYZE, BUFFERS)`) of the claim
-    /// `request` would run, in a transaction that is rolled back, so
-    /// nothing is claimed: for checking how many index pages a claim reads
+    /// `request` would run, then of its pick as [`PgStorage::explain_dequeue`]
+    /// shows it, each in a transaction that is rolled back, so nothing is
+    /// claimed (the claim runs once more before, rolled back too, so that
+    /// the plans measured are the connection's cached ones): for checking how many index pages a claim reads
     /// on real data (its due jobs and a few per priority level, not the
     /// jobs waiting for a later time, [`PlanStep::buffers`]). The rows it
     /// would claim stay locked until the rollback.
@@ -84,18 +88,45 @@ impl PgStorage {
         let limited = self.claim_is_limited(request).await?;
         let (statement, several) = self.claim_statement(request, limited);
         let explain = format!("EXPLAIN ({options}) {}", statement.as_str());
-        let plan: Value = retrying(true, || async {
-            let mut tx = self.pool.begin().await?;
+        let queue = request.queues()[0].as_str();
+        let cap = i64::from(request.queue_limits()[0]);
+        let (plan, pick): (Value, Value) = retrying(true, || async {
+            // One connection throughout, so that the executed claim runs
+            // with the function compiled and its plan cached, as every
+            // claim but a connection's first does.
+            let mut conn = self.pool.acquire().await?;
+            let mut tx = conn.begin().await?;
+            // The pick first: the claim leases what it picks, and the pick
+            // would then find the jobs after those.
+            let source = self.function_source(&mut tx, "queue_pick").await?;
+            let body = pick_query(&source.body).ok_or_else(|| changed_by_hand("queue_pick"))?;
+            source.apply_settings(&mut tx).await?;
+            let pick =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")))
+                    .bind(self.now_override())
+                    .bind(queue)
+                    .bind(cap)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            tx.rollback().await?;
+            let mut tx = conn.begin().await?;
+            self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
+                .execute(&mut *tx)
+                .await?;
+            tx.rollback().await?;
+            let mut tx = conn.begin().await?;
             let query = sqlx::query(sqlx::AssertSqlSafe(explain.clone()));
             let row = self
                 .bind_claim(query, request, &binds, several)
                 .fetch_one(&mut *tx)
                 .await?;
             tx.rollback().await?;
-            row.try_get::<Value, _>(0)
+            Ok::<_, crate::error::Failure>((row.try_get::<Value, _>(0)?, pick))
         })
         .await?;
-        Ok(steps(&plan))
+        let mut out = steps(&plan);
+        out.extend(steps(&pick));
+        Ok(out)
     }
 
     /// The executed plan (`EXPLAIN ANALYZE`, a read-only statement) of
@@ -173,25 +204,11 @@ impl PgStorage {
     pub async fn explain_held(&self, queue: &QueueName, cap: u32) -> Result<Vec<PlanStep>> {
         let plan: Value = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
-            let function = sqlx::query(self.sql.held_function.clone())
-                .bind(self.schema())
-                .fetch_one(&mut *tx)
-                .await?;
-            let source: String = function.try_get("prosrc")?;
-            let body = held_query(&source).ok_or_else(|| {
-                crate::error::Failure::Queue(queue_core::QueueError::backend(
-                    "function queue_held_leases has no `RETURN (query);` (changed by hand?)",
-                ))
-            })?;
-            let settings: Vec<String> = function.try_get("settings")?;
-            for setting in &settings {
-                let (name, value) = setting.split_once('=').unwrap_or((setting, ""));
-                sqlx::query("SELECT set_config($1, $2, true)")
-                    .bind(name)
-                    .bind(value)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            let source = self.function_source(&mut tx, "queue_held_leases").await?;
+            let body = held_query(&source.body)
+                .ok_or_else(|| changed_by_hand("queue_held_leases"))?
+                .to_owned();
+            source.apply_settings(&mut tx).await?;
             let explain = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {body}");
             let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
                 .bind(queue.as_str())
@@ -204,6 +221,74 @@ impl PgStorage {
         .await?;
         Ok(steps(&plan))
     }
+
+    /// The stored body and settings of this schema's function `name`.
+    async fn function_source(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        name: &str,
+    ) -> std::result::Result<FunctionSource, crate::error::Failure> {
+        let row = sqlx::query(self.sql.function_source.clone())
+            .bind(self.schema())
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| {
+                crate::error::Failure::Queue(queue_core::QueueError::backend(format!(
+                    "function {name} is missing (is the schema migrated?)"
+                )))
+            })?;
+        Ok(FunctionSource {
+            body: row.try_get("prosrc")?,
+            settings: row.try_get("settings")?,
+        })
+    }
+}
+
+/// A function's body and its `SET` clauses (`name=value`), as stored.
+struct FunctionSource {
+    body: String,
+    settings: Vec<String>,
+}
+
+impl FunctionSource {
+    /// The function's settings, for the rest of the transaction.
+    async fn apply_settings(
+        &self,
+        tx: &mut sqlx::PgConnection,
+    ) -> std::result::Result<(), crate::error::Failure> {
+        for setting in &self.settings {
+            let (name, value) = setting.split_once('=').unwrap_or((setting, ""));
+            sqlx::query("SELECT set_config($1, $2, true)")
+                .bind(name)
+                .bind(value)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The error for a function whose body is not as its migration wrote it.
+fn changed_by_hand(name: &str) -> crate::error::Failure {
+    crate::error::Failure::Queue(queue_core::QueueError::backend(format!(
+        "function {name} is not as its migration wrote it (changed by hand?)"
+    )))
+}
+
+/// The locking query of `queue_pick`'s body (the first `RETURN QUERY` up
+/// to its `;`), its arguments as parameters: $1 the clock override, $2
+/// the queue, $3 the cap.
+fn pick_query(source: &str) -> Option<String> {
+    let start = source.find("RETURN QUERY")? + "RETURN QUERY".len();
+    let end = start + source.get(start..)?.find(';')?;
+    Some(
+        source
+            .get(start..end)?
+            .replace("p_now", "COALESCE($1::timestamptz, now())")
+            .replace("p_queue", "$2::text")
+            .replace("p_cap", "$3::bigint"),
+    )
 }
 
 /// The query of `queue_held_leases`' body (`BEGIN RETURN (query); END`).

@@ -38,6 +38,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "limited_claim",
         sql: include_str!("../../migrations/postgres/0006_limited_claim.sql"),
     },
+    Migration {
+        version: 7,
+        name: "claim_pick",
+        sql: include_str!("../../migrations/postgres/0007_claim_pick.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

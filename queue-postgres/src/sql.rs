@@ -115,37 +115,25 @@ const LEVELS: &str = "levels(priority) AS (
           FROM levels l WHERE l.priority IS NOT NULL
     )";
 
-/// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked:
-/// priority by priority (highest first, from [`LEVELS`]), the due jobs of
-/// each as a range scan of the dequeue index on (priority, available_at
-/// <= now), which ends at the first job not due yet. So a claim reads the
-/// due jobs it takes plus two probes per priority level, never the jobs
-/// still waiting for their time (a scan in plain claim order walked all of
-/// them whenever fewer than the limit were due).
+/// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked
+/// unless `{lock}` is FALSE: `queue_pick` (migration 0007), priority by
+/// priority (highest first, a skip-scan of the dequeue index), the due
+/// jobs of each as a range scan of the dequeue index on (priority,
+/// available_at <= now), which ends at the first job not due yet. So a
+/// claim reads the due jobs it takes plus two probes per priority level,
+/// never the jobs still waiting for their time. In a function because its
+/// settings (no bitmap scan, no sort) leave the planner that one plan when
+/// the statistics say the table is empty, as they often do for a queue;
+/// written here, the plan flipped to a bitmap scan and a sort of the whole
+/// queue after such an ANALYZE (the migration says more).
 ///
-/// No ORDER BY: the nested loop emits the levels in the recursion's order,
-/// highest first, each level's jobs in (available_at, id) order, and the
-/// LIMIT stops it as soon as `{cap}` jobs are locked, so lower levels are
-/// neither read nor locked. A sort would run every level's scan and lock
-/// up to `{cap}` jobs in each. (The order of the claimed jobs is restored
-/// after RETURNING anyway; the conformance suite checks which are taken.)
+/// The function returns levels highest first, each level's jobs in
+/// (available_at, id) order, and stops at `{cap}`. (The order of the
+/// claimed jobs is restored after RETURNING anyway; the conformance suite
+/// checks which are taken.)
 const PICK_LEVELS: &str = "
-        SELECT c.id, c.priority, c.available_at
-        FROM levels l
-        CROSS JOIN LATERAL (
-            SELECT j.id, j.priority, j.available_at
-            FROM {s}.job_queue j
-            WHERE j.queue_name = {queue}
-              AND j.lease_until IS NULL
-              AND j.priority = l.priority
-              AND j.available_at <= COALESCE($1::timestamptz, now())
-              AND j.attempts < j.max_attempts
-            ORDER BY j.available_at, j.id
-            LIMIT {cap}
-            FOR UPDATE SKIP LOCKED
-        ) c
-        WHERE l.priority IS NOT NULL
-        LIMIT {cap}";
+        SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at
+        FROM {s}.queue_pick({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}) p";
 
 /// The one-queue claim's cap: $3 behind a subquery, so that the planner
 /// prices every call alike and keeps the generic plan. Bound as such, a
@@ -157,8 +145,7 @@ const ONE_QUEUE_CAP: &str = "(SELECT $3::bigint)";
 
 /// Picks up to $3 claimable jobs of the one queue in $2 ([`PICK_LEVELS`]).
 const PICK_ONE_QUEUE: &str = "
-WITH RECURSIVE {limits}{levels},
-picked AS (
+WITH {limits}picked AS (
     SELECT c.id FROM ({pick}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p
                        WHERE p.queue_name = ($2::text[])[1] AND p.paused)
@@ -171,10 +158,7 @@ const PICK_MANY_QUEUES: &str = "
 WITH {limits}picked AS (
     SELECT c.id
     FROM {queues}
-    CROSS JOIN LATERAL (
-        WITH RECURSIVE {levels}
-        {pick}
-    ) c
+    CROSS JOIN LATERAL ({pick}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
     ORDER BY c.priority DESC, c.available_at, c.id
     LIMIT $3
@@ -188,10 +172,7 @@ const PICK_MANY_QUEUES_OVER: &str = "
 WITH {limits}candidates AS (
     SELECT c.id
     FROM {queues}
-    CROSS JOIN LATERAL (
-        WITH RECURSIVE {levels}
-        {pick}
-    ) c
+    CROSS JOIN LATERAL ({pick_unlocked}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
 ),
 picked AS (
@@ -810,12 +791,14 @@ charged AS (
 )
 SELECT * FROM claimed";
 
-/// The held-lease count of `queue_held_leases` (migration 0006), for
-/// `PgStorage::explain_held`: its body and settings, as stored.
-const HELD_FUNCTION: &str = "
+/// The body and settings, as stored, of function $2 of schema $1 (the
+/// claim's `queue_pick`, migration 0007; the limited claim's
+/// `queue_held_leases`, migration 0006): for `PgStorage`'s `explain_*`,
+/// which EXPLAIN a query of the body under the function's settings.
+const FUNCTION_SOURCE: &str = "
 SELECT p.prosrc, COALESCE(p.proconfig, '{}') AS settings
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE n.nspname = $1 AND p.proname = 'queue_held_leases'";
+WHERE n.nspname = $1 AND p.proname = $2";
 
 /// Sets a queue's limits ($3 concurrency, $4 rate, $5 burst, $6 lease ms,
 /// $7-$10 backoff base, min, max ms and jitter; NULL: not set), keeping its
@@ -865,7 +848,7 @@ RETURNING schedule_name";
 /// Every schedule's latest recorded fire.
 const SCHEDULES: &str = "SELECT schedule_name, last_fire_at, next_fire_at FROM {s}.queue_schedule";
 
-/// A claim: `template` with [`LEVELS`] and [`PICK_LEVELS`] for the queue
+/// A claim: `template` with [`PICK_LEVELS`] for the queue
 /// and cap expressions given, then [`CLAIM_PICKED`].
 fn pick(template: &str, queue: &str, cap: &str) -> String {
     let body = picking(template, queue, cap)
@@ -897,8 +880,8 @@ fn pick_limited_one() -> String {
 
 fn picking(template: &str, queue: &str, cap: &str) -> String {
     template
-        .replace("{levels}", LEVELS)
-        .replace("{pick}", PICK_LEVELS)
+        .replace("{pick}", &PICK_LEVELS.replace("{lock}", "TRUE"))
+        .replace("{pick_unlocked}", &PICK_LEVELS.replace("{lock}", "FALSE"))
         .replace("{queue}", queue)
         .replace("{cap}", cap)
 }
@@ -943,7 +926,7 @@ pub(crate) struct Statements {
     pub(crate) dequeue_limited_one: SqlStr,
     pub(crate) dequeue_limited: SqlStr,
     pub(crate) dequeue_limited_over: SqlStr,
-    pub(crate) held_function: SqlStr,
+    pub(crate) function_source: SqlStr,
     pub(crate) configure: SqlStr,
     pub(crate) queue_configs: SqlStr,
     pub(crate) fire_record: SqlStr,
@@ -977,10 +960,7 @@ impl Statements {
             signal: fill(SIGNAL),
             dequeue_one: fill(&pick(PICK_ONE_QUEUE, "($2::text[])[1]", ONE_QUEUE_CAP)),
             dequeue_many: fill(&pick(PICK_MANY_QUEUES, "q.name", "q.cap")),
-            dequeue_many_over: fill(
-                &pick(PICK_MANY_QUEUES_OVER, "q.name", "q.cap")
-                    .replace("            FOR UPDATE SKIP LOCKED\n", ""),
-            ),
+            dequeue_many_over: fill(&pick(PICK_MANY_QUEUES_OVER, "q.name", "q.cap")),
             ack: fill(ACK),
             nack: fill(NACK),
             release: fill(RELEASE),
@@ -1012,11 +992,8 @@ impl Statements {
             limited_queues: fill(LIMITED_QUEUES),
             dequeue_limited_one: fill(&pick_limited_one()),
             dequeue_limited: fill(&pick_limited(PICK_MANY_QUEUES)),
-            dequeue_limited_over: fill(
-                &pick_limited(PICK_MANY_QUEUES_OVER)
-                    .replace("            FOR UPDATE SKIP LOCKED\n", ""),
-            ),
-            held_function: fill(HELD_FUNCTION),
+            dequeue_limited_over: fill(&pick_limited(PICK_MANY_QUEUES_OVER)),
+            function_source: fill(FUNCTION_SOURCE),
             configure: fill(CONFIGURE),
             queue_configs: fill(QUEUE_CONFIGS),
             fire_record: fill(FIRE_RECORD),

@@ -469,3 +469,74 @@ async fn batch_enqueues_plan_under_the_jit_threshold() {
     .expect("count");
     assert_eq!(live, 0);
 }
+
+/// The claim keeps to the dequeue index, in order, when the statistics say
+/// `job_queue` is empty, as they do after autovacuum visited a drained
+/// queue (`reltuples = 0`, and no column statistics if it never saw a
+/// row). The planner then takes every scan for one row, and reading the
+/// whole queue through a bitmap, or through `job_queue_unique_key`, plus
+/// a sort costs about what the ordered scan does: in a soak, claims
+/// switched to such a plan and read the whole pile on every call until
+/// the next ANALYZE. `queue_pick` (migration 0007) leaves the planner no
+/// such plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() {
+    let (schema, pool, storage) = migrated().await;
+    let table = format!("\"{}\".job_queue", schema.name());
+    let storage = &storage;
+    let pile = |queue: &'static str| async move {
+        for chunk in (0..60_000).collect::<Vec<_>>().chunks(5_000) {
+            let batch = chunk
+                .iter()
+                .map(|i| NewJob::new(queue, json!({"i": i})).priority((i % 3) as i32))
+                .collect();
+            storage.enqueue_batch(batch).await.expect("enqueue_batch");
+        }
+    };
+    // A queue drained when autovacuum came: pages, and no live row (its
+    // pages kept, as a busy queue's are). Another queue, after "busy" in
+    // the index: the tests running beside this one hold snapshots that
+    // keep VACUUM from removing its dead entries, which a claim of "busy"
+    // never reads.
+    pile("drained").await;
+    for statement in [
+        format!("DELETE FROM {table}"),
+        format!("VACUUM (TRUNCATE false, ANALYZE) {table}"),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .expect("statement");
+    }
+    // The pile the statistics do not know about.
+    pile("busy").await;
+    let reltuples: f32 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT reltuples FROM pg_class WHERE oid = '{table}'::regclass"
+    )))
+    .fetch_one(&pool)
+    .await
+    .expect("reltuples");
+    assert_eq!(reltuples, 0.0, "the statistics say the table is empty");
+
+    let steps = storage
+        .explain_dequeue(&request(&["busy"], 16))
+        .await
+        .expect("explain");
+    let plan = plan_nodes(&steps);
+    assert!(
+        !scans_without_order(&steps) && !plan.iter().any(|n| n.0 == "Sort"),
+        "the claim reads the queue out of order: {plan:?}"
+    );
+    let executed = storage
+        .explain_dequeue_analyzed(&request(&["busy"], 3))
+        .await
+        .expect("explain");
+    let buffers = claim_buffers(&executed);
+    assert!(
+        buffers > 0.0 && buffers <= 80.0,
+        "a claim of 3 of 60,000 due jobs touched {buffers} buffers: {executed:?}"
+    );
+
+    pool.close().await;
+    schema.drop_schema().await;
+}
