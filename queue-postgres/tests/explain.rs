@@ -485,10 +485,10 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
     let table = format!("\"{}\".job_queue", schema.name());
     let storage = &storage;
     let pile = |queue: &'static str| async move {
-        for chunk in (0..60_000).collect::<Vec<_>>().chunks(5_000) {
+        for chunk in (0..60_000_i32).collect::<Vec<_>>().chunks(5_000) {
             let batch = chunk
                 .iter()
-                .map(|i| NewJob::new(queue, json!({"i": i})).priority((i % 3) as i32))
+                .map(|i| NewJob::new(queue, json!({"i": i})).priority(i % 3))
                 .collect();
             storage.enqueue_batch(batch).await.expect("enqueue_batch");
         }
