@@ -1,5 +1,6 @@
--- The claim's pick behind a function, so that the planner has one way to
--- read it whatever the table's statistics say.
+-- The claim's pick (and next_due's probes, at the end) behind functions,
+-- so that the planner has one way to read them whatever the table's
+-- statistics say.
 --
 -- A queue table is often empty when autovacuum looks at it: VACUUM and
 -- ANALYZE then store reltuples = 0 (and ANALYZE no column statistics), and
@@ -97,5 +98,42 @@ BEGIN
         WHERE l.priority IS NOT NULL
         LIMIT p_cap;
     END IF;
+END
+$$;
+
+-- When the next of queue p_queue's unleased jobs not due at p_now is due
+-- (NULL: none), for an idle worker's `next_due`: a skip-scan of the
+-- priorities present, then per priority the first available_at after
+-- p_now, a few index probes however many jobs wait. In a function for the
+-- same reason as queue_pick: planned on statistics that say the table is
+-- empty, the probes could become a bitmap scan and sort of the whole
+-- queue, on every idle poll. `PgStorage::explain_next_due` EXPLAINs the
+-- query between `RETURN (` and the last `);` as written here.
+CREATE FUNCTION queue_next_due(p_queue text, p_now timestamptz) RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+SET enable_bitmapscan = off
+SET enable_sort = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN (
+        WITH RECURSIVE levels(priority) AS (
+            (SELECT j.priority FROM job_queue j
+              WHERE j.queue_name = p_queue AND j.lease_until IS NULL
+              ORDER BY j.priority DESC LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.priority FROM job_queue j
+                     WHERE j.queue_name = p_queue AND j.lease_until IS NULL
+                       AND j.priority < l.priority
+                     ORDER BY j.priority DESC LIMIT 1)
+              FROM levels l WHERE l.priority IS NOT NULL
+        )
+        SELECT min((SELECT j.available_at FROM job_queue j
+                     WHERE j.queue_name = p_queue AND j.lease_until IS NULL
+                       AND j.priority = l.priority AND j.available_at > p_now
+                     ORDER BY j.available_at LIMIT 1))
+          FROM levels l WHERE l.priority IS NOT NULL
+    );
 END
 $$;

@@ -130,8 +130,10 @@ impl PgStorage {
     }
 
     /// The executed plan (`EXPLAIN ANALYZE`, a read-only statement) of
-    /// [`queue_core::Storage::next_due`] for `queues`: for checking that it
-    /// probes the dequeue index a few times rather than reading the
+    /// [`queue_core::Storage::next_due`] for `queues`, followed by the plan
+    /// of its probes for each queue (the query of `queue_next_due`,
+    /// migration 0007, under the function's settings): for checking that
+    /// it probes the dequeue index a few times rather than reading the
     /// backlog ([`PlanStep::actual_rows`]).
     ///
     /// # Errors
@@ -142,14 +144,36 @@ impl PgStorage {
             "EXPLAIN (ANALYZE, FORMAT JSON) {}",
             self.sql.next_due.as_str()
         );
-        let plan: Value = retrying(true, || {
-            sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
-                .bind(self.now_override())
-                .bind(&names)
-                .fetch_one(&self.pool)
+        let plans: Vec<Value> = retrying(true, || async {
+            let mut tx = self.pool.begin().await?;
+            let mut plans = vec![
+                sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
+                    .bind(self.now_override())
+                    .bind(&names)
+                    .fetch_one(&mut *tx)
+                    .await?,
+            ];
+            let source = self.function_source(&mut tx, "queue_next_due").await?;
+            let body = returned_query(&source.body)
+                .ok_or_else(|| changed_by_hand("queue_next_due"))?
+                .replace("p_now", "COALESCE($1::timestamptz, now())")
+                .replace("p_queue", "$2::text");
+            source.apply_settings(&mut tx).await?;
+            let explain = format!("EXPLAIN (ANALYZE, FORMAT JSON) {body}");
+            for name in &names {
+                plans.push(
+                    sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
+                        .bind(self.now_override())
+                        .bind(name)
+                        .fetch_one(&mut *tx)
+                        .await?,
+                );
+            }
+            tx.rollback().await?;
+            Ok::<_, crate::error::Failure>(plans)
         })
         .await?;
-        Ok(steps(&plan))
+        Ok(plans.iter().flat_map(steps).collect())
     }
 
     /// The planner's plan (`EXPLAIN`, not executed) of a batch enqueue of
@@ -205,7 +229,7 @@ impl PgStorage {
         let plan: Value = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
             let source = self.function_source(&mut tx, "queue_held_leases").await?;
-            let body = held_query(&source.body)
+            let body = returned_query(&source.body)
                 .ok_or_else(|| changed_by_hand("queue_held_leases"))?
                 .to_owned();
             source.apply_settings(&mut tx).await?;
@@ -291,8 +315,9 @@ fn pick_query(source: &str) -> Option<String> {
     )
 }
 
-/// The query of `queue_held_leases`' body (`BEGIN RETURN (query); END`).
-fn held_query(source: &str) -> Option<&str> {
+/// The query of a function whose body is `BEGIN RETURN (query); END`
+/// (`queue_held_leases`, `queue_next_due`).
+fn returned_query(source: &str) -> Option<&str> {
     let start = source.find("RETURN (")? + "RETURN (".len();
     let end = source.rfind(");")?;
     source.get(start..end)

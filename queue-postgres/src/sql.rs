@@ -669,32 +669,18 @@ const ENQUEUE_ONE_SIGNAL: &str = ",
 /// Wake-up signals for the queues in $1, sent after pooled enqueues commit.
 const SIGNAL: &str = "SELECT count(pg_notify('{chan}', q)) FROM unnest($1::text[]) AS q";
 
-// Microseconds until the earliest unleased job of the queues in $2 that is
-// not due yet. The dequeue index orders by priority first, so a plain
-// min(available_at) would read every waiting row of the queue; instead a
-// recursive CTE skips from one distinct priority to the next (one index
-// probe each) and takes the first future available_at within each
-// priority (one more probe): a few lookups whatever the backlog.
+/// Microseconds until the earliest unleased job of the queues in $2 that is
+/// not due yet: per queue `queue_next_due` (migration 0007), a skip-scan
+/// from one distinct priority to the next (one index probe each) and the
+/// first future available_at within each (one more probe), a few lookups
+/// whatever the backlog (a plain min(available_at) would read every
+/// waiting row of the queue, the index ordering by priority first). In a
+/// function, as the claim's pick, so that statistics saying the table is
+/// empty cannot turn the probes into a scan and sort of the whole queue.
 const NEXT_DUE: &str = "
-SELECT (EXTRACT(EPOCH FROM min(d.available_at) - COALESCE($1::timestamptz, now())) * 1000000)::bigint
-FROM unnest($2::text[]) AS q(name)
-CROSS JOIN LATERAL (
-    WITH RECURSIVE levels(priority) AS (
-        (SELECT j.priority FROM {s}.job_queue j
-          WHERE j.queue_name = q.name AND j.lease_until IS NULL
-          ORDER BY j.priority DESC LIMIT 1)
-        UNION ALL
-        SELECT (SELECT j.priority FROM {s}.job_queue j
-                 WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority < l.priority
-                 ORDER BY j.priority DESC LIMIT 1)
-          FROM levels l WHERE l.priority IS NOT NULL
-    )
-    SELECT (SELECT j.available_at FROM {s}.job_queue j
-             WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
-               AND j.available_at > COALESCE($1::timestamptz, now())
-             ORDER BY j.available_at LIMIT 1) AS available_at
-      FROM levels l WHERE l.priority IS NOT NULL
-) d";
+SELECT (EXTRACT(EPOCH FROM min({s}.queue_next_due(q.name, COALESCE($1::timestamptz, now())))
+                - COALESCE($1::timestamptz, now())) * 1000000)::bigint
+FROM unnest($2::text[]) AS q(name)";
 
 /// Puts a current lease's job off by $5 microseconds without counting the
 /// attempt; returns its new `available_at`.

@@ -536,6 +536,22 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
         buffers > 0.0 && buffers <= 80.0,
         "a claim of 3 of 60,000 due jobs touched {buffers} buffers: {executed:?}"
     );
+    // An idle worker's next_due, on the same statistics: index probes, not
+    // a read of the 60,000 jobs.
+    let probes = storage
+        .explain_next_due(&[QueueName::new("busy").expect("valid")])
+        .await
+        .expect("explain");
+    let read: Vec<(String, f64)> = probes
+        .iter()
+        .filter(|s| s.table.as_deref() == Some("job_queue") || s.operation == "Sort")
+        .map(|s| (s.operation.clone(), s.actual_rows.unwrap_or(0.0)))
+        .collect();
+    assert!(
+        read.iter()
+            .all(|(kind, rows)| kind.starts_with("Index") && *rows <= 10.0),
+        "next_due reads the queue: {read:?}"
+    );
 
     pool.close().await;
     schema.drop_schema().await;
