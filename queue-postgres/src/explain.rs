@@ -60,13 +60,15 @@ impl PgStorage {
     }
 
     /// The executed plan (`EXPLAIN (ANALYZE, BUFFERS)`) of the claim
-    /// `request` would run, then of its pick as [`PgStorage::explain_dequeue`]
-    /// shows it, each in a transaction that is rolled back, so nothing is
-    /// claimed (the claim runs once more before, rolled back too, so that
-    /// the plans measured are the connection's cached ones): for checking how many index pages a claim reads
-    /// on real data (its due jobs and a few per priority level, not the
-    /// jobs waiting for a later time, [`PlanStep::buffers`]). The rows it
-    /// would claim stay locked until the rollback.
+    /// `request` would run, then of its pick as
+    /// [`PgStorage::explain_dequeue`] shows it, each in a transaction that
+    /// is rolled back, so nothing is claimed (the claim runs once more
+    /// before, rolled back too, so that the plans measured are the
+    /// connection's cached ones): for checking how many index pages a
+    /// claim reads on real data (its due jobs and a few per priority
+    /// level, not the jobs waiting for a later time,
+    /// [`PlanStep::buffers`]). The rows it would claim stay locked until
+    /// the rollback.
     ///
     /// # Errors
     /// As any query.
@@ -91,7 +93,7 @@ impl PgStorage {
         let queue = request.queues()[0].as_str();
         let cap = i64::from(request.queue_limits()[0]);
         let (plan, pick): (Value, Value) = retrying(true, || async {
-            // One connection throughout, so that the executed claim runs
+            // One connection throughout, so that an executed claim runs
             // with the function compiled and its plan cached, as every
             // claim but a connection's first does.
             let mut conn = self.pool.acquire().await?;
@@ -109,11 +111,13 @@ impl PgStorage {
                     .fetch_one(&mut *tx)
                     .await?;
             tx.rollback().await?;
-            let mut tx = conn.begin().await?;
-            self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
-                .execute(&mut *tx)
-                .await?;
-            tx.rollback().await?;
+            if options.contains("ANALYZE") {
+                let mut tx = conn.begin().await?;
+                self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.rollback().await?;
+            }
             let mut tx = conn.begin().await?;
             let query = sqlx::query(sqlx::AssertSqlSafe(explain.clone()));
             let row = self
