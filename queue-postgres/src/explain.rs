@@ -159,9 +159,8 @@ impl PgStorage {
             ];
             let source = self.function_source(&mut tx, "queue_next_due").await?;
             let body = returned_query(&source.body)
-                .ok_or_else(|| changed_by_hand("queue_next_due"))?
-                .replace("p_now", "COALESCE($1::timestamptz, now())")
-                .replace("p_queue", "$2::text");
+                .map(with_parameters)
+                .ok_or_else(|| changed_by_hand("queue_next_due"))?;
             source.apply_settings(&mut tx).await?;
             let explain = format!("EXPLAIN (ANALYZE, FORMAT JSON) {body}");
             for name in &names {
@@ -305,18 +304,21 @@ fn changed_by_hand(name: &str) -> crate::error::Failure {
 }
 
 /// The locking query of `queue_pick`'s body (the first `RETURN QUERY` up
-/// to its `;`), its arguments as parameters: $1 the clock override, $2
-/// the queue, $3 the cap.
+/// to its `;`), its arguments as parameters ([`with_parameters`]).
 fn pick_query(source: &str) -> Option<String> {
     let start = source.find("RETURN QUERY")? + "RETURN QUERY".len();
     let end = start + source.get(start..)?.find(';')?;
-    Some(
-        source
-            .get(start..end)?
-            .replace("p_now", "COALESCE($1::timestamptz, now())")
-            .replace("p_queue", "$2::text")
-            .replace("p_cap", "$3::bigint"),
-    )
+    source.get(start..end).map(with_parameters)
+}
+
+/// A query of `queue_pick` or `queue_next_due` with the functions'
+/// arguments as statement parameters: $1 the clock override, $2 the
+/// queue, $3 the cap (the pick's only).
+fn with_parameters(query: &str) -> String {
+    query
+        .replace("p_now", "COALESCE($1::timestamptz, now())")
+        .replace("p_queue", "$2::text")
+        .replace("p_cap", "$3::bigint")
 }
 
 /// The query of a function whose body is `BEGIN RETURN (query); END`
