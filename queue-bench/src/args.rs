@@ -28,6 +28,11 @@ pub(crate) struct Args {
     /// Do not listen for PostgreSQL's notifications (the worker polls).
     #[arg(long)]
     pub(crate) no_notify: bool,
+    /// PostgreSQL: keep jobs without a unique key out of the unique-key
+    /// index in the schema the run creates
+    /// (`PgStorage::index_keyless_jobs(false)`).
+    #[arg(long)]
+    pub(crate) keyless_unindexed: bool,
     /// Run through the facade's `queue::AnyStorage` (as `queue::connect`
     /// returns it) instead of the backend's own storage type.
     #[arg(long)]

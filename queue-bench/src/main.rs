@@ -92,7 +92,12 @@ async fn main() -> ExitCode {
         notify: !args.no_notify,
         prefetch: args.prefetch,
         backend: args.backend,
+        keyless_indexed: !args.keyless_unindexed,
     };
+    if args.keyless_unindexed && (args.backend != Backend::Postgres || args.facade) {
+        eprintln!("queue-bench: --keyless-unindexed needs --backend postgres without --facade");
+        return ExitCode::FAILURE;
+    }
     let outcome = match (args.backend, args.facade) {
         (_, true) => run::<queue::AnyStorage>(&args, &setup).await,
         (Backend::Postgres, false) => run::<PgStorage>(&args, &setup).await,

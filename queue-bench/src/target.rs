@@ -23,6 +23,9 @@ pub(crate) struct Setup {
     pub(crate) prefetch: usize,
     /// The backend the run is for (what `--facade` opens through `AnyStorage`).
     pub(crate) backend: crate::args::Backend,
+    /// PostgreSQL: whether keyless jobs stay in the unique-key index (as
+    /// migrated) or not (`--keyless-unindexed`).
+    pub(crate) keyless_indexed: bool,
 }
 
 /// A backend the benchmark can run on.
@@ -71,6 +74,7 @@ impl Target for PgStorage {
             .await?;
         let storage = PgStorage::from_pool(pool).with_schema(&setup.schema)?;
         storage.migrate().await?;
+        storage.index_keyless_jobs(setup.keyless_indexed).await?;
         Ok(storage)
     }
 

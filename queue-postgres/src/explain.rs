@@ -1,5 +1,5 @@
-//! Diagnostics for operators: the plans of the claim, reclaim and
-//! next-due statements on this server and this data, as
+//! Diagnostics for operators: the plans of the claim, reclaim,
+//! next-due and stats statements on this server and this data, as
 //! [`PlanStep`]s (the plan tree's nodes, depth first).
 
 use queue_core::backend::{PlanStep, validate_batch};
@@ -214,6 +214,33 @@ impl PgStorage {
                 .bind(self.now_override())
                 .bind(i64::from(limit))
                 .fetch_one(&self.pool)
+        })
+        .await?;
+        Ok(steps(&plan))
+    }
+
+    /// The planner's plan for `stats_capped(cap)`, not executed, under the
+    /// settings the statement runs with (JIT and parallel workers off):
+    /// for operators checking that the counts come from index ranges
+    /// ([`queue_core::Storage::stats_capped`]), not from the whole table.
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] for a cap of 0; otherwise
+    /// as any query.
+    pub async fn explain_stats(&self, cap: u64) -> Result<Vec<PlanStep>> {
+        let limit = crate::inspect::stats_limit(cap)?;
+        let explain = format!("EXPLAIN (FORMAT JSON) {}", self.sql.stats.as_str());
+        let plan: Value = retrying(true, || async {
+            let mut tx = self.pool.begin().await?;
+            sqlx::raw_sql(crate::sql::STATS_SETTINGS)
+                .execute(&mut *tx)
+                .await?;
+            let row = self
+                .bind_stats(sqlx::AssertSqlSafe(explain.clone()), limit)
+                .fetch_one(&mut *tx)
+                .await?;
+            tx.rollback().await?;
+            row.try_get::<Value, _>(0)
         })
         .await?;
         Ok(steps(&plan))

@@ -15,6 +15,12 @@ use sqlx::query::Query;
 use crate::error::{Failure, interpret_failure, retrying};
 use crate::{PgStorage, rows};
 
+/// A stats count cap, validated, as the statement's `$2`.
+pub(crate) fn stats_limit(cap: u64) -> Result<i64> {
+    validate_count_cap(cap)?;
+    Ok(i64::try_from(cap).unwrap_or(i64::MAX / 2).min(i64::MAX / 2))
+}
+
 fn stats_row(row: &PgRow, cap: u64) -> Result<QueueStats, Failure> {
     let count = |column: &str| -> Result<u64, Failure> {
         Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or_default())
@@ -61,17 +67,25 @@ impl PgStorage {
         Ok(micros.map(|m| std::time::Duration::from_micros(u64::try_from(m).unwrap_or(0))))
     }
 
+    /// The stats statement (or an `EXPLAIN` of it) with its parameters
+    /// bound: the clock, and the count cap as `limit` ([`stats_limit`]).
+    pub(crate) fn bind_stats<'q>(
+        &self,
+        statement: impl sqlx::SqlSafeStr,
+        limit: i64,
+    ) -> Query<'q, Postgres, PgArguments> {
+        sqlx::query(statement).bind(self.now_override()).bind(limit)
+    }
+
     pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
-        validate_count_cap(cap)?;
-        let limit = i64::try_from(cap).unwrap_or(i64::MAX / 2).min(i64::MAX / 2);
+        let limit = stats_limit(cap)?;
         let rows = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
             sqlx::raw_sql(crate::sql::STATS_SETTINGS)
                 .execute(&mut *tx)
                 .await?;
-            let rows = sqlx::query(self.sql.stats.clone())
-                .bind(self.now_override())
-                .bind(limit)
+            let rows = self
+                .bind_stats(self.sql.stats.clone(), limit)
                 .fetch_all(&mut *tx)
                 .await?;
             tx.commit().await?;

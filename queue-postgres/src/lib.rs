@@ -49,6 +49,7 @@ mod rows;
 mod signals;
 mod sql;
 mod storage;
+mod unique_index;
 
 pub use database::create_database_if_missing;
 pub use error::interpret_error;

@@ -27,7 +27,10 @@ const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, st
 ///
 /// Rows without a unique key cannot conflict (the unique index holds NULL
 /// keys apart), so they go in by a plain INSERT; only keyed rows pay for
-/// ON CONFLICT's speculative insertion. And only keyed rows that were not
+/// ON CONFLICT's speculative insertion. Its `WHERE unique_key IS NOT NULL`
+/// (here and in [`ENQUEUE_ONE`]) lets it infer either form of
+/// `job_queue_unique_key`: plain, as migrated, or partial
+/// (`migrations/postgres/optional/keyless_jobs_unindexed.sql`). And only keyed rows that were not
 /// inserted look up the live job holding their key (a scalar subquery
 /// evaluated for those rows alone, instead of a join that probed the index
 /// for every row). Both INSERTs take their ids from `input` (one `nextval`
@@ -67,7 +70,7 @@ keyed AS (
            COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now())
     FROM input WHERE unique_key IS NOT NULL
     ORDER BY ord
-    ON CONFLICT (queue_name, unique_key) DO NOTHING
+    ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
     RETURNING id, queue_name
 ),
 ins AS (SELECT id, queue_name FROM plain UNION ALL SELECT id, queue_name FROM keyed)
@@ -93,7 +96,7 @@ WITH ins AS (
             COALESCE($8::timestamptz,
                      COALESCE($1::timestamptz, now()) + COALESCE($7::bigint, 0) * interval '1 microsecond'),
             COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()))
-    ON CONFLICT (queue_name, unique_key) DO NOTHING
+    ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
     RETURNING id
 )
 SELECT COALESCE((SELECT id FROM ins),
@@ -385,9 +388,11 @@ pub(crate) const STATS_SETTINGS: &str =
 
 /// Counts per queue and derived state, each up to $2, with paused queues,
 /// read from indexes rather than from every live row:
-/// - the queues: a skip-scan of `job_queue_unique_key`, one probe each;
-/// - running and stalled: the leased rows (`job_queue_lease_until`; as
-///   many as workers hold, so few);
+/// - the queues with unleased jobs: a skip-scan of `job_queue_dequeue`,
+///   one probe each (not of `job_queue_unique_key`, which may hold keyed
+///   jobs only: `migrations/postgres/optional`);
+/// - running and stalled, and the queues with leased jobs: the leased rows
+///   (`job_queue_lease_until`; as many as workers hold, so few);
 /// - exhausted: `job_queue_exhausted` (normally empty; reclaim empties it);
 /// - pending and scheduled: per priority level ([`LEVELS`]) a range of
 ///   `job_queue_dequeue` on `available_at <= now` (or `> now`), read up to
@@ -397,9 +402,10 @@ pub(crate) const STATS_SETTINGS: &str =
 /// - the oldest pending job: per level the first unexhausted entry.
 const STATS: &str = "
 WITH RECURSIVE queues(name) AS (
-    (SELECT queue_name FROM {s}.job_queue ORDER BY queue_name LIMIT 1)
+    (SELECT queue_name FROM {s}.job_queue WHERE lease_until IS NULL ORDER BY queue_name LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.queue_name FROM {s}.job_queue j WHERE j.queue_name > q.name
+    SELECT (SELECT j.queue_name FROM {s}.job_queue j
+             WHERE j.queue_name > q.name AND j.lease_until IS NULL
              ORDER BY j.queue_name LIMIT 1)
     FROM queues q WHERE q.name IS NOT NULL
 ),
@@ -449,16 +455,16 @@ unleased AS (
     WHERE q.name IS NOT NULL
 ),
 live AS (
-    SELECT u.queue_name,
-        LEAST(u.due - COALESCE(e.due, 0), $2::bigint) AS pending,
-        LEAST(u.waiting - COALESCE(e.total - e.due, 0), $2::bigint) AS scheduled,
+    SELECT COALESCE(u.queue_name, l.queue_name) AS queue_name,
+        LEAST(COALESCE(u.due, 0) - COALESCE(e.due, 0), $2::bigint) AS pending,
+        LEAST(COALESCE(u.waiting, 0) - COALESCE(e.total - e.due, 0), $2::bigint) AS scheduled,
         LEAST(COALESCE(l.running, 0), $2::bigint) AS running,
         LEAST(COALESCE(l.stalled, 0), $2::bigint) AS stalled,
         LEAST(COALESCE(e.total, 0), $2::bigint) AS exhausted,
         CASE WHEN u.oldest_pending <= COALESCE($1::timestamptz, now())
              THEN u.oldest_pending END AS oldest_pending
     FROM unleased u
-    LEFT JOIN leased l ON l.queue_name = u.queue_name
+    FULL JOIN leased l ON l.queue_name = u.queue_name
     LEFT JOIN exhausted e ON e.queue_name = u.queue_name
 ),
 paused AS (SELECT queue_name FROM {s}.queue_config WHERE paused)

@@ -1,5 +1,9 @@
-//! Every conformance case of queue-testkit against PostgreSQL.
+//! Every conformance case of queue-testkit against PostgreSQL: as
+//! migrated, and again with the optional partial unique-key index
+//! (`migrations/postgres/optional/keyless_jobs_unindexed.sql`), which the
+//! storage supports as well.
 
 mod common;
 
 queue_testkit::conformance_tests!(common::PgFactory);
+queue_testkit::conformance_tests!(keyless_unindexed: common::PgKeylessUnindexedFactory);

@@ -1,5 +1,6 @@
 //! The claim is served by the partial dequeue index on a large backlog:
-//! no sequential scan of `job_queue`, and no sort of the backlog.
+//! no sequential scan of `job_queue`, and no sort of the backlog; and the
+//! other statements an operator can explain read index ranges too.
 
 use std::time::Duration;
 
@@ -553,6 +554,69 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
         "next_due reads the queue: {read:?}"
     );
 
+    pool.close().await;
+    schema.drop_schema().await;
+}
+
+/// `stats` finds its queues and counts from index ranges with either form
+/// of `job_queue_unique_key`: it enumerated the queues by a skip-scan of
+/// that index, which once partial (keyed jobs only:
+/// `PgStorage::index_keyless_jobs(false)`) no longer
+/// serves a query for every job, and the enumeration became a sequential
+/// scan of the table for each queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_reads_index_ranges_with_either_unique_key_index() {
+    let (schema, pool, storage) = migrated().await;
+    for queue in ["alpha", "beta"] {
+        for _ in 0..5 {
+            let batch = (0..2_000)
+                .map(|i| NewJob::new(queue, json!({"i": i})))
+                .collect();
+            storage.enqueue_batch(batch).await.expect("enqueue_batch");
+        }
+    }
+    let held = storage
+        .dequeue(&request(&["beta"], 16))
+        .await
+        .expect("dequeue");
+    assert_eq!(held.len(), 16);
+    for form in ["plain", "partial"] {
+        if form == "partial" {
+            storage.index_keyless_jobs(false).await.expect("partial");
+        }
+        sqlx::query("ANALYZE job_queue")
+            .execute(&pool)
+            .await
+            .expect("analyze");
+        let plan = storage.explain_stats(10_000).await.expect("explain");
+        // Each recursive skip-scan (the queues, then each queue's priority
+        // levels) must probe an index: a Limit over a sequential scan
+        // reads the table until it finds the next queue or level.
+        let probes: Vec<&PlanStep> = plan
+            .windows(3)
+            .filter(|w| w[0].operation == "Recursive Union" && w[1].operation == "Limit")
+            .map(|w| &w[2])
+            .collect();
+        assert!(
+            probes.len() == 2
+                && probes
+                    .iter()
+                    .all(|s| s.operation.starts_with("Index")
+                        && s.table.as_deref() == Some("job_queue")),
+            "with the {form} unique-key index, a skip-scan of stats is not an index probe: {:?}",
+            plan_nodes(&plan)
+        );
+        let stats = storage.stats().await.expect("stats");
+        let counts: Vec<(&str, u64, u64)> = stats
+            .iter()
+            .map(|s| (s.queue.as_str(), s.pending, s.running))
+            .collect();
+        assert_eq!(
+            counts,
+            [("alpha", 10_000, 0), ("beta", 9_984, 16)],
+            "with the {form} unique-key index"
+        );
+    }
     pool.close().await;
     schema.drop_schema().await;
 }

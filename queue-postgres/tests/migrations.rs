@@ -1,5 +1,7 @@
 //! The PostgreSQL migrations against a real server.
 
+mod common;
+
 use std::path::Path;
 
 use queue_core::QueueError;
@@ -142,6 +144,107 @@ async fn an_application_can_upsert_on_the_unique_key_itself() {
         .await
         .expect("count");
     assert_eq!(count, 1);
+    finish(schema, pool).await;
+}
+
+async fn unique_key_index(pool: &PgPool, schema: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'job_queue' \
+         AND indexdef LIKE '%(queue_name, unique_key)%' ORDER BY indexname",
+    )
+    .bind(schema)
+    .fetch_all(pool)
+    .await
+    .expect("read the indexes")
+}
+
+/// `PgStorage::index_keyless_jobs` (`migrations/postgres/optional`): the
+/// unique-key index made partial and plain again, each leaving exactly one
+/// unique index on the key, twice in a row a no-op, and what an
+/// application's own upsert must write with each form.
+#[tokio::test]
+async fn the_unique_key_index_can_leave_keyless_jobs_out_and_take_them_back() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    assert!(storage.keyless_jobs_indexed().await.expect("read"));
+    let upsert = |predicate: &str| {
+        format!(
+            "INSERT INTO job_queue (queue_name, unique_key, payload, max_attempts) \
+             VALUES ('q', 'k', '{{}}', 1) ON CONFLICT (queue_name, unique_key) {predicate} DO NOTHING"
+        )
+    };
+    let bare = upsert("");
+    let named = upsert("WHERE unique_key IS NOT NULL");
+
+    for _ in 0..2 {
+        storage.index_keyless_jobs(false).await.expect("unindex");
+    }
+    assert!(!storage.keyless_jobs_indexed().await.expect("read"));
+    let indexes = unique_key_index(&pool, schema.name()).await;
+    assert!(
+        matches!(indexes.as_slice(), [one] if one.starts_with("CREATE UNIQUE INDEX job_queue_unique_key ON")
+            && one.ends_with("WHERE (unique_key IS NOT NULL)")),
+        "{indexes:?}"
+    );
+    let err = sqlx::raw_sql(sqlx::AssertSqlSafe(bare.clone()))
+        .execute(&pool)
+        .await
+        .expect_err("a bare ON CONFLICT cannot infer a partial index");
+    assert!(
+        err.to_string()
+            .contains("no unique or exclusion constraint matching"),
+        "{err}"
+    );
+    for _ in 0..2 {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(named.clone()))
+            .execute(&pool)
+            .await
+            .expect("ON CONFLICT naming the predicate infers the partial index");
+    }
+
+    for _ in 0..2 {
+        storage.index_keyless_jobs(true).await.expect("index");
+    }
+    assert!(storage.keyless_jobs_indexed().await.expect("read"));
+    let indexes = unique_key_index(&pool, schema.name()).await;
+    assert_eq!(
+        indexes,
+        [format!(
+            "CREATE UNIQUE INDEX job_queue_unique_key ON {}.job_queue USING btree (queue_name, unique_key)",
+            schema.name()
+        )]
+    );
+    for statement in [bare, named] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+            .execute(&pool)
+            .await
+            .expect("both forms infer the plain index");
+    }
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM job_queue")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(count, 1);
+    finish(schema, pool).await;
+}
+
+#[tokio::test]
+async fn the_unique_key_index_form_of_an_unmigrated_schema_is_an_error() {
+    let schema = TestSchema::create().await;
+    let pool = schema.pool().await;
+    let storage = queue_postgres::PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid name");
+    for result in [
+        storage.keyless_jobs_indexed().await.map(|_| ()),
+        storage.index_keyless_jobs(false).await,
+    ] {
+        let err = result.expect_err("no index to read");
+        assert!(
+            matches!(err, QueueError::Backend { .. })
+                && err.to_string().contains("run the migrations"),
+            "{err:?}"
+        );
+    }
     finish(schema, pool).await;
 }
 

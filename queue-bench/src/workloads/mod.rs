@@ -126,7 +126,7 @@ pub(crate) fn queue_options(setup: &Setup, concurrency: usize) -> QueueOptions {
 /// The settings printed before the results.
 pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> {
     let options = worker_options(setup);
-    vec![
+    let mut settings = vec![
         ("pool", setup.pool.to_string()),
         ("prefetch", setup.prefetch.to_string()),
         (
@@ -151,7 +151,11 @@ pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> 
             }
             .to_owned(),
         ),
-    ]
+    ];
+    if !setup.keyless_indexed {
+        settings.push(("keyless_jobs", "unindexed".to_owned()));
+    }
+    settings
 }
 
 /// Enqueues `n` no-op jobs into `queue` at `priority`, in batches of

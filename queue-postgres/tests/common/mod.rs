@@ -11,23 +11,46 @@ use queue_testkit::suite::{Fixture, StorageFactory};
 /// Makes a `PgStorage` in a new schema, dropped after the case.
 pub(crate) struct PgFactory;
 
+/// As [`PgFactory`], with keyless jobs left out of the unique-key index
+/// (`PgStorage::index_keyless_jobs(false)`).
+pub(crate) struct PgKeylessUnindexedFactory;
+
 #[async_trait]
 impl StorageFactory for PgFactory {
     type Storage = PgStorage;
 
     async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
-        let schema = TestSchema::create().await;
-        let pool = schema.pool().await;
-        let storage = PgStorage::from_pool(pool.clone())
-            .with_schema(schema.name())
-            .expect("test schema names are valid")
-            .with_clock(clock);
-        storage.migrate().await.expect("migrate the test schema");
-        Fixture::new(storage).with_teardown(async move {
-            pool.close().await;
-            schema.drop_schema().await;
-        })
+        fixture(clock, true).await
     }
+}
+
+#[async_trait]
+impl StorageFactory for PgKeylessUnindexedFactory {
+    type Storage = PgStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
+        fixture(clock, false).await
+    }
+}
+
+/// A storage on `clock` in a new schema, migrated, with keyless jobs in
+/// the unique-key index or not.
+async fn fixture(clock: Clock, keyless_indexed: bool) -> Fixture<PgStorage> {
+    let schema = TestSchema::create().await;
+    let pool = schema.pool().await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("test schema names are valid")
+        .with_clock(clock);
+    storage.migrate().await.expect("migrate the test schema");
+    storage
+        .index_keyless_jobs(keyless_indexed)
+        .await
+        .expect("the unique-key index's form");
+    Fixture::new(storage).with_teardown(async move {
+        pool.close().await;
+        schema.drop_schema().await;
+    })
 }
 
 /// A migrated storage in a new schema, and the pool it uses.
