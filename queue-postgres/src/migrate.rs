@@ -43,6 +43,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "claim_pick",
         sql: include_str!("../../migrations/postgres/0007_claim_pick.sql"),
     },
+    Migration {
+        version: 8,
+        name: "leased_index",
+        sql: include_str!("../../migrations/postgres/0008_leased_index.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -281,15 +281,32 @@ WHERE j.id = i.id AND j.locked_by = i.worker AND j.attempts = i.attempt
 RETURNING j.id, j.locked_by, j.attempts";
 
 /// Recovers up to $2 jobs: stalled (oldest lease first), then exhausted.
+/// The stalled ones come from `job_queue_leased` (queue_name, lease_until,
+/// id), led by the queue (migration 0008): a skip-scan finds the queues
+/// holding leases, one probe each, then each queue's expired range is
+/// read in lease order, up to $2, and the ranges merged.
 const RECLAIM: &str = "
-WITH chosen AS (
+WITH RECURSIVE leased_queues(name) AS (
+    (SELECT queue_name FROM {s}.job_queue WHERE lease_until IS NOT NULL
+      ORDER BY queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue_name FROM {s}.job_queue j
+             WHERE j.lease_until IS NOT NULL AND j.queue_name > q.name
+             ORDER BY j.queue_name LIMIT 1)
+    FROM leased_queues q WHERE q.name IS NOT NULL
+),
+chosen AS (
     SELECT j.id, j.locked_by, j.attempts, j.max_attempts
     FROM {s}.job_queue j
     WHERE j.id IN (
         SELECT id FROM (
-            (SELECT id, 0 AS grp, lease_until AS k FROM {s}.job_queue
-              WHERE lease_until <= COALESCE($1::timestamptz, now())
-              ORDER BY lease_until, id LIMIT $2)
+            (SELECT e.id, 0 AS grp, e.lease_until AS k
+               FROM leased_queues q CROSS JOIN LATERAL (
+                   SELECT id, lease_until FROM {s}.job_queue
+                   WHERE queue_name = q.name AND lease_until <= COALESCE($1::timestamptz, now())
+                   ORDER BY lease_until, id LIMIT $2) e
+              WHERE q.name IS NOT NULL
+              ORDER BY e.lease_until, e.id LIMIT $2)
             UNION ALL
             (SELECT id, 1, NULL FROM {s}.job_queue
               WHERE lease_until IS NULL AND attempts >= max_attempts
@@ -392,7 +409,7 @@ pub(crate) const STATS_SETTINGS: &str =
 ///   one probe each (not of `job_queue_unique_key`, which may hold keyed
 ///   jobs only: `migrations/postgres/optional`);
 /// - running and stalled, and the queues with leased jobs: the leased rows
-///   (`job_queue_lease_until`; as many as workers hold, so few);
+///   (`job_queue_leased`; as many as workers hold, so few);
 /// - exhausted: `job_queue_exhausted` (normally empty; reclaim empties it);
 /// - pending and scheduled: per priority level ([`LEVELS`]) a range of
 ///   `job_queue_dequeue` on `available_at <= now` (or `> now`), read up to
@@ -510,7 +527,7 @@ const ANY_STATE: &str = "($3::text IS NULL OR (CASE
 /// The state filter of [`JOB_FILTER`] for one state ($3 bound to its
 /// name), written as the conditions an index can serve: a listing of
 /// running or stalled jobs reads the leased rows of
-/// `job_queue_lease_until`, of exhausted jobs `job_queue_exhausted`, in
+/// `job_queue_leased`, of exhausted jobs `job_queue_exhausted`, in
 /// place of every row of the queue newest first.
 fn state_predicate(state: JobState) -> &'static str {
     match state {

@@ -169,7 +169,19 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
 
     // Reclaim reads stalled and exhausted jobs through their own indexes,
     // never the backlog.
-    let reclaim = plan_nodes(&storage.explain_reclaim(100).await.expect("explain"));
+    let reclaim_steps = storage.explain_reclaim(100).await.expect("explain");
+    let indexes: Vec<&str> = reclaim_steps
+        .iter()
+        .filter_map(|s| s.index.as_deref())
+        .collect();
+    assert!(
+        indexes.contains(&"job_queue_leased")
+            && indexes.iter().all(|i| {
+                ["job_queue_leased", "job_queue_exhausted", "job_queue_pkey"].contains(i)
+            }),
+        "reclaim reads other indexes than the leased and exhausted jobs' (and ids): {indexes:?}"
+    );
+    let reclaim = plan_nodes(&reclaim_steps);
     let on_jobs: Vec<_> = reclaim
         .iter()
         .filter(|n| n.1.as_deref() == Some("job_queue"))
@@ -295,7 +307,8 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
 }
 
 /// The limited claim counts a queue's held leases up to its limit with an
-/// index scan of `job_queue_held`, even on a table never analyzed
+/// index scan of `job_queue_leased` (migration 0008; `job_queue_held`
+/// before), even on a table never analyzed
 /// (autovacuum off, or right after a bulk load) and full of finished jobs'
 /// dead entries: counted from `job_queue_unique_key`, or by a bitmap scan
 /// of every entry, it read each job of the queue or each job claimed since
@@ -330,15 +343,15 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
     let indexes: Vec<&str> = plan.iter().filter_map(|s| s.index.as_deref()).collect();
     assert!(
         !indexes.is_empty()
-            && indexes.iter().all(|i| *i == "job_queue_held")
+            && indexes.iter().all(|i| *i == "job_queue_leased")
             && !plan
                 .iter()
                 .any(|s| s.operation == "Seq Scan" || s.operation.starts_with("Bitmap")),
-        "the held count is not an index scan of job_queue_held: {plan:?}"
+        "the held count is not an index scan of job_queue_leased: {plan:?}"
     );
     let counted: f64 = plan
         .iter()
-        .filter(|s| s.index.as_deref() == Some("job_queue_held"))
+        .filter(|s| s.index.as_deref() == Some("job_queue_leased"))
         .map(|s| s.actual_rows.unwrap_or(0.0))
         .sum();
     assert!(
