@@ -34,7 +34,15 @@ pub(crate) async fn run<S: Storage>(
         };
         let Some(first) = first else { return };
         let mut batch = vec![first];
-        let deadline = tokio::time::sleep(shared.options.completion_delay);
+        // A finished job's lease counts against its queue's concurrency
+        // limit until its ack commits: with a limited queue, no waiting
+        // for more (the batch takes what has already arrived).
+        let delay = if shared.any_concurrency_limited() {
+            Duration::ZERO
+        } else {
+            shared.options.completion_delay
+        };
+        let deadline = tokio::time::sleep(delay);
         tokio::pin!(deadline);
         while batch.len() < batch_size {
             tokio::select! {
