@@ -24,6 +24,14 @@ where
     }
 }
 
+/// Sets queue "q"'s `limits` in the storage.
+async fn configure(storage: &MemoryStorage, limits: QueueLimits) {
+    storage
+        .configure_queue(&QueueName::new("q").expect("name"), &limits)
+        .await
+        .expect("configure");
+}
+
 async fn history(storage: &MemoryStorage) -> Vec<queue_core::HistoryRecord> {
     let filter = HistoryFilter {
         limit: queue_core::MAX_PAGE_SIZE,
@@ -206,10 +214,7 @@ async fn a_queue_config_backoff_replaces_the_worker_option() {
         backoff: Some(backoff),
         ..QueueLimits::default()
     };
-    storage
-        .configure_queue(&QueueName::new("q").expect("name"), &limits)
-        .await
-        .expect("configure");
+    configure(&storage, limits).await;
     let options = WorkerOptions {
         config_interval: Duration::from_millis(20),
         ..WorkerOptions::default()
@@ -263,10 +268,7 @@ async fn acks_of_a_concurrency_limited_queue_do_not_wait_to_batch() {
                 concurrency: Some(64),
                 ..QueueLimits::default()
             };
-            storage
-                .configure_queue(&QueueName::new("q").expect("name"), &limits)
-                .await
-                .expect("configure");
+            configure(&storage, limits).await;
         }
         let options = WorkerOptions {
             config_interval: Duration::from_millis(20),
