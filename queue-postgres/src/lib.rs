@@ -41,6 +41,8 @@ mod explain;
 mod flow;
 mod heartbeat;
 mod inspect;
+#[cfg(test)]
+mod lease_plans;
 mod migrate;
 mod notify;
 mod periodic;
