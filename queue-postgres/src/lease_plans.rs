@@ -51,7 +51,6 @@ async fn statements_by_lease_use_the_primary_key_when_statistics_say_empty() {
         .with_schema(schema.name())
         .expect("valid schema");
     storage.migrate().await.expect("migrate");
-    let table = format!("\"{}\".job_queue", schema.name());
     let request = DequeueRequest::new(
         vec![QueueName::new("q").expect("valid")],
         1_000,
@@ -68,17 +67,8 @@ async fn statements_by_lease_use_the_primary_key_when_statistics_say_empty() {
         leased = storage.dequeue(&request).await.expect("dequeue");
         assert_eq!(leased.len(), 1_000);
         if round == 0 {
-            // Autovacuum's visit to a queue that was empty at that moment:
-            // `reltuples` 0 for the table and its indexes, the pages kept.
-            for statement in [
-                format!("DELETE FROM {table}"),
-                format!("VACUUM (TRUNCATE false, ANALYZE) {table}"),
-            ] {
-                sqlx::query(sqlx::AssertSqlSafe(statement))
-                    .execute(&pool)
-                    .await
-                    .expect("statement");
-            }
+            // Autovacuum's visit to a queue that was empty at that moment.
+            schema.vacuum_job_queue_empty(&pool).await;
         }
     }
 

@@ -513,15 +513,7 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
     // keep VACUUM from removing its dead entries, which a claim of "busy"
     // never reads.
     pile("drained").await;
-    for statement in [
-        format!("DELETE FROM {table}"),
-        format!("VACUUM (TRUNCATE false, ANALYZE) {table}"),
-    ] {
-        sqlx::query(sqlx::AssertSqlSafe(statement))
-            .execute(&pool)
-            .await
-            .expect("statement");
-    }
+    schema.vacuum_job_queue_empty(&pool).await;
     // The pile the statistics do not know about.
     pile("busy").await;
     let reltuples: f32 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(

@@ -54,6 +54,26 @@ impl TestSchema {
             .options([("search_path", self.name.as_str())])
     }
 
+    /// Empties this schema's `job_queue` and vacuums it without giving its
+    /// pages back: the statistics autovacuum leaves after visiting a queue
+    /// that was empty at that moment (`reltuples` 0 for the table and its
+    /// indexes, the pages kept). For tests of plans on such statistics.
+    ///
+    /// # Panics
+    /// If a statement fails.
+    pub async fn vacuum_job_queue_empty(&self, pool: &PgPool) {
+        let table = format!("\"{}\".job_queue", self.name);
+        for statement in [
+            format!("DELETE FROM {table}"),
+            format!("VACUUM (TRUNCATE false, ANALYZE) {table}"),
+        ] {
+            sqlx::query(sqlx::AssertSqlSafe(statement))
+                .execute(pool)
+                .await
+                .unwrap_or_else(|e| panic!("emptying {table}: {e}"));
+        }
+    }
+
     /// A small pool on this schema, made in the calling test's runtime.
     pub async fn pool(&self) -> PgPool {
         PgPoolOptions::new()
