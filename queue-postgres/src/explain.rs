@@ -13,7 +13,7 @@ use crate::dequeue::ClaimBinds;
 use crate::error::retrying;
 
 /// The nodes of a `FORMAT JSON` plan, depth first.
-fn steps(explained: &Value) -> Vec<PlanStep> {
+pub(crate) fn steps(explained: &Value) -> Vec<PlanStep> {
     fn walk(node: &Value, out: &mut Vec<PlanStep>) {
         let text = |key: &str| node.get(key).and_then(Value::as_str).map(str::to_owned);
         let number = |key: &str| node.get(key).and_then(Value::as_f64);

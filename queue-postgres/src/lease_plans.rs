@@ -12,33 +12,6 @@ use std::time::Duration;
 
 use crate::PgStorage;
 
-/// Every index name in a `FORMAT JSON` plan, and whether it has a bitmap
-/// scan or a sequential scan of `job_queue`.
-fn indexes(plan: &Value) -> (Vec<String>, bool) {
-    fn walk(node: &Value, names: &mut Vec<String>, whole: &mut bool) {
-        if let Some(index) = node.get("Index Name").and_then(Value::as_str) {
-            names.push(index.to_owned());
-        }
-        let kind = node.get("Node Type").and_then(Value::as_str).unwrap_or("");
-        if node.get("Relation Name").and_then(Value::as_str) == Some("job_queue")
-            && kind == "Seq Scan"
-        {
-            *whole = true;
-        }
-        for child in node
-            .get("Plans")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            walk(child, names, whole);
-        }
-    }
-    let (mut names, mut whole) = (Vec::new(), false);
-    walk(&plan[0]["Plan"], &mut names, &mut whole);
-    (names, whole)
-}
-
 fn explain(statement: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(format!("EXPLAIN (FORMAT JSON) {statement}"))
 }
@@ -126,14 +99,18 @@ async fn statements_by_lease_use_the_primary_key_when_statistics_say_empty() {
         ),
     ];
     for (name, query) in statements {
-        let row: (Value,) = {
-            use sqlx::Row;
-            let row = query.fetch_one(&pool).await.expect("explain");
-            (row.try_get(0).expect("plan"),)
-        };
-        let (names, whole) = indexes(&row.0);
+        let plan: Value = query
+            .fetch_one(&pool)
+            .await
+            .and_then(|row| sqlx::Row::try_get(&row, 0))
+            .expect("explain");
+        let steps = crate::explain::steps(&plan);
+        let names: Vec<&str> = steps.iter().filter_map(|s| s.index.as_deref()).collect();
+        let whole = steps
+            .iter()
+            .any(|s| s.operation == "Seq Scan" && s.table.as_deref() == Some("job_queue"));
         assert!(
-            !whole && !names.is_empty() && names.iter().all(|n| n == "job_queue_pkey"),
+            !whole && !names.is_empty() && names.iter().all(|n| *n == "job_queue_pkey"),
             "{name} does not read job_queue by its primary key alone: {names:?}, sequential scan: {whole}"
         );
     }

@@ -292,21 +292,33 @@ WHERE j.id = i.id AND j.locked_by = i.worker AND j.attempts = i.attempt
   AND COALESCE(j.lease_until, '-infinity') > COALESCE($1::timestamptz, now())
 RETURNING j.id, j.locked_by, j.attempts";
 
+/// The recursive CTE `{name}(name)`: the queues with jobs whose
+/// `lease_until IS {held}`, by a skip-scan (one index probe per queue, a
+/// NULL row last): of `job_queue_dequeue` for NULL, of `job_queue_leased`
+/// for NOT NULL. Filled in by [`queues_with`].
+const QUEUES_WITH: &str = "{name}(name) AS (
+    (SELECT j.queue_name FROM {s}.job_queue j WHERE j.lease_until IS {held}
+      ORDER BY j.queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue_name FROM {s}.job_queue j
+             WHERE j.queue_name > q.name AND j.lease_until IS {held}
+             ORDER BY j.queue_name LIMIT 1)
+    FROM {name} q WHERE q.name IS NOT NULL
+)";
+
+/// [`QUEUES_WITH`] named `name`, for leases that are `held` (`NULL` or
+/// `NOT NULL`).
+fn queues_with(name: &str, held: &str) -> String {
+    QUEUES_WITH.replace("{name}", name).replace("{held}", held)
+}
+
 /// Recovers up to $2 jobs: stalled (oldest lease first), then exhausted.
 /// The stalled ones come from `job_queue_leased` (queue_name, lease_until,
 /// id), led by the queue (migration 0008): a skip-scan finds the queues
 /// holding leases, one probe each, then each queue's expired range is
 /// read in lease order, up to $2, and the ranges merged.
 const RECLAIM: &str = "
-WITH RECURSIVE leased_queues(name) AS (
-    (SELECT queue_name FROM {s}.job_queue WHERE lease_until IS NOT NULL
-      ORDER BY queue_name LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue_name FROM {s}.job_queue j
-             WHERE j.lease_until IS NOT NULL AND j.queue_name > q.name
-             ORDER BY j.queue_name LIMIT 1)
-    FROM leased_queues q WHERE q.name IS NOT NULL
-),
+WITH RECURSIVE {leased_queues},
 chosen AS (
     SELECT j.id, j.locked_by, j.attempts, j.max_attempts
     FROM {s}.job_queue j
@@ -430,14 +442,7 @@ pub(crate) const STATS_SETTINGS: &str =
 ///   pending jobs costs the cap, not the million;
 /// - the oldest pending job: per level the first unexhausted entry.
 const STATS: &str = "
-WITH RECURSIVE queues(name) AS (
-    (SELECT queue_name FROM {s}.job_queue WHERE lease_until IS NULL ORDER BY queue_name LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue_name FROM {s}.job_queue j
-             WHERE j.queue_name > q.name AND j.lease_until IS NULL
-             ORDER BY j.queue_name LIMIT 1)
-    FROM queues q WHERE q.name IS NOT NULL
-),
+WITH RECURSIVE {unleased_queues},
 leased AS (
     SELECT queue_name,
         count(*) FILTER (WHERE lease_until > COALESCE($1::timestamptz, now())) AS running,
@@ -986,13 +991,16 @@ impl Statements {
             nack: fill(NACK),
             release: fill(RELEASE),
             heartbeat: fill(HEARTBEAT),
-            reclaim: fill(RECLAIM),
+            reclaim: fill(
+                &RECLAIM.replace("{leased_queues}", &queues_with("leased_queues", "NOT NULL")),
+            ),
             discard: fill(DISCARD),
             retry_dead_letter: fill(RETRY_DEAD_LETTER),
             prune: fill(PRUNE),
             prune_counters: fill(PRUNE_COUNTERS),
             stats: fill(
                 &STATS
+                    .replace("{unleased_queues}", &queues_with("queues", "NULL"))
                     .replace("{levels}", LEVELS)
                     .replace("{queue}", "q.name"),
             ),
