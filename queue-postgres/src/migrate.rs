@@ -48,6 +48,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "leased_index",
         sql: include_str!("../../migrations/postgres/0008_leased_index.sql"),
     },
+    Migration {
+        version: 9,
+        name: "by_id_functions",
+        sql: include_str!("../../migrations/postgres/0009_by_id_functions.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -189,108 +189,50 @@ picked AS (
     FOR UPDATE OF j SKIP LOCKED
 )";
 
-/// Leases the picked jobs for $4 microseconds to worker $5. By id through
-/// an array, which the planner always serves from the primary key: a join
-/// with `picked` became a hash join over a sequential scan of the table
-/// once the planner could not see how many jobs a claim picks (a generic
-/// plan, `ONE_QUEUE_CAP`).
+/// Leases the picked jobs for $4 microseconds to worker $5, through
+/// `queue_lease` (migration 0009), which reads them by primary key however
+/// small the statistics say `job_queue` is; the ids go in as an array,
+/// built once from `picked`.
 const CLAIM_PICKED: &str = "
-UPDATE {s}.job_queue j
-SET attempts = j.attempts + 1,
-    lease_until = COALESCE($1::timestamptz, now()) + $4::bigint * interval '1 microsecond',
-    locked_by = $5,
-    first_locked_at = COALESCE(j.first_locked_at, COALESCE($1::timestamptz, now())),
-    updated_at = COALESCE($1::timestamptz, now())
-WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING j.id, j.queue_name, j.priority, j.unique_key, j.payload, j.attempts, j.max_attempts,
-          j.available_at, j.lease_until, j.locked_by, j.first_locked_at, j.last_error,
-          j.created_at, j.updated_at, j.snoozes";
+SELECT {job}
+FROM {s}.queue_lease(ARRAY(SELECT id FROM picked), $1::timestamptz, $4::bigint, $5::text)";
 
 /// Archives every input lease that is current as `completed`; returns the
 /// leases that matched.
 ///
 /// The statements by lease ([`ACK`], [`NACK`], [`RELEASE`], [`SNOOZE`],
-/// [`HEARTBEAT`]) find their rows through the primary key only, whatever
-/// the statistics say. A lease is fenced by (id, locked_by, attempts):
-/// `locked_by` set means `lease_until` is set (constraint
-/// `job_queue_lease_has_holder`), so they never say `lease_until IS NOT
-/// NULL`, and the heartbeat writes its expiry test so that it does not
-/// imply it either (`COALESCE`). Such a condition matches the predicate of
-/// `job_queue_leased`, and when autovacuum has just seen the queue empty
-/// (`reltuples` 0) a bitmap scan of that whole index prices like one row:
-/// in a soak every ack then read every entry of it, every leased job since
-/// the last vacuum, 0.5 to 1.6 s per ack, until leases expired under the
-/// workers (docs/operations.md, "The ack that read every lease").
+/// [`HEARTBEAT`]) and the claim's lease ([`CLAIM_PICKED`]) are functions
+/// of migration 0009, whose settings leave the planner only the primary
+/// key of `job_queue`: as plain statements, a connection's generic plan
+/// made while the table was small (a new schema, or a table autovacuum had
+/// just found empty) read the whole table on every call once it had grown
+/// (docs/operations.md, "The first minute's stall"). A lease is fenced by
+/// (id, locked_by, attempts): `locked_by` set means `lease_until` is set
+/// (constraint `job_queue_lease_has_holder`), so they never say
+/// `lease_until IS NOT NULL` (the predicate of `job_queue_leased`, whose
+/// whole-index bitmap scan once priced like one row: "The ack that read
+/// every lease").
 const ACK: &str = "
-WITH input AS (
-    SELECT * FROM UNNEST($2::bigint[], $3::text[], $4::int[], $5::jsonb[]) AS u(id, worker, attempt, result)
-),
-done AS (
-    DELETE FROM {s}.job_queue j USING input i
-    WHERE j.id = i.id AND j.locked_by = i.worker AND j.attempts = i.attempt
-    RETURNING j.*, i.result AS ack_result
-),
-archived AS (
-    INSERT INTO {s}.job_history ({history})
-    SELECT id, queue_name, priority, unique_key, payload, 'completed', ack_result, last_error,
-           attempts, max_attempts, locked_by, created_at, first_locked_at,
-           COALESCE($1::timestamptz, now()), snoozes
-    FROM done
-    RETURNING id, processed_by, attempts
-)
-SELECT id, processed_by, attempts FROM archived";
+SELECT acked_id AS id, acked_by AS processed_by, acked_attempt AS attempts
+FROM {s}.queue_ack($1::timestamptz, $2::bigint[], $3::text[], $4::int[], $5::jsonb[])";
 
-/// Retries ($6 and attempts left) or dead-letters a current lease.
+/// Retries ($6 and attempts left, after $7 microseconds) or dead-letters
+/// (error $5) the lease ($2, $3, $4) if current.
 const NACK: &str = "
-WITH target AS (
-    SELECT id, attempts, max_attempts FROM {s}.job_queue
-    WHERE id = $2 AND locked_by = $3 AND attempts = $4
-    FOR UPDATE
-),
-retried AS (
-    UPDATE {s}.job_queue j
-    SET lease_until = NULL, locked_by = NULL, last_error = $5,
-        available_at = COALESCE($1::timestamptz, now()) + $7::bigint * interval '1 microsecond',
-        updated_at = COALESCE($1::timestamptz, now())
-    FROM target t
-    WHERE j.id = t.id AND $6 AND t.attempts < t.max_attempts
-    RETURNING j.available_at
-),
-dead AS (
-    DELETE FROM {s}.job_queue j USING target t
-    WHERE j.id = t.id AND NOT ($6 AND t.attempts < t.max_attempts)
-    RETURNING j.*
-),
-archived AS (
-    INSERT INTO {s}.job_history ({history})
-    SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, $5, attempts,
-           max_attempts, locked_by, created_at, first_locked_at, COALESCE($1::timestamptz, now()),
-           snoozes
-    FROM dead
-    RETURNING id
-)
-SELECT (SELECT available_at FROM retried) AS retry_at,
-       (SELECT count(*) FROM archived) AS dead_lettered";
+SELECT retry_at, dead_lettered
+FROM {s}.queue_nack($1::timestamptz, $2::bigint, $3::text, $4::int, $5::jsonb, $6::boolean,
+                    $7::bigint)";
 
-/// Gives a current lease back without counting its attempt.
+/// Gives a current lease back without counting its attempt (one row if it
+/// was current).
 const RELEASE: &str = "
-UPDATE {s}.job_queue
-SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1,
-    available_at = COALESCE($1::timestamptz, now()), updated_at = COALESCE($1::timestamptz, now())
-WHERE id = $2 AND locked_by = $3 AND attempts = $4";
+SELECT released_id FROM {s}.queue_release($1::timestamptz, $2::bigint, $3::text, $4::int)";
 
-/// Extends every input lease that is current and unexpired; returns those.
+/// Extends every input lease that is current and unexpired by $5
+/// microseconds; returns those.
 const HEARTBEAT: &str = "
-WITH input AS (
-    SELECT * FROM UNNEST($2::bigint[], $3::text[], $4::int[]) AS u(id, worker, attempt)
-)
-UPDATE {s}.job_queue j
-SET lease_until = COALESCE($1::timestamptz, now()) + $5::bigint * interval '1 microsecond',
-    updated_at = COALESCE($1::timestamptz, now())
-FROM input i
-WHERE j.id = i.id AND j.locked_by = i.worker AND j.attempts = i.attempt
-  AND COALESCE(j.lease_until, '-infinity') > COALESCE($1::timestamptz, now())
-RETURNING j.id, j.locked_by, j.attempts";
+SELECT beat_id, beat_by, beat_attempt
+FROM {s}.queue_heartbeat($1::timestamptz, $2::bigint[], $3::text[], $4::int[], $5::bigint)";
 
 /// The recursive CTE `{name}(name)`: the queues with jobs whose
 /// `lease_until IS {held}`, by a skip-scan (one index probe per queue, a
@@ -409,15 +351,19 @@ WITH dl AS (
 SELECT queue_name, pg_notify('{chan}', queue_name)::text AS notified FROM back";
 
 /// Deletes up to $4 history rows older than the retention, oldest first.
+/// By id through an array, probing the primary key per row: as `id IN
+/// (subquery)` the planner, estimating the subquery at its LIMIT, chose a
+/// hash semi-join over a sequential scan of the whole history (145 ms for
+/// 934 rows out of 433,000 in a soak, every prune).
 const PRUNE: &str = "
-DELETE FROM {s}.job_history WHERE id IN (
+DELETE FROM {s}.job_history WHERE id = ANY(ARRAY(
     SELECT id FROM {s}.job_history
     WHERE finished_at < COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'
       AND ($3::text IS NULL OR status_final = $3)
     ORDER BY finished_at, id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
-)";
+))";
 
 /// Run before [`STATS`], in its transaction. The planner prices STATS by
 /// its LIMITs' worst case (millions of rows), so by default it would JIT-
@@ -725,12 +671,8 @@ FROM unnest($2::text[]) AS q(name)";
 /// Puts a current lease's job off by $5 microseconds without counting the
 /// attempt; returns its new `available_at`.
 const SNOOZE: &str = "
-UPDATE {s}.job_queue
-SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = snoozes + 1,
-    available_at = COALESCE($1::timestamptz, now()) + $5::bigint * interval '1 microsecond',
-    updated_at = COALESCE($1::timestamptz, now())
-WHERE id = $2 AND locked_by = $3 AND attempts = $4
-RETURNING available_at";
+SELECT snoozed_until
+FROM {s}.queue_snooze($1::timestamptz, $2::bigint, $3::text, $4::int, $5::bigint)";
 
 /// The queues whose claims are limited (what `LimitedQueues` remembers).
 const LIMITED_QUEUES: &str = "

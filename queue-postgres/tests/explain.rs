@@ -420,7 +420,7 @@ async fn claims_keep_their_generic_plans() {
     }
     let plans: Vec<(String, i64, i64)> = sqlx::query_as(
         "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements \
-         WHERE statement LIKE '%SET attempts = j.attempts + 1%' \
+         WHERE statement LIKE '%.queue_lease(%' \
            AND statement NOT LIKE '%pg_prepared_statements%'",
     )
     .fetch_all(&pool)
