@@ -225,6 +225,11 @@ pub(crate) struct SoakArgs {
     /// after an error, Ctrl-C or SIGTERM; `keep` leaves the server as it is.
     #[arg(long, value_enum, default_value_t = Autovacuum::On)]
     pub(crate) autovacuum: Autovacuum,
+    /// PostgreSQL: `autovacuum_naptime` for the run (whole seconds, at
+    /// least 1s; e.g. `10s`), restored afterwards as `--autovacuum` is.
+    /// Default: the server's (PostgreSQL's default is a minute).
+    #[arg(long, value_parser = parse_naptime)]
+    pub(crate) autovacuum_naptime: Option<Duration>,
     /// PostgreSQL: storage parameters set on `job_queue` before the run,
     /// as in `ALTER TABLE job_queue SET (...)`, e.g.
     /// `autovacuum_vacuum_cost_delay=0,autovacuum_vacuum_scale_factor=0`.
@@ -242,6 +247,17 @@ pub(crate) enum Autovacuum {
     Keep,
     /// On for the run, the previous setting restored after.
     On,
+}
+
+/// A duration in whole seconds, at least one (`autovacuum_naptime`).
+fn parse_naptime(text: &str) -> Result<Duration, String> {
+    let naptime = parse_duration(text)?;
+    if naptime < Duration::from_secs(1) || naptime.subsec_nanos() != 0 {
+        return Err(format!(
+            "{text:?}: autovacuum_naptime takes whole seconds, at least 1s"
+        ));
+    }
+    Ok(naptime)
 }
 
 /// `90`, `90s`, `30m`, `2h`, `500ms`.

@@ -8,6 +8,7 @@ mod inspect;
 mod latency;
 mod ops;
 mod scheduled;
+mod server_settings;
 mod soak;
 
 use std::collections::HashSet;
@@ -100,6 +101,7 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
         retention: Duration::from_secs(1),
         prune_interval: Duration::from_secs(1),
         autovacuum: Autovacuum::Keep,
+        autovacuum_naptime: None,
         queue_table_options: None,
         history_table_options: None,
     };

@@ -14,9 +14,11 @@
 //! verifies itself (every job ran exactly once, none left).
 //!
 //! On PostgreSQL `--autovacuum on` (the default) turns autovacuum on for
-//! the run (`ALTER SYSTEM` and `pg_reload_conf()`, no restart) and restores
-//! the previous setting afterwards, also after an error, Ctrl-C or SIGTERM,
-//! printing what it restored. Only a killed process (SIGKILL) leaves it on.
+//! the run, and `--autovacuum-naptime` sets how often it visits each
+//! database (`ALTER SYSTEM` and `pg_reload_conf()`, no restart); both are
+//! restored afterwards, also after an error, Ctrl-C or SIGTERM, printing
+//! what was restored ([`ServerSettings`]). Only a killed process (SIGKILL)
+//! leaves them set.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,6 +34,7 @@ use tokio::sync::Notify;
 use tokio::time::MissedTickBehavior;
 
 use super::drain::{FILL_BATCH, drain_once};
+use super::server_settings::ServerSettings;
 use super::{QUEUE, fill, queue_options, time_limit, worker_options};
 use crate::BenchError;
 use crate::args::{Autovacuum, Backend, SoakArgs};
@@ -62,6 +65,9 @@ pub(crate) async fn run<T: Target>(
     if table_options && setup.backend != Backend::Postgres {
         return Err("--queue-table-options and --history-table-options are PostgreSQL's".into());
     }
+    if args.autovacuum_naptime.is_some() && setup.backend != Backend::Postgres {
+        return Err("--autovacuum-naptime is PostgreSQL's".into());
+    }
     let rate = match args.rate {
         Some(0) => return Err("--rate must be at least 1 job/s".into()),
         Some(rate) => rate,
@@ -84,9 +90,16 @@ pub(crate) async fn run<T: Target>(
             }
         }
     }
-    let autovacuum = match (&probe, args.autovacuum) {
-        (Probe::Postgres { pool, .. }, Autovacuum::On) => {
-            Some(AutovacuumSwitch::turn_on(pool.clone()).await?)
+    let settings = match &probe {
+        Probe::Postgres { pool, .. } => {
+            let mut wanted = Vec::new();
+            if args.autovacuum == Autovacuum::On {
+                wanted.push(("autovacuum", "on".to_owned()));
+            }
+            if let Some(naptime) = args.autovacuum_naptime {
+                wanted.push(("autovacuum_naptime", format!("{}s", naptime.as_secs())));
+            }
+            Some(ServerSettings::apply(pool.clone(), &wanted).await?)
         }
         _ => None,
     };
@@ -94,8 +107,8 @@ pub(crate) async fn run<T: Target>(
         outcome = soak(&storage, &probe, args, setup, rate, report) => outcome,
         signal = interrupted() => Err(BenchError::from(format!("soak interrupted by {signal}"))),
     };
-    if let Some(switch) = autovacuum {
-        switch.restore().await;
+    if let Some(settings) = settings {
+        settings.restore().await;
     }
     probe.close().await;
     outcome
@@ -676,104 +689,4 @@ async fn mysql_sizes(conn: &mut mysql_async::Conn, schema: &str) -> Result<Sizes
         queue_total: queue.1 + queue.2,
         history_total: history.1 + history.2,
     })
-}
-
-/// PostgreSQL's `autovacuum`, turned on for the run and put back after.
-#[derive(Debug)]
-struct AutovacuumSwitch {
-    pool: PgPool,
-    /// The value in effect before the run.
-    before: String,
-    /// What `postgresql.auto.conf` said before the run (`None`: nothing).
-    auto_conf: Option<String>,
-}
-
-impl AutovacuumSwitch {
-    async fn turn_on(pool: PgPool) -> Result<Self, BenchError> {
-        let before: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
-            .fetch_one(&pool)
-            .await?;
-        let auto_conf: Option<String> = sqlx::query_scalar(
-            "SELECT setting FROM pg_file_settings \
-             WHERE name = 'autovacuum' AND sourcefile LIKE '%postgresql.auto.conf' \
-             ORDER BY seqno DESC LIMIT 1",
-        )
-        .fetch_optional(&pool)
-        .await?;
-        let switch = Self {
-            pool,
-            before,
-            auto_conf,
-        };
-        let turned = async {
-            sqlx::raw_sql("ALTER SYSTEM SET autovacuum = on")
-                .execute(&switch.pool)
-                .await?;
-            switch.reload("on").await
-        }
-        .await;
-        match turned {
-            Ok(now) => {
-                println!(
-                    "soak: autovacuum was {} (postgresql.auto.conf: {}); ALTER SYSTEM SET \
-                     autovacuum = on, pg_reload_conf(): now {now}",
-                    switch.before,
-                    switch.auto_conf.as_deref().unwrap_or("no entry"),
-                );
-                Ok(switch)
-            }
-            Err(error) => {
-                switch.restore().await;
-                Err(error)
-            }
-        }
-    }
-
-    /// Reloads the configuration and waits (up to 5 s) until this
-    /// session sees `expected`; returns what it sees.
-    async fn reload(&self, expected: &str) -> Result<String, BenchError> {
-        sqlx::query("SELECT pg_reload_conf()")
-            .execute(&self.pool)
-            .await?;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let now: String = sqlx::query_scalar("SELECT current_setting('autovacuum')")
-                .fetch_one(&self.pool)
-                .await?;
-            if now == expected || Instant::now() >= deadline {
-                return Ok(now);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Puts `postgresql.auto.conf` back as it was and reloads; prints what
-    /// it did, or what to run by hand if it failed.
-    async fn restore(self) {
-        let statement = match &self.auto_conf {
-            Some(value) => format!(
-                "ALTER SYSTEM SET autovacuum = '{}'",
-                value.replace('\'', "''")
-            ),
-            None => "ALTER SYSTEM RESET autovacuum".to_owned(),
-        };
-        let outcome = async {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
-                .execute(&self.pool)
-                .await?;
-            self.reload(&self.before).await
-        }
-        .await;
-        match outcome {
-            Ok(now) => println!(
-                "soak: restored autovacuum: {statement}, pg_reload_conf(): now {now} \
-                 (was {} before the run)",
-                self.before
-            ),
-            Err(error) => eprintln!(
-                "soak: could not restore autovacuum ({error}); run by hand: \
-                 psql -c \"{statement}\" -c \"SELECT pg_reload_conf()\""
-            ),
-        }
-    }
 }
