@@ -18,7 +18,8 @@
 -- So, as queue_pick does for the pick (migration 0007): in PL/pgSQL,
 -- whose plan per query is kept for the session, with sequential and
 -- bitmap scans, hash and merge joins and JIT off for these queries only
--- (never for the caller's session). Each query also states `id =
+-- (never for the caller's session; the settings are set on all six
+-- functions at the end of this file). Each query also states `id =
 -- ANY(p_ids)`, so that the primary key serves it by index condition, not
 -- by a full scan. The Rust side calls them with the parameters its
 -- statements had; the column lists are job_queue's and job_history's.
@@ -30,13 +31,6 @@
 CREATE FUNCTION queue_lease(p_ids bigint[], p_now timestamptz, p_lease_us bigint, p_worker text)
 RETURNS SETOF job_queue
 LANGUAGE plpgsql VOLATILE ROWS 16
-SET search_path FROM CURRENT
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-SET jit = off
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -57,13 +51,6 @@ CREATE FUNCTION queue_ack(p_now timestamptz, p_ids bigint[], p_workers text[], p
                           p_results jsonb[])
 RETURNS TABLE (acked_id bigint, acked_by text, acked_attempt int)
 LANGUAGE plpgsql VOLATILE ROWS 64
-SET search_path FROM CURRENT
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-SET jit = off
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -96,13 +83,6 @@ CREATE FUNCTION queue_heartbeat(p_now timestamptz, p_ids bigint[], p_workers tex
                                 p_attempts int[], p_lease_us bigint)
 RETURNS TABLE (beat_id bigint, beat_by text, beat_attempt int)
 LANGUAGE plpgsql VOLATILE ROWS 64
-SET search_path FROM CURRENT
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-SET jit = off
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -126,13 +106,6 @@ CREATE FUNCTION queue_nack(p_now timestamptz, p_id bigint, p_worker text, p_atte
                            p_error jsonb, p_retry boolean, p_backoff_us bigint)
 RETURNS TABLE (retry_at timestamptz, dead_lettered bigint)
 LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-SET jit = off
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -174,13 +147,6 @@ $$;
 CREATE FUNCTION queue_release(p_now timestamptz, p_id bigint, p_worker text, p_attempt int)
 RETURNS TABLE (released_id bigint)
 LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-SET jit = off
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -199,13 +165,6 @@ CREATE FUNCTION queue_snooze(p_now timestamptz, p_id bigint, p_worker text, p_at
                              p_delay_us bigint)
 RETURNS TABLE (snoozed_until timestamptz)
 LANGUAGE plpgsql VOLATILE
-SET search_path FROM CURRENT
-SET enable_seqscan = off
-SET enable_bitmapscan = off
-SET enable_hashjoin = off
-SET enable_mergejoin = off
-SET jit = off
-SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
     RETURN QUERY
@@ -216,5 +175,22 @@ BEGIN
         updated_at = COALESCE(p_now, now())
     WHERE j.id = p_id AND j.locked_by = p_worker AND j.attempts = p_attempt
     RETURNING j.available_at;
+END
+$$;
+
+-- The settings of every function above, in one place: the schema as the
+-- migration's search_path names it, and the primary key as the one way
+-- to read job_queue (see the top of this file).
+DO $$
+DECLARE
+    f text;
+BEGIN
+    FOREACH f IN ARRAY ARRAY['queue_lease', 'queue_ack', 'queue_heartbeat', 'queue_nack',
+                             'queue_release', 'queue_snooze'] LOOP
+        EXECUTE format('ALTER FUNCTION %I SET search_path FROM CURRENT
+                            SET enable_seqscan = off SET enable_bitmapscan = off
+                            SET enable_hashjoin = off SET enable_mergejoin = off
+                            SET jit = off SET plan_cache_mode = force_generic_plan', f);
+    END LOOP;
 END
 $$;
