@@ -50,8 +50,12 @@ impl PgStorage {
     /// `request` would run (the limited statement when one of its queues
     /// has limits), followed by the plan of its pick for the first queue
     /// (the query of `queue_pick`, migration 0007, under the function's
-    /// settings, with that queue's cap): for operators checking that
-    /// claims are served by the `job_queue_dequeue` index on their data.
+    /// settings, with that queue's cap), then by the plan of its lease of
+    /// the picked jobs (the query of `queue_lease`, migration 0009, under
+    /// that function's settings, for ids no job has: its access path): for
+    /// operators checking that claims are served by the
+    /// `job_queue_dequeue` index on their data, and the lease by
+    /// `job_queue_pkey`.
     ///
     /// # Errors
     /// As any query.
@@ -60,8 +64,8 @@ impl PgStorage {
     }
 
     /// The executed plan (`EXPLAIN (ANALYZE, BUFFERS)`) of the claim
-    /// `request` would run, then of its pick as
-    /// [`PgStorage::explain_dequeue`] shows it, each in a transaction that
+    /// `request` would run, then of its pick and its lease as
+    /// [`PgStorage::explain_dequeue`] shows them, each in a transaction that
     /// is rolled back, so nothing is claimed (the claim runs once more
     /// before, rolled back too, so that the plans measured are the
     /// connection's cached ones): for checking how many index pages a
@@ -92,7 +96,7 @@ impl PgStorage {
         let explain = format!("EXPLAIN ({options}) {}", statement.as_str());
         let queue = request.queues()[0].as_str();
         let cap = i64::from(request.queue_limits()[0]);
-        let (plan, pick): (Value, Value) = retrying(true, || async {
+        let (plan, pick, lease): (Value, Value, Value) = retrying(true, || async {
             // One connection throughout, so that an executed claim runs
             // with the function compiled and its plan cached, as every
             // claim but a connection's first does.
@@ -111,6 +115,24 @@ impl PgStorage {
                     .fetch_one(&mut *tx)
                     .await?;
             tx.rollback().await?;
+            // The lease of the picked jobs, as `queue_lease` runs it, for
+            // sixteen ids no job has (ids start at 1): the access path,
+            // nothing updated or locked. Not for no ids: the planner
+            // folds `id = ANY('{}')` to false, and a false condition may
+            // take any index.
+            let mut tx = conn.begin().await?;
+            let source = self.function_source(&mut tx, "queue_lease").await?;
+            let body = lease_query(&source.body).ok_or_else(|| changed_by_hand("queue_lease"))?;
+            source.apply_settings(&mut tx).await?;
+            let lease =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")))
+                    .bind((-16..0).collect::<Vec<i64>>())
+                    .bind(self.now_override())
+                    .bind(0_i64)
+                    .bind("explain")
+                    .fetch_one(&mut *tx)
+                    .await?;
+            tx.rollback().await?;
             if options.contains("ANALYZE") {
                 let mut tx = conn.begin().await?;
                 self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
@@ -125,11 +147,12 @@ impl PgStorage {
                 .fetch_one(&mut *tx)
                 .await?;
             tx.rollback().await?;
-            Ok::<_, crate::error::Failure>((row.try_get::<Value, _>(0)?, pick))
+            Ok::<_, crate::error::Failure>((row.try_get::<Value, _>(0)?, pick, lease))
         })
         .await?;
         let mut out = steps(&plan);
         out.extend(steps(&pick));
+        out.extend(steps(&lease));
         Ok(out)
     }
 
@@ -330,12 +353,31 @@ fn changed_by_hand(name: &str) -> crate::error::Failure {
     )))
 }
 
-/// The locking query of `queue_pick`'s body (the first `RETURN QUERY` up
-/// to its `;`), its arguments as parameters ([`with_parameters`]).
-fn pick_query(source: &str) -> Option<String> {
+/// The first query of a function's body returned by `RETURN QUERY` (up to
+/// its `;`).
+fn first_returned_query(source: &str) -> Option<&str> {
     let start = source.find("RETURN QUERY")? + "RETURN QUERY".len();
     let end = start + source.get(start..)?.find(';')?;
-    source.get(start..end).map(with_parameters)
+    source.get(start..end)
+}
+
+/// The locking query of `queue_pick`'s body, its arguments as parameters
+/// ([`with_parameters`]).
+fn pick_query(source: &str) -> Option<String> {
+    first_returned_query(source).map(with_parameters)
+}
+
+/// The query of `queue_lease` (migration 0009) with its arguments as
+/// parameters: $1 the ids, $2 the clock override, $3 the lease in
+/// microseconds, $4 the worker.
+fn lease_query(source: &str) -> Option<String> {
+    first_returned_query(source).map(|query| {
+        query
+            .replace("p_ids", "$1::bigint[]")
+            .replace("p_now", "$2::timestamptz")
+            .replace("p_lease_us", "$3::bigint")
+            .replace("p_worker", "$4::text")
+    })
 }
 
 /// A query of `queue_pick` or `queue_next_due` with the functions'

@@ -125,6 +125,14 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
         !one.iter().any(|n| n.0 == "Sort"),
         "one queue: the index order needs no sort: {one:?}"
     );
+    // The lease of the picked jobs (`queue_lease`, migration 0009), the
+    // last plan `explain_dequeue` appends: by primary key.
+    assert!(
+        one_steps
+            .iter()
+            .any(|s| s.operation == "Index Scan" && s.index.as_deref() == Some("job_queue_pkey")),
+        "one queue: the lease does not read job_queue_pkey: {one_steps:?}"
+    );
     // The limited statements too, whose caps the planner cannot see (they
     // are computed in the statement): once it planned the lease UPDATE as
     // a hash join over a sequential scan of the whole table.
