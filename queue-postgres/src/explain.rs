@@ -104,9 +104,9 @@ impl PgStorage {
             let mut tx = conn.begin().await?;
             // The pick first: the claim leases what it picks, and the pick
             // would then find the jobs after those.
-            let source = self.function_source(&mut tx, "queue_pick").await?;
-            let body = pick_query(&source.body).ok_or_else(|| changed_by_hand("queue_pick"))?;
-            source.apply_settings(&mut tx).await?;
+            let body = self
+                .function_query(&mut tx, "queue_pick", pick_query)
+                .await?;
             let pick =
                 sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")))
                     .bind(self.now_override())
@@ -121,9 +121,9 @@ impl PgStorage {
             // folds `id = ANY('{}')` to false, and a false condition may
             // take any index.
             let mut tx = conn.begin().await?;
-            let source = self.function_source(&mut tx, "queue_lease").await?;
-            let body = lease_query(&source.body).ok_or_else(|| changed_by_hand("queue_lease"))?;
-            source.apply_settings(&mut tx).await?;
+            let body = self
+                .function_query(&mut tx, "queue_lease", lease_query)
+                .await?;
             let lease =
                 sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")))
                     .bind((-16..0).collect::<Vec<i64>>())
@@ -180,11 +180,11 @@ impl PgStorage {
                     .fetch_one(&mut *tx)
                     .await?,
             ];
-            let source = self.function_source(&mut tx, "queue_next_due").await?;
-            let body = returned_query(&source.body)
-                .map(with_parameters)
-                .ok_or_else(|| changed_by_hand("queue_next_due"))?;
-            source.apply_settings(&mut tx).await?;
+            let body = self
+                .function_query(&mut tx, "queue_next_due", |b| {
+                    returned_query(b).map(with_parameters)
+                })
+                .await?;
             let explain = format!("EXPLAIN (ANALYZE, FORMAT JSON) {body}");
             for name in &names {
                 plans.push(
@@ -281,11 +281,11 @@ impl PgStorage {
     pub async fn explain_held(&self, queue: &QueueName, cap: u32) -> Result<Vec<PlanStep>> {
         let plan: Value = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
-            let source = self.function_source(&mut tx, "queue_held_leases").await?;
-            let body = returned_query(&source.body)
-                .ok_or_else(|| changed_by_hand("queue_held_leases"))?
-                .to_owned();
-            source.apply_settings(&mut tx).await?;
+            let body = self
+                .function_query(&mut tx, "queue_held_leases", |b| {
+                    returned_query(b).map(str::to_owned)
+                })
+                .await?;
             let explain = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {body}");
             let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
                 .bind(queue.as_str())
@@ -297,6 +297,21 @@ impl PgStorage {
         })
         .await?;
         Ok(steps(&plan))
+    }
+
+    /// This schema's function `name`'s query, as `query_of` finds it in
+    /// the stored body, with the function's settings applied for the rest
+    /// of the transaction: to be planned as the function plans it.
+    pub(crate) async fn function_query(
+        &self,
+        tx: &mut sqlx::PgConnection,
+        name: &str,
+        query_of: impl Fn(&str) -> Option<String>,
+    ) -> std::result::Result<String, crate::error::Failure> {
+        let source = self.function_source(tx, name).await?;
+        let query = query_of(&source.body).ok_or_else(|| changed_by_hand(name))?;
+        source.apply_settings(tx).await?;
+        Ok(query)
     }
 
     /// The stored body and settings of this schema's function `name`.
@@ -355,7 +370,7 @@ fn changed_by_hand(name: &str) -> crate::error::Failure {
 
 /// The first query of a function's body returned by `RETURN QUERY` (up to
 /// its `;`).
-fn first_returned_query(source: &str) -> Option<&str> {
+pub(crate) fn first_returned_query(source: &str) -> Option<&str> {
     let start = source.find("RETURN QUERY")? + "RETURN QUERY".len();
     let end = start + source.get(start..)?.find(';')?;
     source.get(start..end)

@@ -28,46 +28,36 @@ const BY_ID: [&str; 6] = [
     "queue_snooze",
 ];
 
-/// The stored body, settings and arguments (names and types, in order) of
-/// `schema`'s function `name`.
-const SOURCE: &str = "
-SELECT p.prosrc, COALESCE(p.proconfig, '{}') AS settings,
-       p.proargnames[1:p.pronargs] AS names,
+/// The argument names and types, in order, of `schema`'s function `name`.
+const ARGUMENTS: &str = "
+SELECT p.proargnames[1:p.pronargs] AS names,
        ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, o)
              ORDER BY o) AS types
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = $1 AND p.proname = $2";
 
 /// The generic plan of function `name`'s query, as its settings make it.
-async fn function_plan(pool: &PgPool, schema: &str, name: &str) -> Vec<PlanStep> {
-    let mut tx = pool.begin().await.expect("begin");
-    let row = sqlx::query(SOURCE)
-        .bind(schema)
+async fn function_plan(storage: &PgStorage, name: &str) -> Vec<PlanStep> {
+    let mut tx = storage.pool().begin().await.expect("begin");
+    let row = sqlx::query(ARGUMENTS)
+        .bind(storage.schema())
         .bind(name)
         .fetch_one(&mut *tx)
         .await
         .unwrap_or_else(|e| panic!("{name} is missing: {e}"));
-    let body: String = row.get("prosrc");
-    let settings: Vec<String> = row.get("settings");
     let names: Vec<String> = row.get("names");
     let types: Vec<String> = row.get("types");
-    let start = body.find("RETURN QUERY").expect("RETURN QUERY") + "RETURN QUERY".len();
-    let end = body.rfind(';').expect("a query ending in ;");
-    let mut query = body[start..end].to_owned();
+    let mut query = storage
+        .function_query(&mut tx, name, |body| {
+            crate::explain::first_returned_query(body).map(str::to_owned)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{name}'s query: {e:?}"));
     // Longest names first: p_ids before p_id.
     let mut by_length: Vec<(usize, &String)> = names.iter().enumerate().collect();
     by_length.sort_by_key(|(_, n)| std::cmp::Reverse(n.len()));
     for (i, arg) in by_length {
         query = query.replace(arg.as_str(), &format!("${}", i + 1));
-    }
-    for setting in &settings {
-        let (key, value) = setting.split_once('=').expect("name=value");
-        sqlx::query("SELECT set_config($1, $2, true)")
-            .bind(key)
-            .bind(value)
-            .execute(&mut *tx)
-            .await
-            .expect("setting");
     }
     let prepare = format!("PREPARE by_id_probe ({}) AS {query}", types.join(", "));
     sqlx::raw_sql(sqlx::AssertSqlSafe(prepare))
@@ -90,9 +80,9 @@ async fn function_plan(pool: &PgPool, schema: &str, name: &str) -> Vec<PlanStep>
 
 /// Panics unless every function of [`BY_ID`] reads `job_queue` by its
 /// primary key alone, under the statistics `moment` describes.
-async fn assert_by_primary_key(pool: &PgPool, schema: &str, moment: &str) {
+async fn assert_by_primary_key(storage: &PgStorage, moment: &str) {
     for name in BY_ID {
-        let steps = function_plan(pool, schema, name).await;
+        let steps = function_plan(storage, name).await;
         let on_queue: Vec<&PlanStep> = steps
             .iter()
             // The scans of job_queue, not the Update or Delete of it.
@@ -131,7 +121,7 @@ async fn statements_by_id_use_the_primary_key_whatever_the_statistics_say() {
     let table = format!("\"{}\".job_queue", schema.name());
 
     // A new schema: never analyzed, which the planner takes for ten pages.
-    assert_by_primary_key(&pool, schema.name(), "never analyzed").await;
+    assert_by_primary_key(&storage, "never analyzed").await;
 
     // Autovacuum's visit to a queue that was empty at that moment, then a
     // backlog with leases.
@@ -153,7 +143,7 @@ async fn statements_by_id_use_the_primary_key_whatever_the_statistics_say() {
             schema.vacuum_job_queue_empty(&pool).await;
         }
     }
-    assert_by_primary_key(&pool, schema.name(), "vacuumed empty, pages kept").await;
+    assert_by_primary_key(&storage, "vacuumed empty, pages kept").await;
 
     // The same visit when it could also give the empty pages back: zero
     // pages, so that any scan of the whole table prices at nothing.
@@ -166,7 +156,7 @@ async fn statements_by_id_use_the_primary_key_whatever_the_statistics_say() {
     .await
     .expect("relpages");
     assert_eq!(pages, 0, "VACUUM of the empty table truncates it");
-    assert_by_primary_key(&pool, schema.name(), "vacuumed empty and truncated").await;
+    assert_by_primary_key(&storage, "vacuumed empty and truncated").await;
 
     pool.close().await;
     schema.drop_schema().await;

@@ -58,6 +58,7 @@ impl ServerSettings {
         .fetch_optional(&self.pool)
         .await?;
         let statement = format!("ALTER SYSTEM SET {name} = '{}'", value.replace('\'', "''"));
+        let file = auto_conf.as_deref().unwrap_or("no entry").to_owned();
         sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
             .execute(&self.pool)
             .await?;
@@ -69,14 +70,8 @@ impl ServerSettings {
         self.reload(&[(name, value)]).await?;
         let now = self.current(name).await?;
         println!(
-            "soak: {name} was {before} ({}); {statement}, pg_reload_conf(): now {now}",
-            self.changed
-                .last()
-                .and_then(|c| c.auto_conf.as_deref())
-                .map_or_else(
-                    || "postgresql.auto.conf: no entry".to_owned(),
-                    |v| format!("postgresql.auto.conf: {v}")
-                ),
+            "soak: {name} was {before} (postgresql.auto.conf: {file}); {statement}, \
+             pg_reload_conf(): now {now}"
         );
         Ok(())
     }
