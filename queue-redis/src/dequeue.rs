@@ -98,10 +98,10 @@ impl RedisStorage {
             score,
             member,
         ];
-        let rows: Vec<Vec<String>> = self
+        let answer: Vec<Vec<String>> = self
             .invoke(&scripts::DEQUEUE, &self.keys.queue(queue.as_str()), &args)
             .await?;
-        rows.iter().map(|row| rows::job(queue, row)).collect()
+        rows::claimed(queue, request.worker_id(), &answer)
     }
 
     /// Each queue's share of the best `limit` peeked candidates, at most

@@ -131,6 +131,76 @@ pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
     })
 }
 
+/// The jobs a dequeue script claimed from `queue` for `worker`: its answer
+/// (see `scripts/dequeue.lua`) is empty, or a header `[now, lease_until]`
+/// followed by one positional row per job.
+pub(crate) fn claimed(
+    queue: &QueueName,
+    worker: &WorkerId,
+    answer: &[Vec<String>],
+) -> Result<Vec<Job>> {
+    let Some((header, rows)) = answer.split_first() else {
+        return Ok(Vec::new());
+    };
+    let [now, until] = header.as_slice() else {
+        return Err(QueueError::backend(format!(
+            "the dequeue script answered a header of {} fields",
+            header.len()
+        )));
+    };
+    let updated_at = instant(integer("updated_at", now)?)?;
+    let lease_until = instant(integer("lease_until", until)?)?;
+    rows.iter()
+        .map(|row| {
+            let [
+                id,
+                priority,
+                unique_key,
+                payload,
+                attempts,
+                max_attempts,
+                snoozes,
+                available_at,
+                first_locked_at,
+                last_error,
+                created_at,
+            ] = row.as_slice()
+            else {
+                return Err(QueueError::backend(format!(
+                    "the dequeue script answered a row of {} fields",
+                    row.len()
+                )));
+            };
+            let time = |field: &str, raw: &str| instant(integer(field, raw)?);
+            let count = |field: &str, raw: &str| stored_count(field, integer(field, raw)?);
+            let priority = integer("priority", priority)?;
+            Ok(Job {
+                id: job_id(id)?,
+                queue: queue.clone(),
+                priority: i32::try_from(priority).map_err(|_| corrupt("priority", priority))?,
+                unique_key: stored_optional(
+                    "unique_key",
+                    (!unique_key.is_empty()).then(|| unique_key.clone()),
+                    UniqueKey::new,
+                )?,
+                payload: serde_json::from_str(payload).map_err(QueueError::Serialization)?,
+                attempts: count("attempts", attempts)?,
+                max_attempts: count("max_attempts", max_attempts)?,
+                snoozes: count("snoozes", snoozes)?,
+                available_at: time("available_at", available_at)?,
+                lease_until: Some(lease_until),
+                locked_by: Some(worker.clone()),
+                first_locked_at: Some(time("first_locked_at", first_locked_at)?),
+                last_error: (!last_error.is_empty())
+                    .then(|| serde_json::from_str(last_error).map_err(QueueError::Serialization))
+                    .transpose()?,
+                created_at: time("created_at", created_at)?,
+                updated_at,
+            })
+        })
+        .collect()
+}
+
 /// A history row of `queue` from `[id, field, value, ...]`.
 pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord> {
     let (id, f) = split(row)?;

@@ -29,6 +29,7 @@ macro_rules! for_each_case {
             dequeue::dequeue_returns_at_most_limit_distinct_jobs,
             dequeue::dequeue_sets_lease_worker_attempts_and_first_locked_at,
             dequeue::dequeue_keeps_first_locked_at_on_later_claims,
+            dequeue::dequeue_answers_each_job_as_stored,
             dequeue::dequeue_skips_delayed_jobs_until_due,
             dequeue::dequeue_skips_running_and_stalled_jobs,
             dequeue::dequeue_skips_paused_queues,

@@ -1,7 +1,8 @@
 //! `latency`: an idle worker; a producer of its own enqueues one job every
 //! few milliseconds; the time to the handler's start from the enqueue
 //! call's start (what an application sees: the enqueue's own round trips
-//! included) and from its return (the commit's acknowledgement).
+//! included) and from its return (the commit's acknowledgement), and the
+//! enqueue call's own duration.
 //!
 //! The producer enqueues through the storage, not through the worker, so
 //! the worker learns of the job the way a worker in another process would:
@@ -64,6 +65,10 @@ pub(crate) async fn run<T: Target>(
 
     let starts = starts.lock().unwrap_or_else(PoisonError::into_inner);
     let (mut from_call, mut from_return) = (Vec::new(), Vec::new());
+    let enqueues: Vec<Duration> = calls
+        .values()
+        .map(|(called, returned)| *returned - *called)
+        .collect();
     for (id, (called, returned)) in &calls {
         if let Some(start) = starts.get(id) {
             from_call.push(start.saturating_duration_since(*called));
@@ -72,6 +77,7 @@ pub(crate) async fn run<T: Target>(
     }
     let call = Spread::of(&from_call).ok_or("no latency sample")?;
     let ret = Spread::of(&from_return).ok_or("no latency sample")?;
+    let enqueue = Spread::of(&enqueues).ok_or("no latency sample")?;
     report.push(
         Row::new("latency")
             .param("count", args.count)
@@ -82,7 +88,9 @@ pub(crate) async fn run<T: Target>(
             .ms("call_max_ms", call.max)
             .ms("return_p50_ms", ret.p50)
             .ms("return_p99_ms", ret.p99)
-            .ms("return_max_ms", ret.max),
+            .ms("return_max_ms", ret.max)
+            .ms("enqueue_p50_ms", enqueue.p50)
+            .ms("enqueue_p99_ms", enqueue.p99),
     );
     Ok(())
 }

@@ -5,7 +5,14 @@
 -- chose them by peeking: a job worse than the chosen ones is not taken in
 -- their place when another dequeuer took those first).
 -- ARGV: now, n, lease (micros), worker id, bound score ('' for none),
--- bound member. Returns {{id, field, value, ...}, ...} best first.
+-- bound member. Returns {} when it claimed nothing, else {{now,
+-- lease_until}, job, ...} with the jobs best first, each as the fields
+-- of its row that the caller does not know (it knows the worker, and the
+-- header gives updated_at and lease_until), by position: {id, priority,
+-- unique_key, payload, attempts, max_attempts, snoozes, available_at,
+-- first_locked_at, last_error, created_at}, '' for an absent unique_key
+-- or last_error. Positions rather than HGETALL's names and values: half
+-- the strings to convert, here and in the caller.
 local now = clock(ARGV[1])
 if redis.call('EXISTS', PAUSED) == 1 then
   return {}
@@ -23,9 +30,9 @@ local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
 local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
 local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
-local out = {}
-local members, ids, leased = {}, {}, {}
 local now_text = fmt(now)
+local out = {{now_text, until_at}}
+local members, ids, leased = {}, {}, {}
 for i = 1, #picked, 2 do
   local member, score = picked[i], tonumber(picked[i + 1])
   if bound_score and (score > bound_score or (score == bound_score and member > bound_member)) then
@@ -37,34 +44,26 @@ for i = 1, #picked, 2 do
   ids[#ids + 1] = id
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
-  -- Read once, write once, and answer the row as written.
-  local fields = redis.call('HGETALL', k)
-  local at = {}
-  for j = 1, #fields, 2 do
-    at[fields[j]] = j + 1
+  local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
+    'max_attempts', 'snoozes', 'available_at', 'first_locked_at', 'last_error', 'created_at')
+  local attempts = fmt(tonumber(f[4]) + 1)
+  local first = f[8]
+  if first then
+    redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
+      'updated_at', now_text)
+  else
+    first = now_text
+    redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
+      'updated_at', now_text, 'first_locked_at', now_text)
   end
-  local changes = {attempts = fmt(tonumber(fields[at.attempts]) + 1), lease_until = until_at,
-    locked_by = worker, updated_at = now_text}
-  if not at.first_locked_at then
-    changes.first_locked_at = now_text
-  end
-  local set = {}
-  for field, value in pairs(changes) do
-    set[#set + 1] = field
-    set[#set + 1] = value
-    if at[field] then
-      fields[at[field]] = value
-    else
-      fields[#fields + 1] = field
-      fields[#fields + 1] = value
-    end
-  end
-  redis.call('HSET', k, unpack(set))
-  table.insert(fields, 1, id)
-  out[#out + 1] = fields
+  out[#out + 1] = {id, f[1], f[2] or '', f[3], attempts, f[5], f[6] or '0', f[7], first,
+    f[9] or '', f[10]}
+end
+if #out == 1 then
+  return {}
 end
 bulk('ZREM', READY, members)
 bulk('ZREM', READY_AT, ids)
 bulk('ZADD', LEASED, leased)
-take_tokens(bucket, #out)
+take_tokens(bucket, #out - 1)
 return out

@@ -38,6 +38,11 @@ pub enum Bug {
     /// Every claim overwrites `first_locked_at`. Caught by
     /// `dequeue::dequeue_keeps_first_locked_at_on_later_claims`.
     ClaimResetsFirstLockedAt,
+    /// Claims answer each job with the `updated_at` it had before the
+    /// claim, which the claim moved (a backend that builds the claimed row
+    /// from what it read, and misses one field the claim wrote).
+    /// Caught by `dequeue::dequeue_answers_each_job_as_stored`.
+    ClaimAnswersAStaleRow,
     /// `next_due` only looks at jobs never tried, missing one in backoff
     /// after a nack. Caught by `dequeue::next_due_counts_a_job_in_backoff_after_a_nack`.
     NextDueIgnoresRetries,
@@ -137,13 +142,14 @@ pub enum Bug {
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 36] = [
+    pub const ALL: [Bug; 37] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
         Bug::ClaimIgnoresQueueLimits,
         Bug::ClaimTakesDelayedJobs,
         Bug::ClaimResetsFirstLockedAt,
+        Bug::ClaimAnswersAStaleRow,
         Bug::NextDueIgnoresRetries,
         Bug::NextDueOnlyFirstQueue,
         Bug::AckIgnoresWorker,
@@ -188,6 +194,7 @@ impl Bug {
             Bug::ClaimResetsFirstLockedAt => {
                 "dequeue::dequeue_keeps_first_locked_at_on_later_claims"
             }
+            Bug::ClaimAnswersAStaleRow => "dequeue::dequeue_answers_each_job_as_stored",
             Bug::NextDueIgnoresRetries => "dequeue::next_due_counts_a_job_in_backoff_after_a_nack",
             Bug::NextDueOnlyFirstQueue => {
                 "dequeue::next_due_is_the_time_until_the_earliest_scheduled_job"

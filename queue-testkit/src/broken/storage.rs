@@ -1,6 +1,7 @@
 //! The `Storage` implementation of `BrokenStorage`: the reference storage,
 //! except where the planted bug says otherwise.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -188,6 +189,22 @@ impl Storage for BrokenStorage {
                     job.first_locked_at = Some(now);
                     if let Some(stored) = state.jobs.get_mut(&job.id) {
                         stored.first_locked_at = Some(now);
+                    }
+                }
+                Ok(jobs)
+            }
+            Bug::ClaimAnswersAStaleRow => {
+                let read: HashMap<JobId, DateTime<Utc>> = self
+                    .inner
+                    .lock()
+                    .jobs
+                    .values()
+                    .map(|job| (job.id, job.updated_at))
+                    .collect();
+                let mut jobs = self.inner.dequeue(request).await?;
+                for job in &mut jobs {
+                    if let Some(updated_at) = read.get(&job.id) {
+                        job.updated_at = *updated_at;
                     }
                 }
                 Ok(jobs)

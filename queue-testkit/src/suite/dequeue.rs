@@ -1,10 +1,10 @@
 //! Dequeue: order, queues, limits, what a claim sets, what it skips.
 
 use chrono::TimeDelta;
-use queue_core::{JobState, NewJob, Storage};
+use queue_core::{JobState, NewJob, Retry, Storage};
 use serde_json::json;
 
-use super::{Ctx, LEASE, queue, request, secs, start, worker};
+use super::{Ctx, LEASE, lease_of, queue, request, secs, start, worker};
 
 /// Claims come out priority descending, then `available_at`, then id.
 pub async fn dequeue_orders_by_priority_then_available_at_then_id<S: Storage>(ctx: Ctx<S>) {
@@ -155,6 +155,43 @@ pub async fn dequeue_keeps_first_locked_at_on_later_claims<S: Storage>(ctx: Ctx<
     assert_eq!(again.attempts, 2);
     assert_eq!(again.first_locked_at, Some(first_claim_at));
     assert_eq!(ctx.live(id).await.first_locked_at, Some(first_claim_at));
+}
+
+/// A claim answers each job as the storage holds it after the claim, every
+/// field alike: a backend that builds the claimed row itself (rather than
+/// reading it back) must agree with its own reads, here for a job that
+/// carries a unique key, a priority, an attempt limit, a snooze and the
+/// error of a failed attempt.
+pub async fn dequeue_answers_each_job_as_stored<S: Storage>(ctx: Ctx<S>) {
+    let id = ctx
+        .enqueue(
+            NewJob::new("q", json!({"k": [1, "two"]}))
+                .priority(3)
+                .unique_key("key-1")
+                .max_attempts(4),
+        )
+        .await;
+    let first = ctx.claim_one("q").await;
+    ctx.storage
+        .snooze(&lease_of(&first), secs(1))
+        .await
+        .expect("snooze");
+    ctx.clock.advance(secs(2));
+    let second = ctx.claim_one("q").await;
+    ctx.storage
+        .nack(
+            &lease_of(&second),
+            json!({"error": "boom"}),
+            Retry::After(secs(1)),
+        )
+        .await
+        .expect("nack");
+    ctx.clock.advance(secs(2));
+    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
+    let stored = ctx.live(id).await;
+    assert_eq!(claimed, stored);
+    assert_eq!((claimed.attempts, claimed.snoozes), (2, 1));
+    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
 }
 
 /// A delayed job is not claimed before its time, and is at its time.
