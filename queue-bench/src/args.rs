@@ -25,6 +25,10 @@ pub(crate) struct Args {
     /// Jobs each queue claims ahead of its free slots (`QueueOptions::prefetch`).
     #[arg(long, default_value_t = 0)]
     pub(crate) prefetch: usize,
+    /// Acks per completion batch (`WorkerOptions::completion_batch`; the
+    /// library's default when absent).
+    #[arg(long)]
+    pub(crate) completion_batch: Option<usize>,
     /// Do not listen for PostgreSQL's notifications (the worker polls).
     #[arg(long)]
     pub(crate) no_notify: bool,

@@ -91,6 +91,7 @@ async fn main() -> ExitCode {
         pool: args.pool,
         notify: !args.no_notify,
         prefetch: args.prefetch,
+        completion_batch: args.completion_batch,
         backend: args.backend,
         keyless_indexed: !args.keyless_unindexed,
     };

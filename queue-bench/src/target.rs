@@ -21,6 +21,8 @@ pub(crate) struct Setup {
     pub(crate) pool: u32,
     pub(crate) notify: bool,
     pub(crate) prefetch: usize,
+    /// `WorkerOptions::completion_batch`, when not the default.
+    pub(crate) completion_batch: Option<usize>,
     /// The backend the run is for (what `--facade` opens through `AnyStorage`).
     pub(crate) backend: crate::args::Backend,
     /// PostgreSQL: whether keyless jobs stay in the unique-key index (as

@@ -68,9 +68,10 @@ const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
 /// The highest priority below a bound among the unleased jobs of a queue:
 /// one step of the claim's walk over priority levels, one probe of
 /// `job_queue_dequeue` however many jobs share a priority. The first step
-/// binds a bound above every `INT`. Binds: queue, bound.
+/// binds a bound above every `INT`; the index is forced (see
+/// [`DEQUEUE_PICK`]). Binds: queue, bound.
 pub(crate) const DEQUEUE_LEVEL: &str = "
-SELECT priority FROM job_queue
+SELECT priority FROM job_queue FORCE INDEX (job_queue_dequeue)
 WHERE queue_name = ? AND lease_until IS NULL AND priority < ?
 ORDER BY priority DESC
 LIMIT 1";
@@ -83,7 +84,7 @@ SELECT id, queue_name, priority, unique_key,
        CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
        locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
        snoozes, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
-FROM job_queue
+FROM job_queue FORCE INDEX (job_queue_dequeue)
 WHERE queue_name = ?
   AND lease_until IS NULL
   AND priority = ?
@@ -105,16 +106,23 @@ LIMIT ?"
 /// bound value, not a correlated one: the servers range-scan only on that.
 /// It reads whole rows and the statement's "now", so the claim needs no
 /// separate clock read and no read-back after its UPDATE (no RETURNING on
-/// MySQL): the claimed values are computed from these. Binds: now, queue,
-/// priority, now, queue, limit.
+/// MySQL): the claimed values are computed from these. The index is
+/// forced, as in the level probe: on a small table the optimizer may
+/// prefer `job_queue_lease_until`, whose locking scan in claim order would
+/// lock rows the claim does not take. A claim runs this only when a racing
+/// claim took some of the rows [`DEQUEUE_PEEK`] found (see
+/// `MySqlStorage::dequeue_on` for why it scans without locks first).
+/// Binds: now, queue, priority, now, queue, limit.
 pub(crate) const DEQUEUE_PICK: &str = concat!(dequeue_scan!(), "\nFOR UPDATE SKIP LOCKED");
 
-/// [`DEQUEUE_PICK`] without the lock: the candidates of a claim on several
-/// queues whose caps add up to more than its limit, of which only the best
-/// are then locked ([`dequeue_lock_picked`]). Locking each queue's
-/// candidates as they are scanned would hold rows the claim does not take
-/// until it commits, and a concurrent claimer would skip them and take
-/// worse jobs. Same binds.
+/// [`DEQUEUE_PICK`] without the lock, a consistent read: every claim's
+/// candidates, of which the best are then locked by id
+/// ([`dequeue_lock_picked`]). A locking scan steps over the index entries
+/// InnoDB's purge has not removed yet, at a cost growing with the purge
+/// lag; this read does not. On several queues whose caps add up to more
+/// than the limit, locking each queue's candidates as they are scanned
+/// would also hold rows the claim does not take until it commits (a
+/// concurrent claimer would skip them and take worse jobs). Same binds.
 pub(crate) const DEQUEUE_PEEK: &str = dequeue_scan!();
 
 /// Releases a current lease without counting its attempt.

@@ -110,9 +110,11 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
 
 /// The worker's settings in every workload: the library's defaults.
 pub(crate) fn worker_options(setup: &Setup) -> WorkerOptions {
+    let defaults = WorkerOptions::default();
     WorkerOptions {
         subscribe: setup.notify,
-        ..WorkerOptions::default()
+        completion_batch: setup.completion_batch.unwrap_or(defaults.completion_batch),
+        ..defaults
     }
 }
 
