@@ -37,6 +37,10 @@ pub(crate) struct Args {
     /// (`PgStorage::index_keyless_jobs(false)`).
     #[arg(long)]
     pub(crate) keyless_unindexed: bool,
+    /// PostgreSQL: claims commit without waiting for the WAL flush
+    /// (`PgStorage::with_async_claims(true)`).
+    #[arg(long)]
+    pub(crate) async_claims: bool,
     /// Run through the facade's `queue::AnyStorage` (as `queue::connect`
     /// returns it) instead of the backend's own storage type.
     #[arg(long)]

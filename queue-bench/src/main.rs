@@ -94,7 +94,12 @@ async fn main() -> ExitCode {
         completion_batch: args.completion_batch,
         backend: args.backend,
         keyless_indexed: !args.keyless_unindexed,
+        async_claims: args.async_claims,
     };
+    if args.async_claims && (args.backend != Backend::Postgres || args.facade) {
+        eprintln!("queue-bench: --async-claims needs --backend postgres without --facade");
+        return ExitCode::FAILURE;
+    }
     if args.keyless_unindexed && (args.backend != Backend::Postgres || args.facade) {
         eprintln!("queue-bench: --keyless-unindexed needs --backend postgres without --facade");
         return ExitCode::FAILURE;

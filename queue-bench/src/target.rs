@@ -28,6 +28,8 @@ pub(crate) struct Setup {
     /// PostgreSQL: whether keyless jobs stay in the unique-key index (as
     /// migrated) or not (`--keyless-unindexed`).
     pub(crate) keyless_indexed: bool,
+    /// PostgreSQL: claims commit asynchronously (`--async-claims`).
+    pub(crate) async_claims: bool,
 }
 
 /// A backend the benchmark can run on.
@@ -74,7 +76,9 @@ impl Target for PgStorage {
         sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
             .execute(&pool)
             .await?;
-        let storage = PgStorage::from_pool(pool).with_schema(&setup.schema)?;
+        let storage = PgStorage::from_pool(pool)
+            .with_schema(&setup.schema)?
+            .with_async_claims(setup.async_claims);
         storage.migrate().await?;
         storage.index_keyless_jobs(setup.keyless_indexed).await?;
         Ok(storage)

@@ -32,6 +32,8 @@
 //! doing so will see the same serialization.
 
 mod admin;
+#[cfg(test)]
+mod async_claims;
 mod complete;
 mod database;
 mod dequeue;

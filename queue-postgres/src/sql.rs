@@ -192,10 +192,17 @@ picked AS (
 /// Leases the picked jobs for $4 microseconds to worker $5, through
 /// `queue_lease` (migration 0009), which reads them by primary key however
 /// small the statistics say `job_queue` is; the ids go in as an array,
-/// built once from `picked`.
+/// built once from `picked`. `{commit}` is [`ASYNC_COMMIT`] for a storage
+/// with asynchronous claims, else nothing.
 const CLAIM_PICKED: &str = "
 SELECT {job}
-FROM {s}.queue_lease(ARRAY(SELECT id FROM picked), $1::timestamptz, $4::bigint, $5::text)";
+FROM {s}.queue_lease(ARRAY(SELECT id FROM picked), $1::timestamptz, $4::bigint, $5::text){commit}";
+
+/// Makes the claim's transaction commit without waiting for its WAL to
+/// reach the disk (`SET LOCAL synchronous_commit = off`, as a join the
+/// statement evaluates once): `PgStorage::with_async_claims`.
+const ASYNC_COMMIT: &str = "
+CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
 
 /// Archives every input lease that is current as `completed`; returns the
 /// leases that matched.
@@ -903,11 +910,19 @@ pub(crate) struct Statements {
 
 impl Statements {
     /// Fills the templates for `schema` (already validated as a plain
-    /// identifier), wake-up `channel` and cancellation channel `cancel`.
-    pub(crate) fn for_schema(schema: &str, channel: &str, cancel: &str) -> Self {
+    /// identifier), wake-up `channel` and cancellation channel `cancel`;
+    /// claims commit asynchronously when `async_claims`.
+    pub(crate) fn for_schema(
+        schema: &str,
+        channel: &str,
+        cancel: &str,
+        async_claims: bool,
+    ) -> Self {
+        let commit = if async_claims { ASYNC_COMMIT } else { "" };
         let fill_state = |template: &str, state: &str| -> SqlStr {
             AssertSqlSafe(
                 template
+                    .replace("{commit}", commit)
                     .replace("{job_filter}", JOB_FILTER)
                     .replace("{state}", state)
                     .replace("{restore}", RESTORE_DEAD_LETTERS)

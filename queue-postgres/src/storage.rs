@@ -43,6 +43,8 @@ pub struct PgStorage {
     pub(crate) signals: Arc<crate::signals::Signals>,
     /// Which queues have claim limits, read at most once a second.
     pub(crate) limited: Arc<LimitedQueues>,
+    /// Claims commit without waiting for the WAL flush ([`PgStorage::with_async_claims`]).
+    async_claims: bool,
 }
 
 /// The pool options [`PgStorage::connect`] uses, for building a pool of
@@ -83,7 +85,7 @@ impl PgStorage {
     /// A storage on an existing pool, in the `public` schema, on the
     /// database's clock.
     pub fn from_pool(pool: PgPool) -> Self {
-        Self::build(pool, Clock::Database, DEFAULT_SCHEMA)
+        Self::build(pool, Clock::Database, DEFAULT_SCHEMA, false)
     }
 
     /// The same storage in another schema (created by [`PgStorage::migrate`]),
@@ -95,7 +97,38 @@ impl PgStorage {
     /// underscores.
     pub fn with_schema(self, schema: &str) -> Result<Self> {
         validate_schema(schema)?;
-        Ok(Self::build(self.pool, self.clock, schema))
+        Ok(Self::build(
+            self.pool,
+            self.clock,
+            schema,
+            self.async_claims,
+        ))
+    }
+
+    /// The same storage, its claims committing asynchronously when `on`
+    /// (off by default): a claim's transaction returns without waiting for
+    /// its WAL to reach the disk (`synchronous_commit = off` for that
+    /// transaction only; enqueues, acks, nacks and every other statement
+    /// still wait). A drain at 16 handlers ran 24% faster on the benchmark
+    /// machine (docs/benchmarks.md, "Asynchronous claims").
+    ///
+    /// What it costs: if the PostgreSQL server crashes (a crash, not a
+    /// clean shutdown), the claims committed in the last fraction of a
+    /// second before it (up to three times `wal_writer_delay`, 0.6 s by
+    /// default) may be lost. Their jobs are then unclaimed again, with the
+    /// attempt not counted, and run again once the server is back, even if
+    /// the worker that had them finishes them: its ack then fails as
+    /// [`queue_core::QueueError::LeaseLost`]. Nothing enqueued or acked is
+    /// lost, and exactly-once effects through [`PgStorage::ack_in`] still
+    /// hold: the caller's transaction commits synchronously, which flushes
+    /// the earlier claim with it. See docs/reliability.md.
+    pub fn with_async_claims(self, on: bool) -> Self {
+        Self::build(self.pool, self.clock, &self.schema, on)
+    }
+
+    /// Whether claims commit asynchronously ([`PgStorage::with_async_claims`]).
+    pub fn async_claims(&self) -> bool {
+        self.async_claims
     }
 
     /// The same storage reading `clock`: a [`queue_core::ManualClock`] in
@@ -105,18 +138,24 @@ impl PgStorage {
         self
     }
 
-    fn build(pool: PgPool, clock: Clock, schema: &str) -> Self {
+    fn build(pool: PgPool, clock: Clock, schema: &str, async_claims: bool) -> Self {
         let channel = format!("queue_jobs.{schema}");
         let cancel_channel = format!("queue_cancel.{schema}");
         Self {
             pool,
             clock,
-            sql: Arc::new(Statements::for_schema(schema, &channel, &cancel_channel)),
+            sql: Arc::new(Statements::for_schema(
+                schema,
+                &channel,
+                &cancel_channel,
+                async_claims,
+            )),
             schema: schema.into(),
             channel: channel.into(),
             cancel_channel: cancel_channel.into(),
             signals: Arc::default(),
             limited: Arc::default(),
+            async_claims,
         }
     }
 

@@ -159,6 +159,9 @@ pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> 
     if !setup.keyless_indexed {
         settings.push(("keyless_jobs", "unindexed".to_owned()));
     }
+    if setup.async_claims {
+        settings.push(("claims", "async".to_owned()));
+    }
     settings
 }
 

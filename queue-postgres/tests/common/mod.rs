@@ -15,12 +15,16 @@ pub(crate) struct PgFactory;
 /// (`PgStorage::index_keyless_jobs(false)`).
 pub(crate) struct PgKeylessUnindexedFactory;
 
+/// As [`PgFactory`], with claims committing asynchronously
+/// (`PgStorage::with_async_claims(true)`).
+pub(crate) struct PgAsyncClaimsFactory;
+
 #[async_trait]
 impl StorageFactory for PgFactory {
     type Storage = PgStorage;
 
     async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
-        fixture(clock, true).await
+        fixture(clock, true, false).await
     }
 }
 
@@ -29,19 +33,29 @@ impl StorageFactory for PgKeylessUnindexedFactory {
     type Storage = PgStorage;
 
     async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
-        fixture(clock, false).await
+        fixture(clock, false, false).await
+    }
+}
+
+#[async_trait]
+impl StorageFactory for PgAsyncClaimsFactory {
+    type Storage = PgStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
+        fixture(clock, true, true).await
     }
 }
 
 /// A storage on `clock` in a new schema, migrated, with keyless jobs in
-/// the unique-key index or not.
-async fn fixture(clock: Clock, keyless_indexed: bool) -> Fixture<PgStorage> {
+/// the unique-key index or not, its claims committing asynchronously or not.
+async fn fixture(clock: Clock, keyless_indexed: bool, async_claims: bool) -> Fixture<PgStorage> {
     let schema = TestSchema::create().await;
     let pool = schema.pool().await;
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("test schema names are valid")
-        .with_clock(clock);
+        .with_clock(clock)
+        .with_async_claims(async_claims);
     storage.migrate().await.expect("migrate the test schema");
     storage
         .index_keyless_jobs(keyless_indexed)
