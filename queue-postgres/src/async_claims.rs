@@ -6,11 +6,9 @@
 use std::time::Duration;
 
 use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
-use queue_testkit::harness::postgres::TestSchema;
 use serde_json::json;
 use sqlx::{Acquire, PgConnection};
 
-use crate::PgStorage;
 use crate::dequeue::ClaimBinds;
 
 const SETTING: &str = "SELECT current_setting('synchronous_commit')";
@@ -24,12 +22,7 @@ async fn setting(conn: &mut PgConnection) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_claims_turn_synchronous_commit_off_for_the_claim_alone() {
-    let schema = TestSchema::create().await;
-    let pool = schema.pool().await;
-    let storage = PgStorage::from_pool(pool.clone())
-        .with_schema(schema.name())
-        .expect("valid schema");
-    storage.migrate().await.expect("migrate");
+    let (schema, pool, storage) = crate::test_schema::migrated_storage().await;
     let jobs = (0..4).map(|i| NewJob::new("q", json!(i))).collect();
     storage.enqueue_batch(jobs).await.expect("enqueue");
     let request = DequeueRequest::new(

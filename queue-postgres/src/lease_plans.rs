@@ -11,7 +11,6 @@
 
 use queue_core::backend::PlanStep;
 use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
-use queue_testkit::harness::postgres::TestSchema;
 use serde_json::{Value, json};
 use sqlx::{PgPool, Row};
 use std::time::Duration;
@@ -112,12 +111,7 @@ async fn run_sql(pool: &PgPool, statement: String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_by_id_use_the_primary_key_whatever_the_statistics_say() {
-    let schema = TestSchema::create().await;
-    let pool = schema.pool().await;
-    let storage = PgStorage::from_pool(pool.clone())
-        .with_schema(schema.name())
-        .expect("valid schema");
-    storage.migrate().await.expect("migrate");
+    let (schema, pool, storage) = crate::test_schema::migrated_storage().await;
     let table = format!("\"{}\".job_queue", schema.name());
 
     // A new schema: never analyzed, which the planner takes for ten pages.

@@ -53,6 +53,8 @@ mod rows;
 mod signals;
 mod sql;
 mod storage;
+#[cfg(test)]
+mod test_schema;
 mod unique_index;
 
 pub use database::create_database_if_missing;
