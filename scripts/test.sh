@@ -12,7 +12,8 @@
 # tests need Chromium, so `cargo test` lists them as ignored; without extra
 # arguments this script then runs the browser tests where `chromium` and
 # `chromedriver` are installed, and the restart tests
-# with the commands in QUEUE_TEST_{POSTGRES,MYSQL}_{STOP,START}, which it
+# with the commands in QUEUE_TEST_{POSTGRES,MYSQL}_{STOP,START} (and
+# QUEUE_TEST_POSTGRES_CRASH, a stop without a checkpoint), which it
 # sets itself for servers on this machine that it knows how to restart
 # (Debian's pg_ctlcluster; mariadbd through start-stop-daemon).
 set -euo pipefail
@@ -34,6 +35,8 @@ if [ -z "${QUEUE_TEST_POSTGRES_STOP:-}" ] && is_local "$QUEUE_TEST_POSTGRES_URL"
     pg_version=$(ls /etc/postgresql | sort -V | tail -n 1)
     export QUEUE_TEST_POSTGRES_STOP="pg_ctlcluster --skip-systemctl-redirect $pg_version main stop -m fast"
     export QUEUE_TEST_POSTGRES_START="pg_ctlcluster --skip-systemctl-redirect $pg_version main start"
+    # A crash rather than a shutdown: no checkpoint, unflushed WAL lost.
+    export QUEUE_TEST_POSTGRES_CRASH="pg_ctlcluster --skip-systemctl-redirect $pg_version main stop -m immediate"
 fi
 if [ -z "${QUEUE_TEST_MYSQL_STOP:-}" ] && is_local "$QUEUE_TEST_MYSQL_URL" \
     && command -v mariadbd >/dev/null && command -v start-stop-daemon >/dev/null; then
@@ -64,6 +67,9 @@ chaos_tests=(postgres_survives_kills_freezes_and_cuts_in_plain_mode mysql_surviv
 restart_tests=()
 if [ -n "${QUEUE_TEST_POSTGRES_STOP:-}" ]; then
     restart_tests+=(postgres_restart_mid_run_loses_nothing)
+    if [ -n "${QUEUE_TEST_POSTGRES_CRASH:-}" ]; then
+        restart_tests+=(postgres_crash_mid_run_with_async_claims_loses_nothing)
+    fi
     chaos_tests+=(postgres_survives_the_ci_schedule_transactionally)
 fi
 if [ -n "${QUEUE_TEST_MYSQL_STOP:-}" ]; then

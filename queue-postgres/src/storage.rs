@@ -114,8 +114,10 @@ impl PgStorage {
     ///
     /// What it costs: if the PostgreSQL server crashes (a crash, not a
     /// clean shutdown), the claims committed in the last fraction of a
-    /// second before it (up to three times `wal_writer_delay`, 0.6 s by
-    /// default) may be lost. Their jobs are then unclaimed again, with the
+    /// second before it may be lost: those that no later synchronous
+    /// commit on the server (an ack, an enqueue) flushed with its own, nor
+    /// the WAL writer (within three times `wal_writer_delay`, 0.6 s by
+    /// default). Their jobs are then unclaimed again, with the
     /// attempt not counted, and run again once the server is back, even if
     /// the worker that had them finishes them: its ack then fails as
     /// [`queue_core::QueueError::LeaseLost`]. Nothing enqueued or acked is

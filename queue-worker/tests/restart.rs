@@ -7,16 +7,19 @@
 //! `QUEUE_TEST_POSTGRES_STOP` / `QUEUE_TEST_POSTGRES_START` and
 //! `QUEUE_TEST_MYSQL_STOP` / `QUEUE_TEST_MYSQL_START` (shell commands).
 //! `scripts/test.sh` sets them for this machine's own servers and runs
-//! them; run with `--ignored` but without the commands, they fail.
+//! them; run with `--ignored` but without the commands, they fail. The
+//! crash test also needs `QUEUE_TEST_POSTGRES_CRASH`, a command that stops
+//! the server without a checkpoint (`pg_ctl stop -m immediate`).
 //! They live in a test binary of their own, so no other test shares the
 //! outage.
 
 mod common;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use queue_core::{FinalStatus, NewJob, Storage};
+use queue_core::{FinalStatus, JobId, NewJob, Storage};
 use queue_mysql::MySqlStorage;
 use queue_postgres::PgStorage;
 use queue_testkit::harness::mysql::TestDatabase;
@@ -33,13 +36,18 @@ const OUTAGE: Duration = Duration::from_secs(3);
 /// When either is unset: the test was asked to run without being told how
 /// to stop the server.
 fn commands(prefix: &str) -> (String, String) {
-    let var = |suffix: &str| {
-        let name = format!("{prefix}_{suffix}");
-        std::env::var(&name).unwrap_or_else(|_| {
-            panic!("{name} is not set: set {prefix}_STOP and {prefix}_START to shell commands that stop and start the server (scripts/test.sh does for local servers)")
-        })
-    };
-    (var("STOP"), var("START"))
+    (command(prefix, "STOP"), command(prefix, "START"))
+}
+
+/// The shell command in `prefix_suffix`.
+///
+/// # Panics
+/// When it is unset.
+fn command(prefix: &str, suffix: &str) -> String {
+    let name = format!("{prefix}_{suffix}");
+    std::env::var(&name).unwrap_or_else(|_| {
+        panic!("{name} is not set: set {prefix}_STOP, {prefix}_START (and for the crash test {prefix}_CRASH, a stop without a checkpoint) to shell commands (scripts/test.sh does for local servers)")
+    })
 }
 
 fn shell(command: &str) {
@@ -58,6 +66,9 @@ async fn outage_mid_run<S: Storage>(storage: Arc<S>, stop: &str, start: &str) {
             .collect();
         storage.enqueue_batch(batch).await.expect("enqueue");
     }
+    // Runs per job: a claim undone by a crash shows as a second run.
+    let runs: Arc<Mutex<HashMap<JobId, usize>>> = Arc::default();
+    let counted = Arc::clone(&runs);
     let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
         .options(WorkerOptions {
             poll_interval: Duration::from_millis(100),
@@ -70,9 +81,16 @@ async fn outage_mid_run<S: Storage>(storage: Arc<S>, stop: &str, start: &str) {
                 lease: Duration::from_secs(5),
                 ..QueueOptions::with_concurrency(4)
             },
-            |ctx: JobContext| async move {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                Ok(Some(json!(ctx.attempt())))
+            move |ctx: JobContext| {
+                *counted
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(ctx.job().id)
+                    .or_default() += 1;
+                async move {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok(Some(json!(ctx.attempt())))
+                }
             },
         )
         .expect("queue")
@@ -109,9 +127,15 @@ async fn outage_mid_run<S: Storage>(storage: Arc<S>, stop: &str, start: &str) {
     assert_eq!(records.len(), JOBS, "every job archived exactly once");
     assert!(records.iter().all(|r| r.status == FinalStatus::Completed));
     let retried = records.iter().filter(|r| r.attempts > 1).count();
+    let ran_again = runs
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .values()
+        .filter(|n| **n > 1)
+        .count();
     eprintln!(
         "{JOBS} jobs, {:?} outage: all completed once, {retried} on a second attempt, \
-         backlog drained {drained_after:?} after the restart",
+         {ran_again} run more than once, backlog drained {drained_after:?} after the restart",
         OUTAGE
     );
 }
@@ -127,6 +151,26 @@ async fn postgres_restart_mid_run_loses_nothing() {
     storage.migrate().await.expect("migrate");
     let storage = Arc::new(storage);
     outage_mid_run(Arc::clone(&storage), &stop, &start).await;
+    storage.pool().close().await;
+    schema.drop_schema().await;
+}
+
+/// With `with_async_claims(true)`, a crash (no checkpoint) may undo the
+/// claims of its last fraction of a second: their jobs run again, and
+/// still every job completes, once in history, nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "crashes and starts the PostgreSQL server: scripts/test.sh runs it with QUEUE_TEST_POSTGRES_CRASH/START"]
+async fn postgres_crash_mid_run_with_async_claims_loses_nothing() {
+    let crash = command("QUEUE_TEST_POSTGRES", "CRASH");
+    let start = command("QUEUE_TEST_POSTGRES", "START");
+    let schema = TestSchema::create().await;
+    let storage = PgStorage::from_pool(schema.pool().await)
+        .with_schema(schema.name())
+        .expect("schema")
+        .with_async_claims(true);
+    storage.migrate().await.expect("migrate");
+    let storage = Arc::new(storage);
+    outage_mid_run(Arc::clone(&storage), &crash, &start).await;
     storage.pool().close().await;
     schema.drop_schema().await;
 }
