@@ -156,6 +156,15 @@ pub(crate) struct DrainArgs {
     /// takes the limited path (lock, count, narrow); none by default.
     #[arg(long)]
     pub(crate) queue_limit: Option<u32>,
+    /// Completed history rows of another queue written before each run
+    /// (PostgreSQL only: one `INSERT ... generate_series` per million),
+    /// to time claims and acks beside a large history.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) history: usize,
+    /// How many days ago the `--history` rows finished: past the worker's
+    /// completed retention (7 days), they are pruned during the drain.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) history_age_days: u64,
 }
 
 /// `latency` settings.

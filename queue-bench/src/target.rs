@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use mysql_async::prelude::Queryable;
 use queue_core::Storage;
@@ -60,6 +62,13 @@ pub(crate) trait Target: Storage + Clone + Sized + 'static {
     async fn settle(&self) -> Result<(), BenchError> {
         Ok(())
     }
+
+    /// Writes `n` completed history rows of `queue` (priority -1, ids
+    /// below every job's) that finished `age` ago (`drain --history`).
+    async fn fill_history(&self, queue: &str, n: usize, age: Duration) -> Result<(), BenchError> {
+        let _ = (queue, n, age);
+        Err(format!("--history is not supported on {}", Self::NAME).into())
+    }
 }
 
 #[async_trait]
@@ -88,6 +97,29 @@ impl Target for PgStorage {
         for table in ["job_queue", "job_history", "job_throughput"] {
             let sql = format!("VACUUM ANALYZE \"{}\".{table}", self.schema());
             sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(self.pool())
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn fill_history(&self, queue: &str, n: usize, age: Duration) -> Result<(), BenchError> {
+        let sql = format!(
+            "INSERT INTO \"{}\".job_history (id, queue_name, priority, payload, status_final, \
+             attempts, max_attempts, processed_by, created_at, started_at, finished_at) \
+             SELECT -g, $1, -1, '{{}}'::jsonb, 'completed', 1, 25, 'bench-filler', f.t, f.t, f.t \
+             FROM generate_series($2::bigint, $3::bigint) AS g, \
+             LATERAL (SELECT now() - make_interval(secs => $4) - g * interval '1 microsecond') AS f(t)",
+            self.schema()
+        );
+        const STEP: usize = 1_000_000;
+        for first in (1..=n).step_by(STEP) {
+            let last = (first + STEP - 1).min(n);
+            sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(queue)
+                .bind(i64::try_from(first).map_err(|e| e.to_string())?)
+                .bind(i64::try_from(last).map_err(|e| e.to_string())?)
+                .bind(age.as_secs_f64())
                 .execute(self.pool())
                 .await?;
         }

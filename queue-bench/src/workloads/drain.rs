@@ -16,6 +16,9 @@ use crate::target::{Setup, Target};
 /// Jobs per enqueue batch when filling.
 pub(crate) const FILL_BATCH: usize = 1_000;
 
+/// The queue of the `--history` rows.
+const HISTORY_QUEUE: &str = "history_filler";
+
 pub(crate) async fn run<T: Target>(
     args: &DrainArgs,
     setup: &Setup,
@@ -23,6 +26,13 @@ pub(crate) async fn run<T: Target>(
 ) -> Result<(), BenchError> {
     for &concurrency in &args.concurrency {
         let storage = T::fresh(setup).await?;
+        if args.history > 0 {
+            let age = Duration::from_secs(args.history_age_days * 24 * 3600);
+            storage
+                .fill_history(HISTORY_QUEUE, args.history, age)
+                .await?;
+            storage.settle().await?;
+        }
         fill(&storage, QUEUE, args.n, 0, FILL_BATCH, 2).await?;
         if let Some(limit) = args.queue_limit {
             let limits = QueueLimits {
@@ -37,6 +47,11 @@ pub(crate) async fn run<T: Target>(
         let mut row = drained.row("drain", args.n, concurrency);
         if let Some(limit) = args.queue_limit {
             row = row.param("queue_limit", limit);
+        }
+        if args.history > 0 {
+            row = row
+                .param("history", args.history)
+                .param("history_age_days", args.history_age_days);
         }
         report.push(row);
     }
