@@ -11,6 +11,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
 use queue_core::{DequeueRequest, JobId, NewJob, QueueName, Storage, WorkerId};
+use queue_mysql::MySqlStorage;
 use serde_json::json;
 
 #[derive(QueryableByName)]
@@ -27,6 +28,17 @@ fn request(limit: u32) -> DequeueRequest {
         WorkerId::new("w1").expect("valid"),
     )
     .expect("valid request")
+}
+
+/// The ids of up to `limit` jobs claimed from queue `q`, in claim order.
+async fn claim_ids(storage: &MySqlStorage, limit: u32) -> Vec<JobId> {
+    storage
+        .dequeue(&request(limit))
+        .await
+        .expect("dequeue")
+        .into_iter()
+        .map(|job| job.id)
+        .collect()
 }
 
 #[tokio::test]
@@ -64,13 +76,7 @@ async fn a_claim_racing_a_lock_takes_the_best_rows_nobody_holds_as_many_as_asked
     .collect();
     assert_eq!(held.len(), 3);
 
-    let claimed: Vec<JobId> = storage
-        .dequeue(&request(4))
-        .await
-        .expect("dequeue")
-        .into_iter()
-        .map(|job| job.id)
-        .collect();
+    let claimed = claim_ids(&storage, 4).await;
     assert_eq!(
         claimed,
         ids[3..7].to_vec(),
@@ -78,13 +84,7 @@ async fn a_claim_racing_a_lock_takes_the_best_rows_nobody_holds_as_many_as_asked
     );
 
     other.batch_execute("ROLLBACK").await.expect("rollback");
-    let rest: Vec<JobId> = storage
-        .dequeue(&request(10))
-        .await
-        .expect("dequeue")
-        .into_iter()
-        .map(|job| job.id)
-        .collect();
+    let rest = claim_ids(&storage, 10).await;
     let mut expected = ids[0..3].to_vec();
     expected.extend_from_slice(&ids[7..10]);
     assert_eq!(rest, expected, "the released three, then the rest");

@@ -2,6 +2,8 @@
 //! no sequential scan of `job_queue`, and no sort of the backlog; and the
 //! other statements an operator can explain read index ranges too.
 
+mod common;
+
 use std::time::Duration;
 
 use queue_core::backend::PlanStep;
@@ -51,20 +53,9 @@ async fn limit_concurrency(storage: &PgStorage, queue: &str, limit: u32) {
         .expect("configure");
 }
 
-/// A fresh test schema, a pool on it and a migrated storage in it.
-async fn migrated() -> (TestSchema, sqlx::PgPool, PgStorage) {
-    let schema = TestSchema::create().await;
-    let pool = schema.pool().await;
-    let storage = PgStorage::from_pool(pool.clone())
-        .with_schema(schema.name())
-        .expect("valid schema");
-    storage.migrate().await.expect("migrate");
-    (schema, pool, storage)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
-    let (schema, pool, storage) = migrated().await;
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
 
     // Four queues, mixed priorities and delays, plus running jobs.
     for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
@@ -267,7 +258,7 @@ fn claim_buffers(steps: &[PlanStep]) -> f64 {
 /// buffers here.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_do_not_read_jobs_that_are_not_due_yet() {
-    let (schema, pool, storage) = migrated().await;
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     for chunk in (0..BACKLOG).collect::<Vec<_>>().chunks(5_000) {
         let batch = chunk
             .iter()
@@ -324,7 +315,7 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
 /// 16% of the speed of an unlimited one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_held_lease_count_reads_only_leased_jobs() {
-    let (schema, pool, storage) = migrated().await;
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     for _ in 0..10 {
         let batch = (0..2_000)
             .map(|i| NewJob::new("limited", json!({"i": i})))
@@ -457,7 +448,7 @@ async fn claims_keep_their_generic_plans() {
 /// rows (and made the enqueue of a 1,000,000-job backlog a third slower).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_enqueues_plan_under_the_jit_threshold() {
-    let (schema, pool, storage) = migrated().await;
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     let jit_above: f64 = sqlx::query_scalar("SELECT current_setting('jit_above_cost')::float8")
         .fetch_one(&pool)
         .await
@@ -503,7 +494,7 @@ async fn batch_enqueues_plan_under_the_jit_threshold() {
 /// such plan.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() {
-    let (schema, pool, storage) = migrated().await;
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     let table = format!("\"{}\".job_queue", schema.name());
     let storage = &storage;
     let pile = |queue: &'static str| async move {
@@ -579,7 +570,7 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
 /// scan of the table for each queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_reads_index_ranges_with_either_unique_key_index() {
-    let (schema, pool, storage) = migrated().await;
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
     for queue in ["alpha", "beta"] {
         for _ in 0..5 {
             let batch = (0..2_000)
