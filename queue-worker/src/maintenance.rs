@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use queue_core::{FinalStatus, MAX_BATCH, PruneRequest, Storage};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::shared::Shared;
 
@@ -82,7 +82,9 @@ async fn prune_round<S: Storage>(shared: &Shared<S>) -> bool {
         ),
         (FinalStatus::Discarded, shared.options.dead_letter_retention),
     ];
+    let started = std::time::Instant::now();
     let mut more = false;
+    let mut pruned: u64 = 0;
     for (status, older_than) in plans {
         let request = PruneRequest {
             older_than,
@@ -93,6 +95,7 @@ async fn prune_round<S: Storage>(shared: &Shared<S>) -> bool {
         for _ in 0..ROUNDS {
             match shared.storage.prune_history(&request).await {
                 Ok(deleted) => {
+                    pruned += deleted;
                     full = deleted >= u64::from(MAX_BATCH);
                     if !full {
                         break;
@@ -106,5 +109,11 @@ async fn prune_round<S: Storage>(shared: &Shared<S>) -> bool {
         }
         more |= full;
     }
+    debug!(
+        pruned,
+        millis = started.elapsed().as_millis() as u64,
+        more,
+        "prune round"
+    );
     more
 }
