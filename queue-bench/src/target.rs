@@ -2,7 +2,6 @@
 //! run in and counts to verify a run by.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-
 use std::time::Duration;
 
 use async_trait::async_trait;

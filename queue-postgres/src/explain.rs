@@ -10,6 +10,10 @@ use sqlx::{Acquire, Row};
 
 use crate::PgStorage;
 use crate::dequeue::ClaimBinds;
+
+/// An `EXPLAIN` of a function's query, its plan as one JSON value.
+type PlanQuery<'q> =
+    sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
 use crate::error::retrying;
 
 /// The nodes of a `FORMAT JSON` plan, depth first.
@@ -101,38 +105,26 @@ impl PgStorage {
             // with the function compiled and its plan cached, as every
             // claim but a connection's first does.
             let mut conn = self.pool.acquire().await?;
-            let mut tx = conn.begin().await?;
             // The pick first: the claim leases what it picks, and the pick
             // would then find the jobs after those.
-            let body = self
-                .function_query(&mut tx, "queue_pick", pick_query)
+            let pick = self
+                .explain_function(&mut conn, "queue_pick", pick_query, options, |q| {
+                    q.bind(self.now_override()).bind(queue).bind(cap)
+                })
                 .await?;
-            let pick =
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")))
-                    .bind(self.now_override())
-                    .bind(queue)
-                    .bind(cap)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            tx.rollback().await?;
             // The lease of the picked jobs, as `queue_lease` runs it, for
             // sixteen ids no job has (ids start at 1): the access path,
             // nothing updated or locked. Not for no ids: the planner
             // folds `id = ANY('{}')` to false, and a false condition may
             // take any index.
-            let mut tx = conn.begin().await?;
-            let body = self
-                .function_query(&mut tx, "queue_lease", lease_query)
+            let lease = self
+                .explain_function(&mut conn, "queue_lease", lease_query, options, |q| {
+                    q.bind((-16..0).collect::<Vec<i64>>())
+                        .bind(self.now_override())
+                        .bind(0_i64)
+                        .bind("explain")
+                })
                 .await?;
-            let lease =
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")))
-                    .bind((-16..0).collect::<Vec<i64>>())
-                    .bind(self.now_override())
-                    .bind(0_i64)
-                    .bind("explain")
-                    .fetch_one(&mut *tx)
-                    .await?;
-            tx.rollback().await?;
             if options.contains("ANALYZE") {
                 let mut tx = conn.begin().await?;
                 self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
@@ -297,6 +289,27 @@ impl PgStorage {
         })
         .await?;
         Ok(steps(&plan))
+    }
+
+    /// The plan (`EXPLAIN ({options})`) of function `name`'s query, as
+    /// `query_of` finds it, planned under the function's settings in a
+    /// transaction of its own that is rolled back; `bind` binds its
+    /// parameters.
+    async fn explain_function<'q>(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        name: &str,
+        query_of: impl Fn(&str) -> Option<String>,
+        options: &str,
+        bind: impl FnOnce(PlanQuery<'q>) -> PlanQuery<'q>,
+    ) -> std::result::Result<Value, crate::error::Failure> {
+        let mut tx = conn.begin().await?;
+        let body = self.function_query(&mut tx, name, query_of).await?;
+        let explain =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")));
+        let plan = bind(explain).fetch_one(&mut *tx).await?;
+        tx.rollback().await?;
+        Ok(plan)
     }
 
     /// This schema's function `name`'s query, as `query_of` finds it in

@@ -109,8 +109,8 @@ impl PgStorage {
     /// (off by default): a claim's transaction returns without waiting for
     /// its WAL to reach the disk (`synchronous_commit = off` for that
     /// transaction only; enqueues, acks, nacks and every other statement
-    /// still wait). A drain at 16 handlers ran 24% faster on the benchmark
-    /// machine (docs/benchmarks.md, "Asynchronous claims").
+    /// still wait). A drain at 16 handlers ran 25% faster on the benchmark
+    /// machine (docs/benchmarks.md, "Claims that stop waiting").
     ///
     /// What it costs: if the PostgreSQL server crashes (a crash, not a
     /// clean shutdown), the claims committed in the last fraction of a
@@ -124,8 +124,15 @@ impl PgStorage {
     /// lost, and exactly-once effects through [`PgStorage::ack_in`] still
     /// hold: the caller's transaction commits synchronously, which flushes
     /// the earlier claim with it. See docs/reliability.md.
-    pub fn with_async_claims(self, on: bool) -> Self {
-        Self::build(self.pool, self.clock, &self.schema, on)
+    pub fn with_async_claims(mut self, on: bool) -> Self {
+        self.sql = Arc::new(Statements::for_schema(
+            &self.schema,
+            &self.channel,
+            &self.cancel_channel,
+            on,
+        ));
+        self.async_claims = on;
+        self
     }
 
     /// Whether claims commit asynchronously ([`PgStorage::with_async_claims`]).

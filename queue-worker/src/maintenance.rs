@@ -3,7 +3,7 @@
 //! number of workers may run them at once.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use queue_core::{FinalStatus, MAX_BATCH, PruneRequest, Storage};
 use tracing::{debug, info, warn};
@@ -82,7 +82,7 @@ async fn prune_round<S: Storage>(shared: &Shared<S>) -> bool {
         ),
         (FinalStatus::Discarded, shared.options.dead_letter_retention),
     ];
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let mut more = false;
     let mut pruned: u64 = 0;
     for (status, older_than) in plans {

@@ -47,15 +47,10 @@ for i = 1, #picked, 2 do
   local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
     'max_attempts', 'snoozes', 'available_at', 'first_locked_at', 'last_error', 'created_at')
   local attempts = fmt(tonumber(f[4]) + 1)
-  local first = f[8]
-  if first then
-    redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
-      'updated_at', now_text)
-  else
-    first = now_text
-    redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
-      'updated_at', now_text, 'first_locked_at', now_text)
-  end
+  -- Set on the first claim; later ones write back the same value.
+  local first = f[8] or now_text
+  redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
+    'updated_at', now_text, 'first_locked_at', first)
   out[#out + 1] = {id, f[1], f[2] or '', f[3], attempts, f[5], f[6] or '0', f[7], first,
     f[9] or '', f[10]}
 end
