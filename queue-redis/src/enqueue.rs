@@ -25,7 +25,7 @@ impl RedisStorage {
         if valid.is_empty() {
             return Ok(Vec::new());
         }
-        let payloads = valid
+        let mut payloads = valid
             .iter()
             .map(|job| self.payload_text(job))
             .collect::<Result<Vec<_>>>()?;
@@ -47,46 +47,30 @@ impl RedisStorage {
         let first = last - count + 1;
         let now = self.now_arg();
         let channel = self.keys.channel();
-        let calls = queues
-            .iter()
-            .zip(&indexes)
-            .zip(&positions)
-            .map(|((queue, index), members)| {
-                let mut args = Vec::with_capacity(3 + members.len() * FIELDS_PER_JOB);
-                args.extend([now.clone(), channel.clone(), queue.as_str().to_owned()]);
-                for &i in members {
-                    let job = &valid[i];
-                    let offset = i64::try_from(i).unwrap_or(i64::MAX);
-                    let id = keys::job_id(first.saturating_add(offset), *index)?;
-                    args.extend(job_args(job, id, payloads[i].clone()));
-                }
-                let prefix = self.keys.queue(queue.as_str());
-                Ok(async move {
-                    let answer: Vec<String> =
-                        self.invoke(&scripts::ENQUEUE, &prefix, &args).await?;
-                    Ok::<_, QueueError>((members, answer))
-                })
-            });
-        let calls = calls.collect::<Result<Vec<_>>>()?;
-        let answers = try_join_all(calls).await?;
-        let mut outcomes = vec![None; valid.len()];
-        for (members, answer) in answers {
-            if answer.len() != members.len() * 2 {
-                return Err(QueueError::backend(format!(
-                    "the enqueue script answered {} values for {} jobs",
-                    answer.len(),
-                    members.len()
-                )));
+        let mut calls = Vec::with_capacity(queues.len());
+        for ((queue, index), members) in queues.iter().zip(&indexes).zip(&positions) {
+            let mut args = Vec::with_capacity(3 + members.len() * FIELDS_PER_JOB);
+            args.extend([now.clone(), channel.clone(), queue.as_str().to_owned()]);
+            let mut ids = Vec::with_capacity(members.len());
+            for &i in members {
+                let offset = i64::try_from(i).unwrap_or(i64::MAX);
+                let id = keys::job_id(first.saturating_add(offset), *index)?;
+                args.extend(job_args(&valid[i], id, std::mem::take(&mut payloads[i])));
+                ids.push(id);
             }
-            for (&i, pair) in members.iter().zip(answer.chunks_exact(2)) {
-                outcomes[i] = Some(EnqueueOutcome {
-                    id: rows::job_id(&pair[0])?,
-                    existed: pair[1] == "1",
-                });
+            let prefix = self.keys.queue(queue.as_str());
+            calls.push(async move {
+                let answer: Vec<String> = self.invoke(&scripts::ENQUEUE, &prefix, &args).await?;
+                Ok::<_, QueueError>((members, outcomes(&ids, &answer)?))
+            });
+        }
+        let mut all = vec![None; valid.len()];
+        for (members, outcomes) in try_join_all(calls).await? {
+            for (&i, outcome) in members.iter().zip(outcomes) {
+                all[i] = Some(outcome);
             }
         }
-        outcomes
-            .into_iter()
+        all.into_iter()
             .map(|o| o.ok_or_else(|| QueueError::backend("a job got no enqueue outcome")))
             .collect()
     }
@@ -127,4 +111,38 @@ pub(crate) fn job_args(job: &ValidJob, id: JobId, payload: String) -> [String; F
         value,
         payload,
     ]
+}
+
+/// The outcomes of one enqueue script's jobs, sent with `ids` in this
+/// order: each job added under its id unless the script's `answer` (pairs
+/// of a 1-based position and the live job's id) says its key was live.
+pub(crate) fn outcomes(ids: &[JobId], answer: &[String]) -> Result<Vec<EnqueueOutcome>> {
+    let mut outcomes: Vec<EnqueueOutcome> = ids
+        .iter()
+        .map(|&id| EnqueueOutcome { id, existed: false })
+        .collect();
+    if !answer.len().is_multiple_of(2) {
+        return Err(QueueError::backend(format!(
+            "the enqueue script answered an odd number of values ({})",
+            answer.len()
+        )));
+    }
+    for pair in answer.chunks_exact(2) {
+        let outcome = pair[0]
+            .parse::<usize>()
+            .ok()
+            .and_then(|position| outcomes.get_mut(position.wrapping_sub(1)))
+            .ok_or_else(|| {
+                QueueError::backend(format!(
+                    "the enqueue script answered position {:?} for {} jobs",
+                    pair[0],
+                    ids.len()
+                ))
+            })?;
+        *outcome = EnqueueOutcome {
+            id: rows::job_id(&pair[1])?,
+            existed: true,
+        };
+    }
+    Ok(outcomes)
 }

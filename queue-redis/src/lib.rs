@@ -13,8 +13,7 @@
 //! | key | type | holds |
 //! |---|---|---|
 //! | `P:job:<id>` | hash | a live job: priority, payload, attempts, max_attempts, available_at, lease_until, locked_by, first_locked_at, last_error, unique_key, created_at, updated_at |
-//! | `P:ready` | sorted set | pending jobs: score `-priority`, member `<available_at>:<id>` (19 zero-padded digits each), so rank order is priority descending, then available_at, then id |
-//! | `P:ready_at` | sorted set | pending jobs by available_at (the oldest pending age) |
+//! | `P:ready` | sorted set | pending jobs: score `-priority`, member `<available_at>:<id>` (19 zero-padded digits each), so rank order is priority descending, then available_at, then id; each priority level's first member is its oldest pending job (stats read one per level) |
 //! | `P:delayed` | sorted set | scheduled jobs by available_at; due ones move to `P:ready` at the next claim (at most 10,000 per claim) |
 //! | `P:leased` | sorted set | held jobs by lease_until (running, and stalled once past it) |
 //! | `P:unique` | hash | unique key -> id of the live job holding it |
@@ -26,7 +25,7 @@
 //! | `P:hist:fin:<status>` | sorted sets | history ids per final status by finished_at, for pruning |
 //! | `{ns}:queues`, `{ns}:queue_names` | hashes | queue name <-> index (the registry) |
 //! | `{ns}:queue_seq`, `{ns}:job_seq` | strings | the last queue index and job sequence number given |
-//! | `{ns}:layout` | string | the key layout version ([`LAYOUT_VERSION`]), set by [`RedisStorage::migrate`] |
+//! | `{ns}:layout` | string | the key layout version ([`LAYOUT_VERSION`]), set by [`RedisStorage::migrate`] (which upgrades layout 1: it also kept `P:ready_at`, pending jobs by available_at) |
 //! | channel `ns:wakeups` | pub/sub | queue names, published by enqueue, resume, retry and configure |
 //! | channel `ns:cancels` | pub/sub | ids of jobs discarded or cancelled (a worker running one stops) |
 //!

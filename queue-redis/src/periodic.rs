@@ -9,7 +9,7 @@ use futures_util::future::try_join_all;
 use queue_core::backend::corrupt;
 use queue_core::{EnqueueOutcome, PeriodicFire, QueueError, Result, ScheduleName, ScheduleRecord};
 
-use crate::enqueue::job_args;
+use crate::enqueue::{job_args, outcomes};
 use crate::rows::{self, integer};
 use crate::{RedisStorage, keys, scripts};
 
@@ -35,18 +35,12 @@ impl RedisStorage {
                 .unwrap_or_default(),
         ];
         args.extend(job_args(&fire.job, id, payload));
-        let answer: Vec<String> = self
+        let answer: Option<Vec<String>> = self
             .invoke(&scripts::PERIODIC, &self.keys.queue(queue.as_str()), &args)
             .await?;
-        match answer.as_slice() {
-            [] => Ok(None),
-            [id, existed] => Ok(Some(EnqueueOutcome {
-                id: rows::job_id(id)?,
-                existed: existed == "1",
-            })),
-            other => Err(QueueError::backend(format!(
-                "the periodic script answered {other:?}"
-            ))),
+        match answer {
+            None => Ok(None),
+            Some(answer) => Ok(outcomes(&[id], &answer)?.pop()),
         }
     }
 

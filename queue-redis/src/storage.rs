@@ -34,7 +34,7 @@ pub const DEFAULT_NAMESPACE: &str = "queue";
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
 
 /// The version of the key layout (see the crate docs) this version writes.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 
 /// How long connecting and each command may take before the node counts
 /// as unreachable.
@@ -184,13 +184,20 @@ impl RedisStorage {
     }
 
     /// Checks that the namespace holds this version's key layout and
-    /// records it in a new namespace (`{<namespace>}:layout`); returns
-    /// `[LAYOUT_VERSION]` when it recorded it, else nothing. Redis has no
-    /// schema to create: keys appear with the first job.
+    /// records it in a new namespace (`{<namespace>}:layout`), upgrading an
+    /// older layout in place; returns `[LAYOUT_VERSION]` when it recorded
+    /// or upgraded it, else nothing. Redis has no schema to create: keys
+    /// appear with the first job.
+    ///
+    /// Layout 1 also kept pending jobs by available_at in `P:ready_at`;
+    /// layout 2 finds the oldest pending job from `P:ready` alone (one
+    /// sorted-set write less per job), and the upgrade deletes those keys.
+    /// Stop processes of the older version first: they would go on writing
+    /// the index they know.
     ///
     /// # Errors
-    /// [`QueueError::Conflict`] when the namespace was written with another
-    /// layout; else as any command.
+    /// [`QueueError::Conflict`] when the namespace was written with a
+    /// layout this version does not know; else as any command.
     pub async fn migrate(&self) -> Result<Vec<u32>> {
         let key = format!("{}:layout", self.keys.global());
         let version = LAYOUT_VERSION.to_string();
@@ -203,6 +210,16 @@ impl RedisStorage {
         let found: Option<String> = self.command(redis::cmd("GET").arg(&key)).await?;
         match found {
             Some(found) if found == version => Ok(Vec::new()),
+            Some(found) if found == "1" => {
+                for queue in self.all_queues().await? {
+                    let ready_at = format!("{}:ready_at", self.keys.queue(queue.as_str()));
+                    let _: i64 = self.command(redis::cmd("DEL").arg(ready_at)).await?;
+                }
+                let _: () = self
+                    .command(redis::cmd("SET").arg(&key).arg(&version))
+                    .await?;
+                Ok(vec![LAYOUT_VERSION])
+            }
             found => Err(QueueError::Conflict {
                 reason: format!(
                     "namespace {} holds key layout {found:?}; this version writes layout {version}",

@@ -219,6 +219,63 @@ async fn migrate_records_the_layout_once_and_refuses_another() {
 }
 
 #[tokio::test]
+async fn migrate_upgrades_layout_one_and_drops_its_index() {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(false)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    let id = storage
+        .enqueue(NewJob::new("upgraded", json!({})))
+        .await
+        .expect("enqueue")
+        .id;
+    let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    // What a layout-1 version left: its version and its pending index.
+    let layout = format!("{{{namespace}}}:layout");
+    let ready_at = format!("{namespace}:{{upgraded}}:ready_at");
+    let _: () = redis::pipe()
+        .cmd("SET")
+        .arg(&layout)
+        .arg("1")
+        .ignore()
+        .cmd("ZADD")
+        .arg(&ready_at)
+        .arg(1)
+        .arg(format!("{:019}", id.get()))
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("a layout-1 namespace");
+    assert_eq!(
+        storage.migrate().await.expect("upgrade"),
+        vec![queue_redis::LAYOUT_VERSION]
+    );
+    let left: bool = redis::cmd("EXISTS")
+        .arg(&ready_at)
+        .query_async(&mut conn)
+        .await
+        .expect("exists");
+    assert!(!left, "the layout-1 index is gone");
+    let version: String = redis::cmd("GET")
+        .arg(&layout)
+        .query_async(&mut conn)
+        .await
+        .expect("layout");
+    assert_eq!(version, queue_redis::LAYOUT_VERSION.to_string());
+    assert!(storage.migrate().await.expect("again").is_empty());
+    let stats = storage.stats().await.expect("stats");
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    assert_eq!(stats[0].pending, 1, "the job is still pending: {stats:?}");
+    assert!(stats[0].oldest_pending_age.is_some(), "{stats:?}");
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
 async fn a_cluster_url_connects_to_the_cluster() {
     let seed = common::cluster_url();
     let url = seed.replacen("redis://", "redis+cluster://", 1);

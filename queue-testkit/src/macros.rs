@@ -69,6 +69,7 @@ macro_rules! for_each_case {
             reclaim::reclaim_with_invalid_limit_is_rejected,
             inspect::stats_count_each_state_per_queue,
             inspect::stats_report_oldest_pending_age,
+            inspect::stats_report_the_oldest_pending_age_across_priorities,
             inspect::stats_age_a_retrying_job_from_when_it_came_due,
             inspect::stats_list_paused_queues_without_jobs,
             inspect::stats_capped_counts_each_state_up_to_the_cap,

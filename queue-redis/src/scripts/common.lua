@@ -7,7 +7,6 @@
 
 local P = KEYS[1]
 local READY = P .. ':ready'       -- pending: score -priority, member pad(available_at):id
-local READY_AT = P .. ':ready_at' -- pending: score available_at, member id
 local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
 local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
 local UNIQUE = P .. ':unique'     -- hash: unique key -> id
@@ -65,7 +64,6 @@ end
 -- Makes an unheld job claimable.
 local function to_ready(id, priority, at)
   redis.call('ZADD', READY, fmt(-tonumber(priority)), ready_member(at, id))
-  redis.call('ZADD', READY_AT, at, id)
 end
 
 -- Files an unheld job under pending or scheduled by its available_at.
@@ -80,7 +78,6 @@ end
 -- Removes a job from every live index.
 local function unplace(id, at)
   redis.call('ZREM', READY, ready_member(at, id))
-  redis.call('ZREM', READY_AT, id)
   redis.call('ZREM', DELAYED, id)
   redis.call('ZREM', LEASED, id)
 end

@@ -32,7 +32,7 @@ local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
 local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
 local now_text = fmt(now)
 local out = {{now_text, until_at}}
-local members, ids, leased = {}, {}, {}
+local members, leased = {}, {}
 for i = 1, #picked, 2 do
   local member, score = picked[i], tonumber(picked[i + 1])
   if bound_score and (score > bound_score or (score == bound_score and member > bound_member)) then
@@ -41,7 +41,6 @@ for i = 1, #picked, 2 do
   local id = id_of_ready(member)
   local k = job_key(id)
   members[#members + 1] = member
-  ids[#ids + 1] = id
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
   local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
@@ -58,7 +57,6 @@ if #out == 1 then
   return {}
 end
 bulk('ZREM', READY, members)
-bulk('ZREM', READY_AT, ids)
 bulk('ZADD', LEASED, leased)
 take_tokens(bucket, #out - 1)
 return out

@@ -4,24 +4,29 @@
 -- ARGV: now, channel, queue name, then per job: id, priority, unique key
 -- ('' for none), max attempts, schedule kind (now | after | at), schedule
 -- value (micros: a delay or an instant), payload.
--- Returns {id, existed (0/1), ...} per job.
+-- Returns {position, existing id, ...} for the jobs whose key was live
+-- (positions count this script's jobs from 1); every other job was added
+-- under the id it came with. Only the exceptions travel back: a reply per
+-- job costs the server as much as a sorted-set insert.
 local now = clock(ARGV[1])
 local now_text = fmt(now)
 local out = {}
 local added = false
-local ready, ready_at, delayed = {}, {}, {}
+local ready, delayed = {}, {}
 local i = 4
+local position = 0
 while i <= #ARGV do
   local id, priority, key, max_attempts = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local kind, value, payload = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
   i = i + 7
+  position = position + 1
   local existing = false
   if key ~= '' then
     existing = redis.call('HGET', UNIQUE, key)
   end
   if existing then
+    out[#out + 1] = tostring(position)
     out[#out + 1] = existing
-    out[#out + 1] = 1
   else
     local at
     if kind == 'now' then
@@ -46,19 +51,14 @@ while i <= #ARGV do
     if tonumber(at) <= now then
       ready[#ready + 1] = fmt(-tonumber(priority))
       ready[#ready + 1] = ready_member(at, id)
-      ready_at[#ready_at + 1] = at
-      ready_at[#ready_at + 1] = id
     else
       delayed[#delayed + 1] = at
       delayed[#delayed + 1] = id
     end
     added = true
-    out[#out + 1] = id
-    out[#out + 1] = 0
   end
 end
 bulk('ZADD', READY, ready)
-bulk('ZADD', READY_AT, ready_at)
 bulk('ZADD', DELAYED, delayed)
 if added then
   redis.call('PUBLISH', ARGV[2], ARGV[3])

@@ -43,6 +43,11 @@ pub enum Bug {
     /// from what it read, and misses one field the claim wrote).
     /// Caught by `dequeue::dequeue_answers_each_job_as_stored`.
     ClaimAnswersAStaleRow,
+    /// Stats find the oldest pending job among the best priority's jobs
+    /// only (a backend walking its ready index and stopping at the first
+    /// level). Caught by
+    /// `inspect::stats_report_the_oldest_pending_age_across_priorities`.
+    OldestFromTheBestPriority,
     /// `next_due` only looks at jobs never tried, missing one in backoff
     /// after a nack. Caught by `dequeue::next_due_counts_a_job_in_backoff_after_a_nack`.
     NextDueIgnoresRetries,
@@ -142,7 +147,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 37] = [
+    pub const ALL: [Bug; 38] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -174,6 +179,7 @@ impl Bug {
         Bug::StatsSkipEmptyQueues,
         Bug::StatsIgnoreCap,
         Bug::AgeFromCreation,
+        Bug::OldestFromTheBestPriority,
         Bug::HistoryByFinishTime,
         Bug::HistoryAlwaysHasNext,
         Bug::ClaimChecksLimitsThenClaims,
@@ -233,6 +239,9 @@ impl Bug {
             Bug::StatsSkipEmptyQueues => "inspect::stats_list_paused_queues_without_jobs",
             Bug::StatsIgnoreCap => "inspect::stats_capped_counts_each_state_up_to_the_cap",
             Bug::AgeFromCreation => "inspect::stats_age_a_retrying_job_from_when_it_came_due",
+            Bug::OldestFromTheBestPriority => {
+                "inspect::stats_report_the_oldest_pending_age_across_priorities"
+            }
             Bug::HistoryByFinishTime => "inspect::list_history_orders_by_id_not_finish_time",
             Bug::HistoryAlwaysHasNext => "inspect::list_history_pages_by_keyset",
             Bug::ClaimChecksLimitsThenClaims => {

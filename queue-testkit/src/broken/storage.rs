@@ -423,6 +423,23 @@ impl Storage for BrokenStorage {
                         .max();
                 }
             }
+            Bug::OldestFromTheBestPriority => {
+                let now = self.now_time();
+                let state = self.inner.lock();
+                for entry in &mut stats {
+                    let pending = || {
+                        state
+                            .jobs
+                            .values()
+                            .filter(|j| j.queue == entry.queue && j.state(now) == JobState::Pending)
+                    };
+                    let best = pending().map(|j| j.priority).max();
+                    entry.oldest_pending_age = pending()
+                        .filter(|j| Some(j.priority) == best)
+                        .map(|j| (now - j.available_at).to_std().unwrap_or_default())
+                        .max();
+                }
+            }
             _ => {}
         }
         Ok(stats)

@@ -61,6 +61,36 @@ pub async fn stats_report_oldest_pending_age<S: Storage>(ctx: Ctx<S>) {
     assert_eq!(stats[0].oldest_pending_age, None);
 }
 
+/// The oldest pending job counts whatever its priority: here it waits
+/// behind younger jobs of higher priorities (a backend that looks for the
+/// oldest job in the best priority only reports a younger age).
+pub async fn stats_report_the_oldest_pending_age_across_priorities<S: Storage>(ctx: Ctx<S>) {
+    ctx.enqueue(NewJob::new("q", json!("low")).priority(-5))
+        .await;
+    ctx.clock.advance(secs(20));
+    ctx.enqueue(NewJob::new("q", json!("high")).priority(3))
+        .await;
+    ctx.clock.advance(secs(5));
+    ctx.enqueue(NewJob::new("q", json!("middle")).priority(0))
+        .await;
+    ctx.enqueue(NewJob::new("q", json!("high again")).priority(3))
+        .await;
+    ctx.clock.advance(secs(1));
+    let stats = ctx.storage.stats().await.expect("stats");
+    assert_eq!(stats[0].oldest_pending_age, Some(secs(26)));
+    let claimed = ctx.claim("q", 3).await;
+    assert_eq!(claimed.len(), 3);
+    let stats = ctx.storage.stats().await.expect("stats");
+    assert_eq!(
+        stats[0].oldest_pending_age,
+        Some(secs(26)),
+        "the low-priority job still waits"
+    );
+    ctx.claim("q", 1).await;
+    let stats = ctx.storage.stats().await.expect("stats");
+    assert_eq!(stats[0].oldest_pending_age, None);
+}
+
 /// Each count stops at the cap, which the entry records; the oldest
 /// pending age stays exact; a cap of 0 is rejected.
 pub async fn stats_capped_counts_each_state_up_to_the_cap<S: Storage>(ctx: Ctx<S>) {
