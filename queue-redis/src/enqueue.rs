@@ -9,12 +9,11 @@ use queue_core::{
     EnqueueOutcome, JobId, NewJob, QueueError, QueueName, Result, Schedule, ValidJob,
 };
 
-use crate::keys::{self, token};
+use crate::keys;
 use crate::rows::{self, json_text};
+use crate::storage::script_cmd;
 use crate::{RedisStorage, scripts};
-
-/// The script fields of one job after the clock: see `scripts/enqueue.lua`.
-const FIELDS_PER_JOB: usize = 7;
+use redis::Cmd;
 
 impl RedisStorage {
     pub(crate) async fn enqueue_jobs(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
@@ -25,7 +24,7 @@ impl RedisStorage {
         if valid.is_empty() {
             return Ok(Vec::new());
         }
-        let mut payloads = valid
+        let payloads = valid
             .iter()
             .map(|job| self.payload_text(job))
             .collect::<Result<Vec<_>>>()?;
@@ -49,18 +48,17 @@ impl RedisStorage {
         let channel = self.keys.channel();
         let mut calls = Vec::with_capacity(queues.len());
         for ((queue, index), members) in queues.iter().zip(&indexes).zip(&positions) {
-            let mut args = Vec::with_capacity(3 + members.len() * FIELDS_PER_JOB);
-            args.extend([now.clone(), channel.clone(), queue.as_str().to_owned()]);
+            let mut cmd = script_cmd(&scripts::ENQUEUE, &self.keys.queue(queue.as_str()));
+            cmd.arg(&now).arg(&channel).arg(queue.as_str());
             let mut ids = Vec::with_capacity(members.len());
             for &i in members {
                 let offset = i64::try_from(i).unwrap_or(i64::MAX);
                 let id = keys::job_id(first.saturating_add(offset), *index)?;
-                args.extend(job_args(&valid[i], id, std::mem::take(&mut payloads[i])));
+                push_job(&mut cmd, &valid[i], id, &payloads[i]);
                 ids.push(id);
             }
-            let prefix = self.keys.queue(queue.as_str());
             calls.push(async move {
-                let answer: Vec<String> = self.invoke(&scripts::ENQUEUE, &prefix, &args).await?;
+                let answer: Vec<String> = self.run_script(&scripts::ENQUEUE, &cmd).await?;
                 Ok::<_, QueueError>((members, outcomes(&ids, &answer)?))
             });
         }
@@ -92,25 +90,24 @@ impl RedisStorage {
     }
 }
 
-/// The enqueue script's arguments for one job (`FIELDS_PER_JOB`).
-pub(crate) fn job_args(job: &ValidJob, id: JobId, payload: String) -> [String; FIELDS_PER_JOB] {
-    let (kind, value) = match job.schedule {
-        Schedule::Now => ("now", String::new()),
-        Schedule::After(delay) => ("after", duration_micros(delay).to_string()),
-        Schedule::At(at) => ("at", at.timestamp_micros().to_string()),
+/// Adds the enqueue script's seven arguments for one job (see
+/// `scripts/enqueue.lua`) to `cmd`: numbers are written in place, nothing
+/// is allocated per field.
+pub(crate) fn push_job(cmd: &mut Cmd, job: &ValidJob, id: JobId, payload: &str) {
+    let mut token = [0u8; 19];
+    keys::write_token(id, &mut token);
+    cmd.arg(&token[..]).arg(job.priority);
+    match &job.unique_key {
+        Some(key) => cmd.arg(key.as_str()),
+        None => cmd.arg(""),
     };
-    [
-        token(id),
-        job.priority.to_string(),
-        job.unique_key
-            .as_ref()
-            .map(|k| k.as_str().to_owned())
-            .unwrap_or_default(),
-        job.max_attempts.to_string(),
-        kind.to_owned(),
-        value,
-        payload,
-    ]
+    cmd.arg(job.max_attempts);
+    match job.schedule {
+        Schedule::Now => cmd.arg("now").arg(""),
+        Schedule::After(delay) => cmd.arg("after").arg(duration_micros(delay)),
+        Schedule::At(at) => cmd.arg("at").arg(at.timestamp_micros()),
+    };
+    cmd.arg(payload);
 }
 
 /// The outcomes of one enqueue script's jobs, sent with `ids` in this

@@ -109,6 +109,15 @@ pub(crate) fn token(id: JobId) -> String {
     format!("{:019}", id.get())
 }
 
+/// [`token`] written into `out`, without allocating.
+pub(crate) fn write_token(id: JobId, out: &mut [u8; 19]) {
+    let mut n = id.get().unsigned_abs();
+    for digit in out.iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+}
+
 /// The id of the `seq`-th job, in the queue with index `queue_index`.
 pub(crate) fn job_id(seq: i64, queue_index: i64) -> Result<JobId> {
     if !(1..=MAX_SEQ).contains(&seq) || !(1..=MAX_QUEUES).contains(&queue_index) {
@@ -126,7 +135,7 @@ pub(crate) fn queue_index(id: JobId) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{Keys, job_id, queue_index, token};
+    use super::{Keys, MAX_QUEUES, MAX_SEQ, job_id, queue_index, token, write_token};
     use queue_core::JobId;
 
     #[test]
@@ -148,6 +157,11 @@ mod tests {
         assert_eq!(queue_index(a), 7);
         assert_eq!(queue_index(b), 1);
         assert_eq!(token(JobId(42)), "0000000000000000042");
+        for id in [JobId(42), job_id(MAX_SEQ, MAX_QUEUES).expect("the largest")] {
+            let mut written = [0u8; 19];
+            write_token(id, &mut written);
+            assert_eq!(std::str::from_utf8(&written), Ok(token(id).as_str()));
+        }
         assert!(job_id(0, 1).is_err());
         assert!(job_id(1, 0).is_err());
     }

@@ -9,8 +9,9 @@ use futures_util::future::try_join_all;
 use queue_core::backend::corrupt;
 use queue_core::{EnqueueOutcome, PeriodicFire, QueueError, Result, ScheduleName, ScheduleRecord};
 
-use crate::enqueue::{job_args, outcomes};
+use crate::enqueue::{outcomes, push_job};
 use crate::rows::{self, integer};
+use crate::storage::script_cmd;
 use crate::{RedisStorage, keys, scripts};
 
 impl RedisStorage {
@@ -24,20 +25,18 @@ impl RedisStorage {
             .copied()
             .ok_or_else(|| QueueError::backend("the register script returned no index"))?;
         let id = keys::job_id(last, index)?;
-        let mut args = vec![
-            self.now_arg(),
-            self.keys.channel(),
-            queue.as_str().to_owned(),
-            fire.schedule.as_str().to_owned(),
-            fire.fire_at.timestamp_micros().to_string(),
-            fire.next_fire_at
-                .map(|at| at.timestamp_micros().to_string())
-                .unwrap_or_default(),
-        ];
-        args.extend(job_args(&fire.job, id, payload));
-        let answer: Option<Vec<String>> = self
-            .invoke(&scripts::PERIODIC, &self.keys.queue(queue.as_str()), &args)
-            .await?;
+        let mut cmd = script_cmd(&scripts::PERIODIC, &self.keys.queue(queue.as_str()));
+        cmd.arg(self.now_arg())
+            .arg(self.keys.channel())
+            .arg(queue.as_str())
+            .arg(fire.schedule.as_str())
+            .arg(fire.fire_at.timestamp_micros());
+        match fire.next_fire_at {
+            Some(at) => cmd.arg(at.timestamp_micros()),
+            None => cmd.arg(""),
+        };
+        push_job(&mut cmd, &fire.job, id, &payload);
+        let answer: Option<Vec<String>> = self.run_script(&scripts::PERIODIC, &cmd).await?;
         match answer {
             None => Ok(None),
             Some(answer) => Ok(outcomes(&[id], &answer)?.pop()),

@@ -17,7 +17,9 @@ use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Script, Value};
+use redis::{
+    Cmd, ErrorKind, FromRedisValue, Pipeline, RedisFuture, Script, ServerErrorKind, Value,
+};
 use serde_json::Value as Json;
 
 use crate::keys::{self, Keys, MAX_QUEUES};
@@ -335,15 +337,33 @@ impl RedisStorage {
         key: &str,
         args: &[String],
     ) -> Result<T> {
-        let mut invocation = script.key(key);
+        let mut cmd = script_cmd(script, key);
         for arg in args {
-            invocation.arg(arg);
+            cmd.arg(arg);
         }
+        self.run_script(script, &cmd).await
+    }
+
+    /// Runs `cmd`, made by [`script_cmd`] for `script`, loading the script
+    /// when the server does not know it (NOSCRIPT) and running it again.
+    pub(crate) async fn run_script<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        cmd: &Cmd,
+    ) -> Result<T> {
         let mut conn = self.conn.clone();
-        invocation
-            .invoke_async(&mut conn)
-            .await
-            .map_err(|e| interpret_error(&self.node, e))
+        let answer = match cmd.query_async(&mut conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                script
+                    .prepare_invoke()
+                    .load_async(&mut conn)
+                    .await
+                    .map_err(|e| interpret_error(&self.node, e))?;
+                cmd.query_async(&mut conn).await
+            }
+            answer => answer,
+        };
+        answer.map_err(|e| interpret_error(&self.node, e))
     }
 
     /// Gives each of `queues` its index (once per namespace) and reserves
@@ -692,6 +712,15 @@ impl Storage for RedisStorage {
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
         self.throughput_series(window).await
     }
+}
+
+/// The `EVALSHA` of `script` with the single key `key`, its arguments to
+/// be added (each goes straight into the command's one buffer); run it
+/// with [`RedisStorage::run_script`].
+pub(crate) fn script_cmd(script: &Script, key: &str) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(1).arg(key);
+    cmd
 }
 
 #[cfg(test)]

@@ -13,6 +13,12 @@ local now_text = fmt(now)
 local out = {}
 local added = false
 local ready, delayed = {}, {}
+-- Per-job work is what a batch costs the server: the ready score of each
+-- priority is formatted once, a job due now reuses the padded clock, and
+-- job keys share one prefix.
+local scores = {}
+local now_member = pad(now_text) .. ':'
+local job_prefix = P .. ':job:'
 local i = 4
 local position = 0
 while i <= #ARGV do
@@ -36,7 +42,7 @@ while i <= #ARGV do
     else
       at = value
     end
-    local k = job_key(id)
+    local k = job_prefix .. id
     if key ~= '' then
       redis.call('HSET', k, 'priority', priority, 'payload', payload, 'attempts', '0',
         'max_attempts', max_attempts, 'available_at', at, 'created_at', now_text,
@@ -48,9 +54,18 @@ while i <= #ARGV do
         'updated_at', now_text)
     end
     -- Indexes are written below, in bulk (as `place` would).
-    if tonumber(at) <= now then
-      ready[#ready + 1] = fmt(-tonumber(priority))
-      ready[#ready + 1] = ready_member(at, id)
+    if kind == 'now' or tonumber(at) <= now then
+      local score = scores[priority]
+      if not score then
+        score = fmt(-tonumber(priority))
+        scores[priority] = score
+      end
+      ready[#ready + 1] = score
+      if kind == 'now' then
+        ready[#ready + 1] = now_member .. id
+      else
+        ready[#ready + 1] = ready_member(at, id)
+      end
     else
       delayed[#delayed + 1] = at
       delayed[#delayed + 1] = id
