@@ -13,7 +13,8 @@
 //! | key | type | holds |
 //! |---|---|---|
 //! | `P:job:<id>` | hash | a live job: priority, payload, attempts, max_attempts, available_at, lease_until, locked_by, first_locked_at, last_error, unique_key, created_at, updated_at |
-//! | `P:ready` | sorted set | pending jobs: score `-priority`, member `<available_at>:<id>` (19 zero-padded digits each), so rank order is priority descending, then available_at, then id; each priority level's first member is its oldest pending job (stats read one per level) |
+//! | `P:ready` | sorted set | pending jobs: score `-priority`, member `<available_at>:<id>` (19 zero-padded digits each), so rank order is priority descending, then available_at, then id, and each priority level's first member is its oldest pending job |
+//! | `P:levels` | sorted set | the priority levels of `P:ready`: member the level's score, score its oldest available_at (kept by every script that adds to or takes from `P:ready`; stats read the oldest pending job from its first entry) |
 //! | `P:delayed` | sorted set | scheduled jobs by available_at; due ones move to `P:ready` at the next claim (at most 10,000 per claim) |
 //! | `P:leased` | sorted set | held jobs by lease_until (running, and stalled once past it) |
 //! | `P:unique` | hash | unique key -> id of the live job holding it |

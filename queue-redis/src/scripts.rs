@@ -56,6 +56,11 @@ queue_script!(
 );
 queue_script!(CONFIGURE, "configure.lua", "Sets one queue's limits.");
 queue_script!(
+    UPGRADE_LAYOUT,
+    "upgrade_layout.lua",
+    "Upgrades one queue's keys from layout 1."
+);
+queue_script!(
     QUEUE_CONFIG,
     "queue_config.lua",
     "One queue's paused flag and limits."

@@ -191,9 +191,10 @@ impl RedisStorage {
     /// or upgraded it, else nothing. Redis has no schema to create: keys
     /// appear with the first job.
     ///
-    /// Layout 1 also kept pending jobs by available_at in `P:ready_at`;
-    /// layout 2 finds the oldest pending job from `P:ready` alone (one
-    /// sorted-set write less per job), and the upgrade deletes those keys.
+    /// Layout 1 also kept every pending job by available_at in
+    /// `P:ready_at`; layout 2 keeps only each priority level's oldest in
+    /// `P:levels` (one sorted-set write less per job), and the upgrade
+    /// builds that index and deletes the old one.
     /// Stop processes of the older version first: they would go on writing
     /// the index they know.
     ///
@@ -214,8 +215,8 @@ impl RedisStorage {
             Some(found) if found == version => Ok(Vec::new()),
             Some(found) if found == "1" => {
                 for queue in self.all_queues().await? {
-                    let ready_at = format!("{}:ready_at", self.keys.queue(queue.as_str()));
-                    let _: i64 = self.command(redis::cmd("DEL").arg(ready_at)).await?;
+                    let prefix = self.keys.queue(queue.as_str());
+                    let _: i64 = self.invoke(&scripts::UPGRADE_LAYOUT, &prefix, &[]).await?;
                 }
                 let _: () = self
                     .command(redis::cmd("SET").arg(&key).arg(&version))

@@ -219,34 +219,38 @@ async fn migrate_records_the_layout_once_and_refuses_another() {
 }
 
 #[tokio::test]
-async fn migrate_upgrades_layout_one_and_drops_its_index() {
+async fn migrate_upgrades_layout_one_to_the_index_of_levels() {
     let namespace = common::fresh_namespace();
     let storage = common::connect(false)
         .await
         .with_namespace(&namespace)
         .expect("namespace");
-    let id = storage
-        .enqueue(NewJob::new("upgraded", json!({})))
-        .await
-        .expect("enqueue")
-        .id;
+    let mut jobs = Vec::new();
+    for priority in [-5, 3, -5, 3] {
+        let job = NewJob::new("upgraded", json!({})).priority(priority);
+        jobs.push(storage.enqueue(job).await.expect("enqueue").id);
+    }
     let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
     let mut conn = client
         .get_multiplexed_async_connection()
         .await
         .expect("connect");
-    // What a layout-1 version left: its version and its pending index.
+    // What a layout-1 version left: its version, its pending index by
+    // available_at, and no index of levels.
     let layout = format!("{{{namespace}}}:layout");
-    let ready_at = format!("{namespace}:{{upgraded}}:ready_at");
+    let prefix = format!("{namespace}:{{upgraded}}");
     let _: () = redis::pipe()
         .cmd("SET")
         .arg(&layout)
         .arg("1")
         .ignore()
         .cmd("ZADD")
-        .arg(&ready_at)
+        .arg(format!("{prefix}:ready_at"))
         .arg(1)
-        .arg(format!("{:019}", id.get()))
+        .arg(format!("{:019}", jobs[0].get()))
+        .ignore()
+        .cmd("DEL")
+        .arg(format!("{prefix}:levels"))
         .ignore()
         .query_async(&mut conn)
         .await
@@ -256,7 +260,7 @@ async fn migrate_upgrades_layout_one_and_drops_its_index() {
         vec![queue_redis::LAYOUT_VERSION]
     );
     let left: bool = redis::cmd("EXISTS")
-        .arg(&ready_at)
+        .arg(format!("{prefix}:ready_at"))
         .query_async(&mut conn)
         .await
         .expect("exists");
@@ -267,11 +271,24 @@ async fn migrate_upgrades_layout_one_and_drops_its_index() {
         .await
         .expect("layout");
     assert_eq!(version, queue_redis::LAYOUT_VERSION.to_string());
+    // Each level's oldest job: the first of each priority.
+    let levels: Vec<(String, i64)> = redis::cmd("ZRANGE")
+        .arg(format!("{prefix}:levels"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .expect("levels");
+    let mut expected = Vec::new();
+    for (level, id) in [("5", jobs[0]), ("-3", jobs[1])] {
+        let job = storage.get_job(id).await.expect("read").expect("live");
+        expected.push((level.to_owned(), job.available_at.timestamp_micros()));
+    }
+    assert_eq!(levels, expected);
     assert!(storage.migrate().await.expect("again").is_empty());
     let stats = storage.stats().await.expect("stats");
-    assert_eq!(stats.len(), 1, "{stats:?}");
-    assert_eq!(stats[0].pending, 1, "the job is still pending: {stats:?}");
-    assert!(stats[0].oldest_pending_age.is_some(), "{stats:?}");
+    assert_eq!(stats[0].pending, 4, "the jobs are still pending: {stats:?}");
     common::purge(false, namespace).await;
 }
 

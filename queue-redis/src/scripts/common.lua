@@ -7,6 +7,7 @@
 
 local P = KEYS[1]
 local READY = P .. ':ready'       -- pending: score -priority, member pad(available_at):id
+local LEVELS = P .. ':levels'     -- pending: member a level of READY (its score), score its oldest available_at
 local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
 local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
 local UNIQUE = P .. ':unique'     -- hash: unique key -> id
@@ -61,9 +62,38 @@ local function id_of_ready(member)
   return string.sub(member, 21)
 end
 
+-- The member of LEVELS for READY score `score` (text or number): the
+-- score as an integer, 0 however the zero is signed.
+local function level_name(score)
+  local n = tonumber(score)
+  if n == 0 then
+    return '0'
+  end
+  return fmt(n)
+end
+
+-- Records that READY level `level` holds a job available at `at` (LT:
+-- keeps an older one; adds the level when it is new).
+local function level_add(level, at)
+  redis.call('ZADD', LEVELS, 'LT', at, level)
+end
+
+-- Sets READY level `level`'s oldest available_at again after jobs left
+-- it: its first member's (members start with it), or drops the level.
+local function level_refresh(level)
+  local first = redis.call('ZRANGE', READY, level, level, 'BYSCORE', 'LIMIT', 0, 1)
+  if first[1] then
+    redis.call('ZADD', LEVELS, tonumber(string.sub(first[1], 1, 19)), level)
+  else
+    redis.call('ZREM', LEVELS, level)
+  end
+end
+
 -- Makes an unheld job claimable.
 local function to_ready(id, priority, at)
-  redis.call('ZADD', READY, fmt(-tonumber(priority)), ready_member(at, id))
+  local score = -tonumber(priority)
+  redis.call('ZADD', READY, fmt(score), ready_member(at, id))
+  level_add(level_name(score), at)
 end
 
 -- Files an unheld job under pending or scheduled by its available_at.
@@ -77,7 +107,12 @@ end
 
 -- Removes a job from every live index.
 local function unplace(id, at)
-  redis.call('ZREM', READY, ready_member(at, id))
+  local member = ready_member(at, id)
+  local score = redis.call('ZSCORE', READY, member)
+  if score then
+    redis.call('ZREM', READY, member)
+    level_refresh(level_name(score))
+  end
   redis.call('ZREM', DELAYED, id)
   redis.call('ZREM', LEASED, id)
 end

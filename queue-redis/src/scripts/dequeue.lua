@@ -32,7 +32,7 @@ local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
 local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
 local now_text = fmt(now)
 local out = {{now_text, until_at}}
-local members, leased = {}, {}
+local members, leased, levels = {}, {}, {}
 for i = 1, #picked, 2 do
   local member, score = picked[i], tonumber(picked[i + 1])
   if bound_score and (score > bound_score or (score == bound_score and member > bound_member)) then
@@ -41,6 +41,7 @@ for i = 1, #picked, 2 do
   local id = id_of_ready(member)
   local k = job_key(id)
   members[#members + 1] = member
+  levels[level_name(score)] = true
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
   local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
@@ -57,6 +58,9 @@ if #out == 1 then
   return {}
 end
 bulk('ZREM', READY, members)
+for level in pairs(levels) do
+  level_refresh(level)
+end
 bulk('ZADD', LEASED, leased)
 take_tokens(bucket, #out - 1)
 return out

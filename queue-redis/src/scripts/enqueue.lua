@@ -13,10 +13,11 @@ local now_text = fmt(now)
 local out = {}
 local added = false
 local ready, delayed = {}, {}
--- Per-job work is what a batch costs the server: the ready score of each
--- priority is formatted once, a job due now reuses the padded clock, and
+-- Per-job work is what a batch costs the server: each priority's ready
+-- score and level are worked out once (with the oldest available_at
+-- among its jobs, for LEVELS), a job due now reuses the padded clock, and
 -- job keys share one prefix.
-local scores = {}
+local levels = {}
 local now_member = pad(now_text) .. ':'
 local job_prefix = P .. ':job:'
 local i = 4
@@ -55,12 +56,16 @@ while i <= #ARGV do
     end
     -- Indexes are written below, in bulk (as `place` would).
     if kind == 'now' or tonumber(at) <= now then
-      local score = scores[priority]
-      if not score then
-        score = fmt(-tonumber(priority))
-        scores[priority] = score
+      local level = levels[priority]
+      if not level then
+        local score = -tonumber(priority)
+        level = {score = fmt(score), name = level_name(score), oldest = at}
+        levels[priority] = level
+      elseif kind ~= 'now' and tonumber(at) < tonumber(level.oldest) then
+        -- (A job due now is never older than the level's first.)
+        level.oldest = at
       end
-      ready[#ready + 1] = score
+      ready[#ready + 1] = level.score
       if kind == 'now' then
         ready[#ready + 1] = now_member .. id
       else
@@ -74,6 +79,9 @@ while i <= #ARGV do
   end
 end
 bulk('ZADD', READY, ready)
+for _, level in pairs(levels) do
+  level_add(level.name, level.oldest)
+end
 bulk('ZADD', DELAYED, delayed)
 if added then
   redis.call('PUBLISH', ARGV[2], ARGV[3])

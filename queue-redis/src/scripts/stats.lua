@@ -8,22 +8,11 @@ local pending = redis.call('ZCARD', READY) + due
 local scheduled = redis.call('ZCOUNT', DELAYED, '(' .. n, '+inf')
 local running = redis.call('ZCOUNT', LEASED, '(' .. n, '+inf')
 local stalled = redis.call('ZCOUNT', LEASED, '-inf', n)
--- The oldest pending job of each priority level is that level's first
--- member (members start with the padded available_at): one range query
--- per level present, so this costs more with many distinct priorities
--- waiting, and nothing per job.
+-- LEVELS holds each priority level's oldest pending available_at.
 local oldest = false
-local level = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
-while level[1] do
-  local at = string.sub(level[1], 1, 19)
-  if not oldest or at < oldest then
-    oldest = at
-  end
-  level = redis.call('ZRANGE', READY, '(' .. level[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1,
-    'WITHSCORES')
-end
-if oldest then
-  oldest = fmt(tonumber(oldest))
+local first = redis.call('ZRANGE', LEVELS, 0, 0, 'WITHSCORES')
+if first[1] then
+  oldest = fmt(tonumber(first[2]))
 end
 if due > 0 then
   local d = redis.call('ZRANGE', DELAYED, 0, 0)
