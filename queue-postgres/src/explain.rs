@@ -10,11 +10,11 @@ use sqlx::{Acquire, Row};
 
 use crate::PgStorage;
 use crate::dequeue::ClaimBinds;
+use crate::error::retrying;
 
 /// An `EXPLAIN` of a function's query, its plan as one JSON value.
 type PlanQuery<'q> =
     sqlx::query::QueryScalar<'q, sqlx::Postgres, Value, sqlx::postgres::PgArguments>;
-use crate::error::retrying;
 
 /// The nodes of a `FORMAT JSON` plan, depth first.
 pub(crate) fn steps(explained: &Value) -> Vec<PlanStep> {

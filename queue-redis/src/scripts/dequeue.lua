@@ -41,7 +41,7 @@ for i = 1, #picked, 2 do
   local id = id_of_ready(member)
   local k = job_key(id)
   members[#members + 1] = member
-  levels[level_name(score)] = true
+  levels[picked[i + 1]] = true
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
   local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
@@ -58,8 +58,9 @@ if #out == 1 then
   return {}
 end
 bulk('ZREM', READY, members)
-for level in pairs(levels) do
-  level_refresh(level)
+-- Each level taken from once (keyed by the score as read, named here).
+for score in pairs(levels) do
+  level_refresh(level_name(score))
 end
 bulk('ZADD', LEASED, leased)
 take_tokens(bucket, #out - 1)
