@@ -87,6 +87,7 @@ impl PgStorage {
                 .fetch_all(&self.pool)
         })
         .await?;
+        self.rotate_ready_ring();
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
         // RETURNING has no order; the claim's order is the contract's.
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));

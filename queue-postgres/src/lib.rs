@@ -48,6 +48,7 @@ mod lease_plans;
 mod migrate;
 mod notify;
 mod periodic;
+mod ready_ring;
 mod reclaim;
 mod rows;
 mod signals;

@@ -53,6 +53,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "by_id_functions",
         sql: include_str!("../../migrations/postgres/0009_by_id_functions.sql"),
     },
+    Migration {
+        version: 10,
+        name: "ready_ring",
+        sql: include_str!("../../migrations/postgres/0010_ready_ring.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -823,6 +823,11 @@ RETURNING schedule_name";
 /// Every schedule's latest recorded fire.
 const SCHEDULES: &str = "SELECT schedule_name, last_fire_at, next_fire_at FROM {s}.queue_schedule";
 
+/// Makes the ready ring's next slot current if the current one is $1 ms
+/// old, waiting $2 ms for its lock and moving at most $3 entries
+/// (`queue_ready_rotate`, migration 0010; `ready_ring.rs`).
+const ROTATE_READY: &str = "SELECT {s}.queue_ready_rotate($1::bigint, $2::bigint, $3::bigint)";
+
 /// A claim: `template` with [`PICK_LEVELS`] for the queue
 /// and cap expressions given, then [`CLAIM_PICKED`].
 fn pick(template: &str, queue: &str, cap: &str) -> String {
@@ -906,6 +911,7 @@ pub(crate) struct Statements {
     pub(crate) queue_configs: SqlStr,
     pub(crate) fire_record: SqlStr,
     pub(crate) schedules: SqlStr,
+    pub(crate) rotate_ready: SqlStr,
 }
 
 impl Statements {
@@ -984,6 +990,7 @@ impl Statements {
             queue_configs: fill(QUEUE_CONFIGS),
             fire_record: fill(FIRE_RECORD),
             schedules: fill(SCHEDULES),
+            rotate_ready: fill(ROTATE_READY),
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct PgStorage {
     pub(crate) signals: Arc<crate::signals::Signals>,
     /// Which queues have claim limits, read at most once a second.
     pub(crate) limited: Arc<LimitedQueues>,
+    /// When this handle last rotated the ready ring (`ready_ring.rs`).
+    pub(crate) ring: Arc<crate::ready_ring::RingRotation>,
     /// Claims commit without waiting for the WAL flush ([`PgStorage::with_async_claims`]).
     async_claims: bool,
 }
@@ -164,6 +166,7 @@ impl PgStorage {
             cancel_channel: cancel_channel.into(),
             signals: Arc::default(),
             limited: Arc::default(),
+            ring: Arc::default(),
             async_claims,
         }
     }

@@ -1,0 +1,88 @@
+//! The ready ring's rotation (migration 0010): claims take due jobs from
+//! `job_ready`, whose four slots `queue_ready_rotate` empties with
+//! `TRUNCATE` in turn, so that a claim never steps over more than the
+//! entries of the last few rotations, whatever holds the xmin horizon
+//! back. Any storage handle that claims rotates: after a claim, at most
+//! once per [`ROTATE_EVERY`] per handle, in a task of its own on the
+//! pool (the function itself lets one caller per schema through and
+//! returns at once when the current slot is younger than the period).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+
+use crate::PgStorage;
+
+/// How long a slot stays current: a claim steps over the deleted entries
+/// of up to four such periods (the current slot and three older ones).
+pub(crate) const ROTATE_EVERY: Duration = Duration::from_millis(250);
+
+/// How long a rotation waits for the transactions that hold the slot it
+/// empties (an enqueue not yet committed that wrote there) before it
+/// gives up until the next try.
+const LOCK_WAIT: Duration = Duration::from_millis(20);
+
+/// The most still-claimable entries a rotation moves out of the slot it
+/// empties; with more, claims are draining a backlog there, and the
+/// rotation waits for them.
+const MOVE_AT_MOST: i64 = 10_000;
+
+/// When this handle last tried to rotate, in milliseconds since `epoch`.
+#[derive(Debug)]
+pub(crate) struct RingRotation {
+    epoch: Instant,
+    last_try_ms: AtomicU64,
+}
+
+impl Default for RingRotation {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            last_try_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RingRotation {
+    /// Whether a try is due now, marking it taken (one caller wins).
+    fn take_turn(&self) -> bool {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.last_try_ms.load(Ordering::Relaxed);
+        let period = u64::try_from(ROTATE_EVERY.as_millis()).unwrap_or(u64::MAX);
+        now.saturating_sub(last) >= period
+            && self
+                .last_try_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+impl PgStorage {
+    /// After a claim: rotates the ring in the background when this
+    /// handle's turn has come. A failed rotation (the schema not migrated
+    /// yet, the server gone) is logged and tried again a period later.
+    pub(crate) fn rotate_ready_ring(&self) {
+        if !self.ring.take_turn() {
+            return;
+        }
+        let pool = self.pool.clone();
+        let statement = self.sql.rotate_ready.clone();
+        tokio::spawn(async move { rotate(&pool, statement).await });
+    }
+}
+
+async fn rotate(pool: &PgPool, statement: sqlx::SqlStr) {
+    let period = i64::try_from(ROTATE_EVERY.as_millis()).unwrap_or(i64::MAX);
+    let wait = i64::try_from(LOCK_WAIT.as_millis()).unwrap_or(i64::MAX);
+    let outcome = sqlx::query_scalar::<_, bool>(statement)
+        .bind(period)
+        .bind(wait)
+        .bind(MOVE_AT_MOST)
+        .fetch_one(pool)
+        .await;
+    match outcome {
+        Ok(rotated) => tracing::trace!(rotated, "ready ring rotation"),
+        Err(error) => tracing::debug!(%error, "ready ring rotation failed"),
+    }
+}
