@@ -169,11 +169,21 @@ $$;
 -- up to p_cap claimable jobs of queue p_queue in claim order, locked
 -- (SKIP LOCKED) when p_lock. The ring's part is one ordered scan of the
 -- ring's index (merged over its slots), each entry checked against its
--- job's row; the scheduled part is 0007's skip-scan over
+-- job's row in a LATERAL subquery so that the ring drives (as a plain
+-- join the planner walked job_queue_dequeue instead, which yields the same
+-- order through the join's equalities, and read every unleased job of the
+-- queue). Its comparisons with the entry are IS NOT DISTINCT FROM (the
+-- columns are NOT NULL: the same test) because no index can serve that
+-- operator: with `=`, statistics saying job_queue is empty let the
+-- planner read it through job_queue_unique_key, led by queue_name (2,000
+-- buffers for a claim of 3 jobs), instead of its primary key. The
+-- scheduled part is 0007's skip-scan over
 -- job_queue_scheduled. Each part locks up to p_cap jobs; the final LIMIT
 -- may leave some of them locked and unleased until the claim commits (a
--- concurrent claim skips them; the next takes them).
--- `PgStorage::explain_dequeue` EXPLAINs the locking query as written
+-- concurrent claim skips them; the next takes them). The two parts are
+-- merged by a sort of at most 2 x p_cap rows, which enable_sort = off
+-- prices at 10^10: JIT is off, or every claim would compile the query
+-- (0.3 s). `PgStorage::explain_dequeue` EXPLAINs the locking query as written
 -- here, between `RETURN QUERY` and the first `;`.
 CREATE OR REPLACE FUNCTION queue_pick(p_queue text, p_cap bigint, p_now timestamptz, p_lock boolean)
 RETURNS TABLE (pick_id bigint, pick_priority integer, pick_available_at timestamptz)
@@ -184,6 +194,7 @@ SET enable_sort = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_seqscan = off
+SET jit = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 BEGIN
@@ -202,19 +213,23 @@ BEGIN
               FROM levels l WHERE l.priority IS NOT NULL
         ),
         ready AS (
-            SELECT j.id, j.priority, j.available_at
+            SELECT c.id, c.priority, c.available_at
             FROM job_ready r
-            JOIN job_queue j ON j.id = r.id
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM job_queue j
+                WHERE j.id = r.id
+                  AND j.queue_name IS NOT DISTINCT FROM r.queue_name
+                  AND j.priority IS NOT DISTINCT FROM r.priority
+                  AND j.available_at IS NOT DISTINCT FROM r.available_at
+                  AND j.lease_until IS NULL
+                  AND j.attempts < j.max_attempts
+                FOR UPDATE SKIP LOCKED
+            ) c
             WHERE r.queue_name = p_queue
               AND r.available_at <= p_now
-              AND j.queue_name = r.queue_name
-              AND j.priority = r.priority
-              AND j.available_at = r.available_at
-              AND j.lease_until IS NULL
-              AND j.attempts < j.max_attempts
             ORDER BY r.priority DESC, r.available_at, r.id
             LIMIT p_cap
-            FOR UPDATE OF j SKIP LOCKED
         ),
         scheduled AS (
             SELECT c.id, c.priority, c.available_at
@@ -256,16 +271,20 @@ BEGIN
               FROM levels l WHERE l.priority IS NOT NULL
         ),
         ready AS (
-            SELECT j.id, j.priority, j.available_at
+            SELECT c.id, c.priority, c.available_at
             FROM job_ready r
-            JOIN job_queue j ON j.id = r.id
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.priority, j.available_at
+                FROM job_queue j
+                WHERE j.id = r.id
+                  AND j.queue_name IS NOT DISTINCT FROM r.queue_name
+                  AND j.priority IS NOT DISTINCT FROM r.priority
+                  AND j.available_at IS NOT DISTINCT FROM r.available_at
+                  AND j.lease_until IS NULL
+                  AND j.attempts < j.max_attempts
+            ) c
             WHERE r.queue_name = p_queue
               AND r.available_at <= p_now
-              AND j.queue_name = r.queue_name
-              AND j.priority = r.priority
-              AND j.available_at = r.available_at
-              AND j.lease_until IS NULL
-              AND j.attempts < j.max_attempts
             ORDER BY r.priority DESC, r.available_at, r.id
             LIMIT p_cap
         ),

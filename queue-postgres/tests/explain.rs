@@ -113,8 +113,8 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
         );
     }
     assert!(
-        !one.iter().any(|n| n.0 == "Sort"),
-        "one queue: the index order needs no sort: {one:?}"
+        sorts_only_the_merge(&one),
+        "one queue: the index order needs no sort but the merge of the pick's two parts: {one:?}"
     );
     // The lease of the picked jobs (`queue_lease`, migration 0009), the
     // last plan `explain_dequeue` appends: by primary key.
@@ -137,11 +137,11 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
             .await
             .expect("explain");
         assert!(
-            steps
-                .iter()
-                .any(|s| s.operation == "Index Scan"
-                    && s.index.as_deref() == Some("job_queue_dequeue")),
-            "{label}: no index scan of job_queue_dequeue in {steps:?}"
+            steps.iter().any(|s| s.operation == "Index Scan"
+                && s.table
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with("job_ready_"))),
+            "{label}: no index scan of the ready ring in {steps:?}"
         );
         assert!(
             !scans_without_order(&steps),
@@ -226,12 +226,28 @@ async fn claims_use_the_dequeue_index_on_a_100k_backlog() {
     schema.drop_schema().await;
 }
 
-/// Whether a claim's plan reads `job_queue` other than through an index
-/// in the dequeue order: a sequential scan, or a bitmap from any index but
-/// the primary key (the lease UPDATE finds the picked ids through it).
+/// Whether every sort of a plan is the pick's merge of its two parts
+/// (the ring's and the scheduled jobs', migration 0010): a Sort over an
+/// Append of CTE scans, at most a few caps of rows, never a sort of what
+/// a table scan read.
+fn sorts_only_the_merge(plan: &[(String, Option<String>, f64)]) -> bool {
+    plan.iter().enumerate().all(|(at, node)| {
+        node.0 != "Sort"
+            || (plan.get(at + 1).is_some_and(|n| n.0 == "Append")
+                && plan.get(at + 2).is_some_and(|n| n.0 == "CTE Scan"))
+    })
+}
+
+/// Whether a claim's plan reads `job_queue` or the ready ring other than
+/// through an index in the dequeue order: a sequential scan, or a bitmap
+/// from any index but the primary key (the lease UPDATE finds the picked
+/// ids through it).
 fn scans_without_order(steps: &[PlanStep]) -> bool {
     steps.iter().any(|s| {
-        (s.table.as_deref() == Some("job_queue") && s.operation == "Seq Scan")
+        (s.table
+            .as_deref()
+            .is_some_and(|t| t == "job_queue" || t.starts_with("job_ready"))
+            && s.operation == "Seq Scan")
             || (s.operation == "Bitmap Index Scan"
                 && s.index
                     .as_deref()
@@ -291,8 +307,11 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
         .await
         .expect("explain");
     let buffers = claim_buffers(&plan);
+    // About 35 a job since the ready ring (migration 0010): its entry in
+    // the ring's index and table, the job's row by primary key, the lease,
+    // and the entry's delete, which probes the ring's four slots.
     assert!(
-        buffers > 0.0 && buffers <= 80.0,
+        buffers > 0.0 && buffers <= 150.0,
         "a claim of 3 due jobs touched {buffers} buffers"
     );
     let claimed = storage
@@ -529,7 +548,7 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
         .expect("explain");
     let plan = plan_nodes(&steps);
     assert!(
-        !scans_without_order(&steps) && !plan.iter().any(|n| n.0 == "Sort"),
+        !scans_without_order(&steps) && sorts_only_the_merge(&plan),
         "the claim reads the queue out of order: {plan:?}"
     );
     let executed = storage
@@ -538,7 +557,7 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
         .expect("explain");
     let buffers = claim_buffers(&executed);
     assert!(
-        buffers > 0.0 && buffers <= 80.0,
+        buffers > 0.0 && buffers <= 150.0,
         "a claim of 3 of 60,000 due jobs touched {buffers} buffers: {executed:?}"
     );
     // An idle worker's next_due, on the same statistics: index probes, not

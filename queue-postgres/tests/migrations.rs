@@ -58,6 +58,11 @@ async fn migrations_apply_to_an_empty_schema() {
         [
             "job_history",
             "job_queue",
+            "job_ready",
+            "job_ready_0",
+            "job_ready_1",
+            "job_ready_2",
+            "job_ready_3",
             "job_throughput",
             "queue_config",
             "queue_schedule",

@@ -1,0 +1,248 @@
+//! The ready ring (migration 0010) against a real server: a claim's cost
+//! does not grow with the jobs claimed while a transaction holds the xmin
+//! horizon back, and a schema migrated before the ring keeps every live
+//! job claimable.
+
+mod common;
+
+use std::time::Duration;
+
+use queue_core::backend::PlanStep;
+use queue_core::{DequeueRequest, ManualClock, NewJob, QueueName, Storage, WorkerId};
+use queue_postgres::{MIGRATIONS, PgStorage};
+use queue_testkit::harness::postgres::TestSchema;
+use serde_json::json;
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+
+const LEASE: Duration = Duration::from_secs(3600);
+
+fn request(limit: u32) -> DequeueRequest {
+    DequeueRequest::new(
+        vec![QueueName::new("q").expect("valid")],
+        limit,
+        LEASE,
+        WorkerId::new("w").expect("valid"),
+    )
+    .expect("valid request")
+}
+
+async fn run(pool: &PgPool, statement: &str) {
+    sqlx::raw_sql(AssertSqlSafe(statement.to_owned()))
+        .execute(pool)
+        .await
+        .unwrap_or_else(|e| panic!("{statement}: {e}"));
+}
+
+/// Buffers (shared hits and reads) of `query` executed once.
+async fn buffers_of(pool: &PgPool, query: &str) -> f64 {
+    let plan: serde_json::Value = sqlx::query_scalar(AssertSqlSafe(format!(
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query}"
+    )))
+    .fetch_one(pool)
+    .await
+    .unwrap_or_else(|e| panic!("{query}: {e}"));
+    let root = &plan[0]["Plan"];
+    let count = |key: &str| root[key].as_f64().unwrap_or(0.0);
+    count("Shared Hit Blocks") + count("Shared Read Blocks")
+}
+
+fn claim_buffers(steps: &[PlanStep]) -> f64 {
+    steps.first().and_then(|s| s.buffers).unwrap_or(0.0)
+}
+
+/// 20,000 jobs claimed while another session holds a REPEATABLE READ
+/// transaction with an xid open: VACUUM can remove none of their index
+/// entries (the scan in claim order over `job_queue_dequeue`, what claims
+/// read before the ring, still steps over all of them), but four
+/// rotations of the ring TRUNCATE its slots, and the next claim reads a
+/// few pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_does_not_step_over_jobs_claimed_while_the_horizon_is_held() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    let s = schema.name().to_owned();
+    let mut holder = PgConnection::connect_with(&schema.connect_options())
+        .await
+        .expect("holder connects");
+    for statement in [
+        "BEGIN ISOLATION LEVEL REPEATABLE READ".to_owned(),
+        "SELECT pg_current_xact_id()".to_owned(),
+        format!("SELECT count(*) FROM \"{s}\".job_queue"),
+    ] {
+        sqlx::raw_sql(AssertSqlSafe(statement))
+            .execute(&mut holder)
+            .await
+            .expect("holder");
+    }
+
+    for _ in 0..4 {
+        let jobs = (0..5_000)
+            .map(|i| NewJob::new("q", json!({ "i": i })))
+            .collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue");
+        while !storage
+            .dequeue(&request(1_000))
+            .await
+            .expect("dequeue")
+            .is_empty()
+        {}
+    }
+    run(&pool, &format!("VACUUM \"{s}\".job_queue")).await;
+    for part in 0..4 {
+        run(&pool, &format!("VACUUM \"{s}\".job_ready_{part}")).await;
+    }
+    storage
+        .enqueue(NewJob::new("q", json!({ "after": true })))
+        .await
+        .expect("enqueue");
+
+    let old_scan = buffers_of(
+        &pool,
+        &format!(
+            "SELECT id FROM \"{s}\".job_queue WHERE queue_name = 'q' AND lease_until IS NULL
+             ORDER BY priority DESC, available_at, id LIMIT 1"
+        ),
+    )
+    .await;
+    assert!(
+        old_scan >= 100.0,
+        "the held horizon kept the dequeue index's dead entries: a scan in claim order read only {old_scan} buffers"
+    );
+
+    for _ in 0..4 {
+        let rotated: bool = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT \"{s}\".queue_ready_rotate(0, 5000, 10000)"
+        )))
+        .fetch_one(&pool)
+        .await
+        .expect("rotate");
+        assert!(rotated, "a rotation with nothing in its way rotates");
+    }
+    let plan = storage
+        .explain_dequeue_analyzed(&request(16))
+        .await
+        .expect("explain");
+    let claim = claim_buffers(&plan);
+    assert!(
+        claim > 0.0 && claim <= 40.0,
+        "after four rotations the claim read {claim} buffers (the old scan: {old_scan})"
+    );
+    let claimed = storage.dequeue(&request(16)).await.expect("dequeue");
+    assert_eq!(
+        claimed.len(),
+        1,
+        "the job enqueued last, moved by the rotations"
+    );
+    assert_eq!(claimed[0].payload, json!({ "after": true }));
+
+    sqlx::raw_sql("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("holder ends");
+    holder.close().await.expect("close");
+    pool.close().await;
+    schema.drop_schema().await;
+}
+
+/// A rotation never empties a slot that an uncommitted enqueue wrote to:
+/// it waits for the slot's lock, gives up, and the job is claimable once
+/// its transaction commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_leaves_the_entry_of_an_uncommitted_enqueue() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    let s = schema.name().to_owned();
+    let rotate = format!("SELECT \"{s}\".queue_ready_rotate(0, 50, 10000)");
+    let mut tx = pool.begin().await.expect("begin");
+    storage
+        .enqueue_in(&mut tx, NewJob::new("q", json!({ "late": true })))
+        .await
+        .expect("enqueue_in");
+    // The entry is in the current slot; three rotations reach every other
+    // slot, the fourth would empty this one.
+    for round in 0..4 {
+        let rotated: bool = sqlx::query_scalar(AssertSqlSafe(rotate.clone()))
+            .fetch_one(&pool)
+            .await
+            .expect("rotate");
+        assert_eq!(rotated, round < 3, "rotation {round}");
+    }
+    tx.commit().await.expect("commit");
+    let claimed = storage.dequeue(&request(16)).await.expect("dequeue");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].payload, json!({ "late": true }));
+    pool.close().await;
+    schema.drop_schema().await;
+}
+
+/// A schema at migration 0009 holding a pending, a scheduled and a leased
+/// (expired) job, written by plain SQL: after migrating to the ring each
+/// is claimed when it should be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_keeps_pending_scheduled_and_leased_jobs_claimable() {
+    let schema = TestSchema::create().await;
+    let pool = schema.pool().await;
+    let s = schema.name().to_owned();
+    let mut tx = pool.begin().await.expect("begin");
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET LOCAL search_path TO \"{s}\""
+    )))
+    .execute(&mut *tx)
+    .await
+    .expect("schema");
+    for migration in MIGRATIONS.iter().filter(|m| m.version <= 9) {
+        sqlx::raw_sql(migration.sql)
+            .execute(&mut *tx)
+            .await
+            .unwrap_or_else(|e| panic!("migration {}: {e}", migration.version));
+    }
+    sqlx::raw_sql(
+        "CREATE TABLE queue_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                                               checksum BIGINT NOT NULL,
+                                               applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+         INSERT INTO job_queue (queue_name, payload) VALUES ('q', '\"pending\"');
+         INSERT INTO job_queue (queue_name, payload, available_at)
+             VALUES ('q', '\"scheduled\"', now() + interval '1 hour');
+         INSERT INTO job_queue (queue_name, payload, attempts, lease_until, locked_by)
+             VALUES ('q', '\"leased\"', 1, now() - interval '1 second', 'gone')",
+    )
+    .execute(&mut *tx)
+    .await
+    .expect("jobs");
+    for migration in MIGRATIONS.iter().filter(|m| m.version <= 9) {
+        sqlx::query(
+            "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+        )
+        .bind(i32::try_from(migration.version).expect("small"))
+        .bind(migration.name)
+        .bind(migration.checksum())
+        .execute(&mut *tx)
+        .await
+        .expect("ledger");
+    }
+    tx.commit().await.expect("commit 0009");
+
+    let now: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&pool)
+        .await
+        .expect("now");
+    let clock = ManualClock::new(now);
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(&s)
+        .expect("valid")
+        .with_clock(clock.clone());
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![10]);
+
+    let payloads = |jobs: Vec<queue_core::Job>| -> Vec<serde_json::Value> {
+        jobs.into_iter().map(|j| j.payload).collect()
+    };
+    let first = storage.dequeue(&request(16)).await.expect("dequeue");
+    assert_eq!(payloads(first), vec![json!("pending")]);
+    let reclaimed = storage.reclaim_stalled(16).await.expect("reclaim");
+    assert_eq!(reclaimed.requeued, 1);
+    let second = storage.dequeue(&request(16)).await.expect("dequeue");
+    assert_eq!(payloads(second), vec![json!("leased")]);
+    clock.advance(Duration::from_secs(7200));
+    let third = storage.dequeue(&request(16)).await.expect("dequeue");
+    assert_eq!(payloads(third), vec![json!("scheduled")]);
+    pool.close().await;
+    schema.drop_schema().await;
+}
