@@ -1,6 +1,8 @@
 //! Dequeue: the best due jobs of the requested queues, leased in one
-//! statement (`FOR UPDATE SKIP LOCKED` on the dequeue index); a claim on a
-//! queue with limits applies them first in the same statement (`flow.rs`).
+//! statement (`FOR UPDATE SKIP LOCKED`, picked from the ready ring and the
+//! scheduled jobs' index: `queue_pick`, migration 0010); a claim on a queue
+//! with limits applies them first in the same statement (`flow.rs`). After
+//! a claim the handle may rotate the ring (`ready_ring.rs`).
 
 use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;

@@ -53,13 +53,13 @@ impl PgStorage {
     /// The planner's plan (`EXPLAIN`, not executed) for the claim
     /// `request` would run (the limited statement when one of its queues
     /// has limits), followed by the plan of its pick for the first queue
-    /// (the query of `queue_pick`, migration 0007, under the function's
+    /// (the query of `queue_pick`, migration 0010, under the function's
     /// settings, with that queue's cap), then by the plan of its lease of
-    /// the picked jobs (the query of `queue_lease`, migration 0009, under
+    /// the picked jobs (the query of `queue_lease`, migration 0010, under
     /// that function's settings, for ids no job has: its access path): for
-    /// operators checking that claims are served by the
-    /// `job_queue_dequeue` index on their data, and the lease by
-    /// `job_queue_pkey`.
+    /// operators checking that claims are served by the ready ring's index
+    /// (`job_ready_*`) and `job_queue_scheduled` on their data, and the
+    /// lease by `job_queue_pkey`.
     ///
     /// # Errors
     /// As any query.

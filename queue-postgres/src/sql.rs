@@ -119,21 +119,22 @@ const LEVELS: &str = "levels(priority) AS (
     )";
 
 /// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked
-/// unless `{lock}` is FALSE: `queue_pick` (migration 0007), priority by
-/// priority (highest first, a skip-scan of the dequeue index), the due
-/// jobs of each as a range scan of the dequeue index on (priority,
-/// available_at <= now), which ends at the first job not due yet. So a
-/// claim reads the due jobs it takes plus two probes per priority level,
-/// never the jobs still waiting for their time. In a function because its
-/// settings (no bitmap scan, no sort) leave the planner that one plan when
-/// the statistics say the table is empty, as they often do for a queue;
-/// written here, the plan flipped to a bitmap scan and a sort of the whole
-/// queue after such an ANALYZE (the migration says more).
+/// unless `{lock}` is FALSE: `queue_pick` (migration 0010, first written in
+/// 0007). The jobs that were due when written come from the ready ring
+/// (`job_ready`, one ordered scan over its slots, each entry checked
+/// against its job by primary key), so a claim never steps over the index
+/// entries of jobs claimed since the last VACUUM; the jobs written with a
+/// future time come from `job_queue_scheduled`, priority by priority (a
+/// skip-scan), each level's due jobs as a range scan that ends at the
+/// first job not due yet. The two parts are merged in claim order. In a
+/// function because its settings (no bitmap scan, no sequential scan, no
+/// sort below the merge) leave the planner that one plan when the
+/// statistics say the table is empty, as they often do for a queue (the
+/// migrations say more).
 ///
-/// The function returns levels highest first, each level's jobs in
-/// (available_at, id) order, and stops at `{cap}`. (The order of the
-/// claimed jobs is restored after RETURNING anyway; the conformance suite
-/// checks which are taken.)
+/// The function's rows are in claim order and stop at `{cap}`. (The order
+/// of the claimed jobs is restored after RETURNING anyway; the conformance
+/// suite checks which are taken.)
 const PICK_LEVELS: &str = "
         SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at
         FROM {s}.queue_pick({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}) p";
