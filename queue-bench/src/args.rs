@@ -255,6 +255,122 @@ pub(crate) struct SoakArgs {
     /// PostgreSQL: storage parameters set on `job_history` before the run.
     #[arg(long)]
     pub(crate) history_table_options: Option<String>,
+    /// PostgreSQL and MySQL: from FROM to TO after the soak starts
+    /// enqueueing (`5m..25m`; times as `--duration`, FROM may be `0`), a
+    /// connection of its own (not the storage's pool) holds one REPEATABLE
+    /// READ transaction open and idle, as a forgotten reporting session
+    /// would: it inserts a row into a scratch table the run creates in its
+    /// schema (`soak_holder`, so the transaction has an xid) and reads
+    /// `count(*)` of `job_queue` (so it has a snapshot), then waits. At TO
+    /// it rolls back by itself (also on an error, Ctrl-C or SIGTERM) and the
+    /// scratch table is dropped at the end of the run. The rows then show
+    /// `holder` (1 when it was open during the sample) and the summary the
+    /// lag and queue table size before, during and after it.
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
+    pub(crate) idle_in_tx: Option<Window>,
+    /// PostgreSQL and MySQL: N reporting connections of their own, each in
+    /// a loop: a REPEATABLE READ transaction that counts `job_queue`
+    /// (`count(*)`, `max(created_at)`) and the last minute of `job_history`,
+    /// stays open a second, then commits. They run for the whole soak or
+    /// `--readers-window`, and stop by themselves.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) readers: u32,
+    /// When the `--readers` run (`FROM..TO` after the soak starts
+    /// enqueueing, as `--idle-in-tx`). Default: the whole `--duration`.
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
+    pub(crate) readers_window: Option<Window>,
+}
+
+impl SoakArgs {
+    /// The checks across flags that clap cannot make: the windows inside
+    /// `--duration`, `--readers-window` only with readers.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        for (flag, window) in [
+            ("--idle-in-tx", self.idle_in_tx),
+            ("--readers-window", self.readers_window),
+        ] {
+            if let Some(window) = window
+                && window.to > self.duration
+            {
+                return Err(format!(
+                    "{flag} {window} ends after --duration {}",
+                    show_duration(self.duration)
+                ));
+            }
+        }
+        if self.readers == 0
+            && let Some(window) = self.readers_window
+        {
+            return Err(format!(
+                "--readers-window {window} needs --readers N with N at least 1"
+            ));
+        }
+        Ok(())
+    }
+
+    /// When the readers run: `--readers-window`, or the whole run.
+    pub(crate) fn readers_window(&self) -> Window {
+        self.readers_window.unwrap_or(Window {
+            from: Duration::ZERO,
+            to: self.duration,
+        })
+    }
+}
+
+/// `FROM..TO`: a part of the soak, as offsets from its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// When it begins, after the soak starts enqueueing.
+    pub(crate) from: Duration,
+    /// When it ends (after `from`).
+    pub(crate) to: Duration,
+}
+
+impl std::fmt::Display for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}..{}",
+            show_duration(self.from),
+            show_duration(self.to)
+        )
+    }
+}
+
+/// `FROM..TO` with FROM before TO, each as [`parse_duration`] takes it
+/// (FROM may be zero): `5m..25m`, `0..90s`, `500ms..2s`.
+pub(crate) fn parse_window(text: &str) -> Result<Window, String> {
+    let Some((from, to)) = text.trim().split_once("..") else {
+        return Err(
+            "expected FROM..TO, e.g. 5m..25m (times after the soak starts enqueueing)".to_owned(),
+        );
+    };
+    let from = parse_offset(from).map_err(|e| format!("FROM {e}"))?;
+    let to = parse_offset(to).map_err(|e| format!("TO {e}"))?;
+    if from >= to {
+        return Err(format!(
+            "FROM ({}) must be before TO ({})",
+            show_duration(from),
+            show_duration(to)
+        ));
+    }
+    Ok(Window { from, to })
+}
+
+/// A duration the way the flags take it: `500ms`, `90s`, `25m`, `2h`.
+pub(crate) fn show_duration(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    if !ms.is_multiple_of(1_000) {
+        format!("{ms}ms")
+    } else if ms == 0 {
+        "0s".to_owned()
+    } else if ms.is_multiple_of(3_600_000) {
+        format!("{}h", ms / 3_600_000)
+    } else if ms.is_multiple_of(60_000) {
+        format!("{}m", ms / 60_000)
+    } else {
+        format!("{}s", ms / 1_000)
+    }
 }
 
 /// What `soak` does with PostgreSQL's autovacuum.
@@ -279,6 +395,15 @@ fn parse_naptime(text: &str) -> Result<Duration, String> {
 
 /// `90`, `90s`, `30m`, `2h`, `500ms`.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_offset(text)?;
+    if duration.is_zero() {
+        return Err(format!("{:?}: must be greater than zero", text.trim()));
+    }
+    Ok(duration)
+}
+
+/// A duration as [`parse_duration`] reads it, zero included (`0`, `0s`).
+fn parse_offset(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -288,16 +413,13 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|_| format!("{text:?}: expected a number with an optional unit (ms, s, m, h)"))?;
     let duration = match unit {
-        "ms" => Duration::from_millis(number),
-        "" | "s" => Duration::from_secs(number),
-        "m" => Duration::from_secs(number * 60),
-        "h" => Duration::from_secs(number * 3_600),
+        "ms" => Some(Duration::from_millis(number)),
+        "" | "s" => Some(Duration::from_secs(number)),
+        "m" => number.checked_mul(60).map(Duration::from_secs),
+        "h" => number.checked_mul(3_600).map(Duration::from_secs),
         _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
     };
-    if duration.is_zero() {
-        return Err(format!("{text:?}: must be greater than zero"));
-    }
-    Ok(duration)
+    duration.ok_or_else(|| format!("{text:?}: too long"))
 }
 
 #[cfg(test)]
@@ -314,5 +436,114 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("m").is_err());
+    }
+
+    fn window(from: u64, to: u64) -> Window {
+        Window {
+            from: Duration::from_secs(from),
+            to: Duration::from_secs(to),
+        }
+    }
+
+    #[test]
+    fn windows_parse() {
+        assert_eq!(parse_window("5m..25m"), Ok(window(300, 1_500)));
+        assert_eq!(parse_window("0..90"), Ok(window(0, 90)));
+        assert_eq!(parse_window(" 0s..1h "), Ok(window(0, 3_600)));
+        assert_eq!(
+            parse_window("500ms..2s"),
+            Ok(Window {
+                from: Duration::from_millis(500),
+                to: Duration::from_secs(2),
+            })
+        );
+        assert_eq!(window(300, 1_500).to_string(), "5m..25m");
+    }
+
+    #[test]
+    fn bad_windows_are_refused_in_one_line() {
+        for (text, expected) in [
+            ("25m..5m", "FROM (25m) must be before TO (5m)"),
+            ("5m..5m", "FROM (5m) must be before TO (5m)"),
+            ("5m", "expected FROM..TO"),
+            ("5m-25m", "expected FROM..TO"),
+            ("..25m", "FROM"),
+            ("5m..", "TO"),
+            ("5m..25m..30m", "TO"),
+            ("5x..25m", "unknown unit"),
+            ("5m..0", "FROM (5m) must be before TO (0s)"),
+            ("-5m..25m", "expected a number"),
+            ("", "expected FROM..TO"),
+        ] {
+            let error = parse_window(text).expect_err(text);
+            assert!(error.contains(expected), "{text:?}: {error}");
+            assert!(!error.contains('\n'), "{text:?}: {error}");
+        }
+    }
+
+    /// The soak's flags as the command line gives them.
+    fn soak(flags: &[&str]) -> Result<SoakArgs, String> {
+        #[derive(Debug, Parser)]
+        struct Command {
+            #[command(flatten)]
+            soak: SoakArgs,
+        }
+        Command::try_parse_from(std::iter::once("soak").chain(flags.iter().copied()))
+            .map(|c| c.soak)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn pressure_flags_are_checked_against_the_run() {
+        let ok = soak(&[
+            "--duration",
+            "30m",
+            "--idle-in-tx",
+            "5m..25m",
+            "--readers",
+            "4",
+        ])
+        .expect("parses");
+        assert_eq!(ok.check(), Ok(()));
+        assert_eq!(ok.idle_in_tx, Some(window(300, 1_500)));
+        assert_eq!(ok.readers_window(), window(0, 1_800));
+        let edge = soak(&["--duration", "30m", "--idle-in-tx", "0..30m"]).expect("parses");
+        assert_eq!(edge.check(), Ok(()));
+        let windowed = soak(&["--readers", "2", "--readers-window", "1m..2m"]).expect("parses");
+        assert_eq!(windowed.readers_window(), window(60, 120));
+
+        let late = soak(&["--duration", "30m", "--idle-in-tx", "5m..40m"]).expect("parses");
+        assert_eq!(
+            late.check(),
+            Err("--idle-in-tx 5m..40m ends after --duration 30m".to_owned())
+        );
+        let late = soak(&[
+            "--duration",
+            "90s",
+            "--readers",
+            "1",
+            "--readers-window",
+            "1m..2m",
+        ])
+        .expect("parses");
+        assert_eq!(
+            late.check(),
+            Err("--readers-window 1m..2m ends after --duration 90s".to_owned())
+        );
+        let idle = soak(&["--readers-window", "1m..2m"]).expect("parses");
+        assert_eq!(
+            idle.check(),
+            Err("--readers-window 1m..2m needs --readers N with N at least 1".to_owned())
+        );
+        let idle = soak(&["--readers", "0", "--readers-window", "1m..2m"]).expect("parses");
+        assert!(idle.check().is_err());
+
+        let error = soak(&["--idle-in-tx", "25m..5m"]).expect_err("refused");
+        assert!(
+            error.contains("FROM (25m) must be before TO (5m)"),
+            "{error}"
+        );
+        let error = soak(&["--readers", "many"]).expect_err("refused");
+        assert!(error.contains("--readers"), "{error}");
     }
 }

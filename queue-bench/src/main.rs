@@ -26,7 +26,7 @@ use queue_postgres::PgStorage;
 use queue_redis::RedisStorage;
 use queue_sqlite::SqliteStorage;
 
-use crate::args::{Args, Backend};
+use crate::args::{Args, Backend, Workload};
 use crate::report::Report;
 use crate::target::{Setup, Target};
 
@@ -103,6 +103,17 @@ async fn main() -> ExitCode {
     if args.keyless_unindexed && (args.backend != Backend::Postgres || args.facade) {
         eprintln!("queue-bench: --keyless-unindexed needs --backend postgres without --facade");
         return ExitCode::FAILURE;
+    }
+    if let Workload::Soak(soak) = &args.workload {
+        let pressured = soak.idle_in_tx.is_some() || soak.readers > 0;
+        if let Err(error) = soak.check() {
+            eprintln!("queue-bench: {error}");
+            return ExitCode::FAILURE;
+        }
+        if pressured && !matches!(args.backend, Backend::Postgres | Backend::Mysql) {
+            eprintln!("queue-bench: --idle-in-tx and --readers need --backend postgres or mysql");
+            return ExitCode::FAILURE;
+        }
     }
     let outcome = match (args.backend, args.facade) {
         (_, true) => run::<queue::AnyStorage>(&args, &setup).await,

@@ -7,6 +7,7 @@ mod enqueue;
 mod inspect;
 mod latency;
 mod ops;
+mod pressure;
 mod scheduled;
 mod server_settings;
 mod soak;
@@ -108,6 +109,9 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
         autovacuum_naptime: None,
         queue_table_options: None,
         history_table_options: None,
+        idle_in_tx: None,
+        readers: 0,
+        readers_window: None,
     };
     soak::run::<T>(&soak_args, setup, report).await
 }

@@ -19,6 +19,15 @@
 //! restored afterwards, also after an error, Ctrl-C or SIGTERM, printing
 //! what was restored ([`ServerSettings`]). Only a killed process (SIGKILL)
 //! leaves them set.
+//!
+//! `--idle-in-tx FROM..TO` and `--readers N` add pressure on both servers
+//! ([`Pressure`]): an idle REPEATABLE READ transaction holding the MVCC
+//! horizon or InnoDB's purge for part of the run, and reporting sessions
+//! scanning the queue tables throughout. The rows then show whether the
+//! holder was open (`holder`), how many readers ran, the oldest snapshot's
+//! age (PostgreSQL `xmin_age`, MySQL `oldest_trx_s`), and the summary the
+//! start lag and the queue table's size before, during and after the
+//! holder.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,10 +43,11 @@ use tokio::sync::Notify;
 use tokio::time::MissedTickBehavior;
 
 use super::drain::{FILL_BATCH, drain_once};
+use super::pressure::{Pressure, PressureState};
 use super::server_settings::ServerSettings;
 use super::{QUEUE, fill, queue_options, time_limit, worker_options};
 use crate::BenchError;
-use crate::args::{Autovacuum, Backend, SoakArgs};
+use crate::args::{Autovacuum, Backend, SoakArgs, Window};
 use crate::report::{Report, Row};
 use crate::stats::Spread;
 use crate::target::{Setup, Target};
@@ -61,6 +71,11 @@ pub(crate) async fn run<T: Target>(
     setup: &Setup,
     report: &mut Report,
 ) -> Result<(), BenchError> {
+    args.check()?;
+    let pressured = args.idle_in_tx.is_some() || args.readers > 0;
+    if pressured && !matches!(setup.backend, Backend::Postgres | Backend::Mysql) {
+        return Err("--idle-in-tx and --readers need --backend postgres or mysql".into());
+    }
     let table_options = args.queue_table_options.is_some() || args.history_table_options.is_some();
     if table_options && setup.backend != Backend::Postgres {
         return Err("--queue-table-options and --history-table-options are PostgreSQL's".into());
@@ -90,6 +105,7 @@ pub(crate) async fn run<T: Target>(
             }
         }
     }
+    let pressure = Pressure::prepare(args, setup).await?;
     let settings = match &probe {
         Probe::Postgres { pool, .. } => {
             let mut wanted = Vec::new();
@@ -99,19 +115,37 @@ pub(crate) async fn run<T: Target>(
             if let Some(naptime) = args.autovacuum_naptime {
                 wanted.push(("autovacuum_naptime", format!("{}s", naptime.as_secs())));
             }
-            Some(ServerSettings::apply(pool.clone(), &wanted).await?)
+            match ServerSettings::apply(pool.clone(), &wanted).await {
+                Ok(settings) => Some(settings),
+                Err(error) => {
+                    if let Err(pressure_error) = pressure.finish().await {
+                        eprintln!("{pressure_error}");
+                    }
+                    return Err(error);
+                }
+            }
         }
         _ => None,
     };
     let outcome = tokio::select! {
-        outcome = soak(&storage, &probe, args, setup, rate, report) => outcome,
+        outcome = soak(&storage, &probe, &pressure, args, setup, rate, report) => outcome,
         signal = interrupted() => Err(BenchError::from(format!("soak interrupted by {signal}"))),
     };
     if let Some(settings) = settings {
         settings.restore().await;
     }
+    // The holder rolls back now if the run stopped before its end, and its
+    // scratch table goes.
+    let pressure_outcome = pressure.finish().await;
     probe.close().await;
-    outcome
+    match (outcome, pressure_outcome) {
+        (Ok(()), pressure_outcome) => pressure_outcome,
+        (Err(error), Err(pressure_error)) => {
+            eprintln!("{pressure_error}");
+            Err(error)
+        }
+        (Err(error), Ok(())) => Err(error),
+    }
 }
 
 /// Half the rate of a drain of [`MEASURE_JOBS`] jobs on a fresh schema.
@@ -131,12 +165,14 @@ async fn measure_rate<T: Target>(
 async fn soak<T: Target>(
     storage: &T,
     probe: &Probe,
+    pressure: &Pressure,
     args: &SoakArgs,
     setup: &Setup,
     rate: u32,
     report: &mut Report,
 ) -> Result<(), BenchError> {
     let counts = Arc::new(Counts::new());
+    pressure.start(counts.start);
     let seen = Arc::clone(&counts);
     let options = WorkerOptions {
         prune_interval: args.prune_interval,
@@ -156,7 +192,7 @@ async fn soak<T: Target>(
         )?
         .start()?;
     let producer = produce(storage.clone(), &counts, rate, args.duration);
-    let sampler = sample_all(storage, probe, &counts, args, report);
+    let sampler = sample_all(storage, probe, pressure.state(), &counts, args, report);
     let ((), rows) = tokio::try_join!(producer, sampler)?;
 
     // Drain what is left, then check every job ran exactly once.
@@ -186,6 +222,7 @@ async fn soak<T: Target>(
 async fn sample_all<T: Target>(
     storage: &T,
     probe: &Probe,
+    pressure: &PressureState,
     counts: &Counts,
     args: &SoakArgs,
     report: &mut Report,
@@ -202,6 +239,7 @@ async fn sample_all<T: Target>(
         let now = Instant::now();
         let (enqueued, done) = (counts.enqueued(), counts.done());
         let (lags, calls) = counts.take_timings();
+        let (readers, reader_scans) = pressure.take_readers();
         let sample = Sample {
             t_s: now.duration_since(counts.start).as_secs_f64(),
             enqueued: enqueued - enqueued_before,
@@ -212,6 +250,10 @@ async fn sample_all<T: Target>(
             enqueue_call: Spread::of(&calls),
             sizes: probe.sizes().await?,
             load: load_average(),
+            holder: args
+                .idle_in_tx
+                .map(|_| pressure.holder_open_between(at_before, now)),
+            readers: (args.readers > 0).then_some((readers, reader_scans)),
         };
         report.push(sample.row());
         rows.push(sample);
@@ -377,6 +419,12 @@ struct Sample {
     enqueue_call: Option<Spread>,
     sizes: Option<Sizes>,
     load: Option<[f64; 3]>,
+    /// With `--idle-in-tx`: whether the holder's transaction was open at
+    /// some moment of the sample.
+    holder: Option<bool>,
+    /// With `--readers`: the most readers running at once during the
+    /// sample, and their transactions committed.
+    readers: Option<(usize, u64)>,
 }
 
 impl Sample {
@@ -387,6 +435,12 @@ impl Sample {
             .figure("done", self.done)
             .figure("jobs_per_s", format!("{:.0}", self.jobs_per_s))
             .figure("backlog", self.backlog);
+        if let Some(holder) = self.holder {
+            row = row.figure("holder", u8::from(holder));
+        }
+        if let Some((readers, scans)) = self.readers {
+            row = row.figure("readers", readers).figure("reader_scans", scans);
+        }
         if let Some(lag) = self.lag {
             row = row.ms("lag_p50_ms", lag.p50).ms("lag_p99_ms", lag.p99);
         }
@@ -471,6 +525,96 @@ fn summary(rows: &[Sample], args: &SoakArgs, rate: u32, enqueued: u64) -> Row {
             format!("{:.2}", loads.iter().sum::<f64>() / loads.len() as f64),
         );
     }
+    if args.readers > 0 {
+        row = row
+            .param("readers", args.readers)
+            .param("readers_window", args.readers_window());
+    }
+    if let Some(window) = args.idle_in_tx {
+        row = holder_figures(row.param("idle_in_tx", window), rows, window);
+    }
+    row
+}
+
+/// The summary's figures around the holder: its samples are those with
+/// `holder=1`, "before" every sample ahead of them, "after" every one
+/// behind them. Start lag p99 (the worst sample's) and the queue table's
+/// largest size before, during and after, and how long after TO the table
+/// was back at or under its size before (`queue_back_s`: the first sample
+/// after the holder at or under `queue_mib_before`, `never` when none was).
+/// A figure without samples to read it from is `-`.
+fn holder_figures(row: Row, rows: &[Sample], window: Window) -> Row {
+    let held = |s: &Sample| s.holder == Some(true);
+    let (Some(first), Some(last)) = (rows.iter().position(held), rows.iter().rposition(held))
+    else {
+        return row.figure("holder_samples", 0);
+    };
+    let (before, during, after) = (&rows[..first], &rows[first..=last], &rows[last + 1..]);
+    let p99 = |samples: &[Sample]| {
+        samples
+            .iter()
+            .filter_map(|s| s.lag.map(|l| l.p99))
+            .reduce(f64::max)
+    };
+    let largest = |samples: &[Sample], f: &dyn Fn(&Sizes) -> Option<u64>| {
+        samples
+            .iter()
+            .filter_map(|s| s.sizes.as_ref().and_then(f))
+            .max()
+    };
+    let queue = |z: &Sizes| Some(z.queue_total);
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
+    let size = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), mib);
+    let count = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "-".to_owned(),
+    };
+    let queue_before = largest(before, &queue);
+    let queue_during = largest(during, &queue);
+    let back = match (queue_before, after.is_empty()) {
+        (None, _) | (_, true) => "-".to_owned(),
+        (Some(limit), false) => after
+            .iter()
+            .find(|s| s.sizes.as_ref().is_some_and(|z| z.queue_total <= limit))
+            .map_or_else(
+                || "never".to_owned(),
+                |s| format!("{:.0}", s.t_s - window.to.as_secs_f64()),
+            ),
+    };
+    let mut row = row
+        .figure("holder_samples", during.len())
+        .figure("lag_p99_before_ms", ms(p99(before)))
+        .figure("lag_p99_holder_ms", ms(p99(during)))
+        .figure("lag_p99_after_ms", ms(p99(after)))
+        .figure("lag_p99_holder_ratio", ratio(p99(during), p99(before)))
+        .figure("queue_mib_before", size(queue_before))
+        .figure("queue_mib_holder_max", size(queue_during))
+        .figure("queue_mib_after_max", size(largest(after, &queue)))
+        .figure(
+            "queue_holder_growth",
+            ratio(
+                queue_during.map(|v| v as f64),
+                queue_before.map(|v| v as f64),
+            ),
+        )
+        .figure("queue_back_s", back);
+    let xmin = |z: &Sizes| z.xmin_age;
+    if largest(rows, &xmin).is_some() {
+        row = row
+            .figure("xmin_age_before_max", count(largest(before, &xmin)))
+            .figure("xmin_age_holder_max", count(largest(during, &xmin)));
+    }
+    let purge = |z: &Sizes| z.purge_lag;
+    if largest(rows, &purge).is_some() {
+        row = row
+            .figure("purge_lag_before_max", count(largest(before, &purge)))
+            .figure("purge_lag_holder_max", count(largest(during, &purge)))
+            .figure(
+                "purge_lag_end",
+                count(rows.last().and_then(|s| s.sizes.as_ref()?.purge_lag)),
+            );
+    }
     row
 }
 
@@ -534,6 +678,12 @@ struct Sizes {
     queue_total: u64,
     /// The history table and its indexes, in bytes.
     history_total: u64,
+    /// PostgreSQL: the age in transactions of the oldest snapshot or
+    /// transaction id of a client session on the run's database
+    /// (`xmin_age`, what holds vacuum back).
+    xmin_age: Option<u64>,
+    /// MySQL: InnoDB's history list length (`purge_lag`).
+    purge_lag: Option<u64>,
 }
 
 impl Probe {
@@ -608,6 +758,17 @@ async fn postgres_sizes(pool: &PgPool, schema: &str) -> Result<Sizes, BenchError
     };
     let queue = table("job_queue")?;
     let history = table("job_history")?;
+    // Client sessions only: autovacuum's own snapshot does not hold other
+    // vacuums back. Sessions of other databases do not hold back this
+    // one's tables.
+    let xmin_age: i64 = sqlx::query_scalar(
+        "SELECT coalesce(max(greatest(age(backend_xmin), age(backend_xid))), 0)::bigint \
+         FROM pg_stat_activity \
+         WHERE datname = current_database() AND backend_type = 'client backend' \
+           AND pid <> pg_backend_pid()",
+    )
+    .fetch_one(pool)
+    .await?;
     let bytes = |v: i64| u64::try_from(v).unwrap_or(0);
     Ok(Sizes {
         figures: vec![
@@ -620,9 +781,12 @@ async fn postgres_sizes(pool: &PgPool, schema: &str) -> Result<Sizes, BenchError
             ("history_total_mib", mib(bytes(history.3))),
             ("history_dead", history.5.to_string()),
             ("history_autovacuums", history.6.to_string()),
+            ("xmin_age", xmin_age.to_string()),
         ],
         queue_total: bytes(queue.3),
         history_total: bytes(history.3),
+        xmin_age: Some(u64::try_from(xmin_age).unwrap_or(0)),
+        purge_lag: None,
     })
 }
 
@@ -650,6 +814,13 @@ async fn mysql_sizes(conn: &mut mysql_async::Conn, schema: &str) -> Result<Sizes
         .query_first(
             "SELECT COUNT FROM information_schema.INNODB_METRICS \
              WHERE NAME = 'trx_rseg_history_len'",
+        )
+        .await?;
+    // The oldest open InnoDB transaction, server-wide (as the purge lag).
+    let oldest_trx: Option<i64> = conn
+        .query_first(
+            "SELECT COALESCE(MAX(TIMESTAMPDIFF(SECOND, trx_started, NOW())), 0) \
+             FROM information_schema.INNODB_TRX",
         )
         .await?;
     let table = |name: &str| {
@@ -684,9 +855,14 @@ async fn mysql_sizes(conn: &mut mysql_async::Conn, schema: &str) -> Result<Sizes
     if let Some(lag) = purge_lag {
         figures.push(("purge_lag", lag.to_string()));
     }
+    if let Some(age) = oldest_trx {
+        figures.push(("oldest_trx_s", age.to_string()));
+    }
     Ok(Sizes {
         figures,
         queue_total: queue.1 + queue.2,
         history_total: history.1 + history.2,
+        xmin_age: None,
+        purge_lag,
     })
 }
