@@ -346,3 +346,46 @@ ALTER FUNCTION queue_lease SET search_path FROM CURRENT
     SET enable_seqscan = off SET enable_bitmapscan = off
     SET enable_hashjoin = off SET enable_mergejoin = off
     SET jit = off SET plan_cache_mode = force_generic_plan;
+
+-- An idle worker's next_due (migration 0007) over the jobs that can be
+-- not due: those written with a future time (job_queue_scheduled, the
+-- same skip-scan of priorities as before), and, for a clock that moved
+-- back, ring entries later than p_now (the ring holds a few rotations of
+-- entries). job_queue_dequeue would do too, but under a held horizon its
+-- head keeps an entry per job claimed since, and each idle poll stepped
+-- over them (15 ms after 100,000 claims).
+CREATE OR REPLACE FUNCTION queue_next_due(p_queue text, p_now timestamptz) RETURNS timestamptz
+LANGUAGE plpgsql STABLE
+SET search_path FROM CURRENT
+SET enable_bitmapscan = off
+SET enable_sort = off
+SET enable_seqscan = off
+SET jit = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    RETURN (
+        WITH RECURSIVE levels(priority) AS (
+            (SELECT j.priority FROM job_queue j
+              WHERE j.queue_name = p_queue AND j.lease_until IS NULL
+                AND j.available_at > j.updated_at
+              ORDER BY j.priority DESC LIMIT 1)
+            UNION ALL
+            SELECT (SELECT j.priority FROM job_queue j
+                     WHERE j.queue_name = p_queue AND j.lease_until IS NULL
+                       AND j.available_at > j.updated_at AND j.priority < l.priority
+                     ORDER BY j.priority DESC LIMIT 1)
+              FROM levels l WHERE l.priority IS NOT NULL
+        )
+        SELECT least(
+            (SELECT min((SELECT j.available_at FROM job_queue j
+                          WHERE j.queue_name = p_queue AND j.lease_until IS NULL
+                            AND j.available_at > j.updated_at
+                            AND j.priority = l.priority AND j.available_at > p_now
+                          ORDER BY j.available_at LIMIT 1))
+               FROM levels l WHERE l.priority IS NOT NULL),
+            (SELECT min(r.available_at) FROM job_ready r
+              WHERE r.queue_name = p_queue AND r.available_at > p_now))
+    );
+END
+$$;
