@@ -106,17 +106,26 @@ CREATE TRIGGER job_queue_ready_update AFTER UPDATE ON job_queue
     EXECUTE FUNCTION queue_ready_updated();
 
 -- Makes the next slot current if the current one is at least
--- p_period_ms old: locks the next slot (waiting at most p_wait_ms for the
--- transactions that hold it, such as an uncommitted enqueue that wrote
--- there), moves its still-claimable entries to the current slot if there
--- are at most p_keep of them (more: a backlog that claims are draining;
--- try again later), and TRUNCATEs it. Returns whether it rotated. One
--- rotation at a time per schema (an advisory lock; a caller that does not
--- get it returns at once).
+-- p_period_ms old: counts the next slot's still-claimable entries (more
+-- than p_keep: a backlog that claims are draining there; the slot after
+-- is tried, up to the three other slots), locks the slot (waiting at most p_wait_ms for the transactions
+-- that hold it, such as an enqueue not yet committed that wrote there),
+-- moves those entries to the current slot and TRUNCATEs it. Returns
+-- whether it rotated. One rotation at a time per schema (an advisory
+-- lock; a caller that does not get it returns at once).
+--
+-- Every claim waits while the slot is locked, so the lock is taken after
+-- the count, and both queries read job_queue by primary key (nested
+-- loops only: a hash join read all of job_queue, 200-600 ms under a lock
+-- that stopped every claim; IS NOT DISTINCT FROM as in queue_pick).
 CREATE FUNCTION queue_ready_rotate(p_period_ms bigint, p_wait_ms bigint, p_keep bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_bitmapscan = off
+SET jit = off
 AS $$
 DECLARE
     v_now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
@@ -124,6 +133,12 @@ DECLARE
     v_next smallint;
     v_slot text;
     v_live bigint;
+    v_step int;
+    v_claimable text := 'FROM %I r JOIN job_queue j ON j.id = r.id
+                         WHERE j.lease_until IS NULL
+                           AND j.queue_name IS NOT DISTINCT FROM r.queue_name
+                           AND j.priority IS NOT DISTINCT FROM r.priority
+                           AND j.available_at IS NOT DISTINCT FROM r.available_at';
 BEGIN
     IF v_now_ms - (SELECT last_value FROM queue_ready_rotated_at) < p_period_ms THEN
         RETURN false;
@@ -132,36 +147,30 @@ BEGIN
         RETURN false;
     END IF;
     v_current := (SELECT last_value FROM queue_ready_slot)::smallint;
-    v_next := (v_current + 1) % 4;
-    v_slot := 'job_ready_' || v_next;
     PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
-    BEGIN
-        EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', v_slot);
-    EXCEPTION WHEN lock_not_available THEN
-        RETURN false;
-    END;
-    EXECUTE format(
-        'SELECT count(*) FROM (SELECT 1 FROM %I r JOIN job_queue j ON j.id = r.id
-                                WHERE j.lease_until IS NULL AND j.queue_name = r.queue_name
-                                  AND j.priority = r.priority AND j.available_at = r.available_at
-                                LIMIT $1) k', v_slot)
-        INTO v_live USING p_keep + 1;
-    IF v_live > p_keep THEN
-        RETURN false;
-    END IF;
-    IF v_live > 0 THEN
-        EXECUTE format(
-            'INSERT INTO job_ready (slot, queue_name, priority, available_at, id)
-             SELECT $1, r.queue_name, r.priority, r.available_at, r.id
-             FROM %I r JOIN job_queue j ON j.id = r.id
-             WHERE j.lease_until IS NULL AND j.queue_name = r.queue_name
-               AND j.priority = r.priority AND j.available_at = r.available_at', v_slot)
+    -- The oldest slot first; one holding a backlog is passed over (and
+    -- drained by claims), so that the other slots keep turning.
+    FOR v_step IN 1..3 LOOP
+        v_next := (v_current + v_step) % 4;
+        v_slot := 'job_ready_' || v_next;
+        EXECUTE format('SELECT count(*) FROM (SELECT 1 ' || v_claimable || ' LIMIT $1) k', v_slot)
+            INTO v_live USING p_keep + 1;
+        CONTINUE WHEN v_live > p_keep;
+        BEGIN
+            EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', v_slot);
+        EXCEPTION WHEN lock_not_available THEN
+            RETURN false;
+        END;
+        EXECUTE format('INSERT INTO job_ready (slot, queue_name, priority, available_at, id)
+                        SELECT $1, r.queue_name, r.priority, r.available_at, r.id ' || v_claimable,
+                       v_slot)
             USING v_current;
-    END IF;
-    EXECUTE format('TRUNCATE %I', v_slot);
-    PERFORM setval('queue_ready_slot', v_next);
-    PERFORM setval('queue_ready_rotated_at', v_now_ms);
-    RETURN true;
+        EXECUTE format('TRUNCATE %I', v_slot);
+        PERFORM setval('queue_ready_slot', v_next);
+        PERFORM setval('queue_ready_rotated_at', v_now_ms);
+        RETURN true;
+    END LOOP;
+    RETURN false;
 END
 $$;
 
