@@ -115,9 +115,11 @@ CREATE TRIGGER job_queue_ready_update AFTER UPDATE ON job_queue
 -- lock; a caller that does not get it returns at once).
 --
 -- Every claim waits while the slot is locked, so the lock is taken after
--- the count, and both queries read job_queue by primary key (nested
--- loops only: a hash join read all of job_queue, 200-600 ms under a lock
--- that stopped every claim; IS NOT DISTINCT FROM as in queue_pick).
+-- the count, and both queries walk the slot and read each entry's job by
+-- primary key (a LATERAL subquery that OFFSET 0 keeps from being merged
+-- into a join, IS NOT DISTINCT FROM as in queue_pick): as joins, they
+-- read all of job_queue, by a hash join or as the outer side of a nested
+-- loop, 100-800 ms under a lock that stopped every claim.
 CREATE FUNCTION queue_ready_rotate(p_period_ms bigint, p_wait_ms bigint, p_keep bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
@@ -134,11 +136,13 @@ DECLARE
     v_slot text;
     v_live bigint;
     v_step int;
-    v_claimable text := 'FROM %I r JOIN job_queue j ON j.id = r.id
-                         WHERE j.lease_until IS NULL
-                           AND j.queue_name IS NOT DISTINCT FROM r.queue_name
-                           AND j.priority IS NOT DISTINCT FROM r.priority
-                           AND j.available_at IS NOT DISTINCT FROM r.available_at';
+    v_claimable text := 'FROM %I r CROSS JOIN LATERAL (
+                             SELECT 1 FROM job_queue j
+                             WHERE j.id = r.id AND j.lease_until IS NULL
+                               AND j.queue_name IS NOT DISTINCT FROM r.queue_name
+                               AND j.priority IS NOT DISTINCT FROM r.priority
+                               AND j.available_at IS NOT DISTINCT FROM r.available_at
+                             OFFSET 0) j';
 BEGIN
     IF v_now_ms - (SELECT last_value FROM queue_ready_rotated_at) < p_period_ms THEN
         RETURN false;
