@@ -117,13 +117,17 @@ CREATE TRIGGER job_queue_ready_update AFTER UPDATE ON job_queue
 -- Every claim waits while the slot is locked, so the lock is taken after
 -- the count, and both queries walk the slot and read each entry's job by
 -- primary key (a LATERAL subquery that OFFSET 0 keeps from being merged
--- into a join, IS NOT DISTINCT FROM as in queue_pick): as joins, they
--- read all of job_queue, by a hash join or as the outer side of a nested
--- loop, 100-800 ms under a lock that stopped every claim.
+-- into a join, IS NOT DISTINCT FROM as in queue_pick), with sequential
+-- scans off: as joins they read all of job_queue, by a hash join or as
+-- the outer side of a nested loop, 100-800 ms under a lock that stopped
+-- every claim; and on statistics that said job_queue was empty (autovacuum
+-- found it so when the queue started) the planner read it once per entry
+-- by a sequential scan, 3 ms an entry, seconds a rotation.
 CREATE FUNCTION queue_ready_rotate(p_period_ms bigint, p_wait_ms bigint, p_keep bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
+SET enable_seqscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_bitmapscan = off
