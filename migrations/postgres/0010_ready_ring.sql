@@ -142,7 +142,7 @@ DECLARE
     v_step int;
     v_claimable text := 'FROM %I r CROSS JOIN LATERAL (
                              SELECT 1 FROM job_queue j
-                             WHERE j.id = r.id AND j.lease_until IS NULL
+                             WHERE j.id = r.id AND j.locked_by IS NULL
                                AND j.queue_name IS NOT DISTINCT FROM r.queue_name
                                AND j.priority IS NOT DISTINCT FROM r.priority
                                AND j.available_at IS NOT DISTINCT FROM r.available_at
@@ -193,7 +193,11 @@ $$;
 -- columns are NOT NULL: the same test) because no index can serve that
 -- operator: with `=`, statistics saying job_queue is empty let the
 -- planner read it through job_queue_unique_key, led by queue_name (2,000
--- buffers for a claim of 3 jobs), instead of its primary key. The
+-- buffers for a claim of 3 jobs), instead of its primary key. For the
+-- same reason it tests `locked_by IS NULL` (the same as `lease_until IS
+-- NULL`, constraint job_queue_lease_has_holder): `lease_until IS NULL`
+-- is the predicate of job_queue_dequeue, and with it the planner may
+-- read that whole index for each entry. The
 -- scheduled part is 0007's skip-scan over
 -- job_queue_scheduled. Each part locks up to p_cap jobs; the final LIMIT
 -- may leave some of them locked and unleased until the claim commits (a
@@ -239,7 +243,7 @@ BEGIN
                   AND j.queue_name IS NOT DISTINCT FROM r.queue_name
                   AND j.priority IS NOT DISTINCT FROM r.priority
                   AND j.available_at IS NOT DISTINCT FROM r.available_at
-                  AND j.lease_until IS NULL
+                  AND j.locked_by IS NULL
                   AND j.attempts < j.max_attempts
                 FOR UPDATE SKIP LOCKED
             ) c
@@ -297,7 +301,7 @@ BEGIN
                   AND j.queue_name IS NOT DISTINCT FROM r.queue_name
                   AND j.priority IS NOT DISTINCT FROM r.priority
                   AND j.available_at IS NOT DISTINCT FROM r.available_at
-                  AND j.lease_until IS NULL
+                  AND j.locked_by IS NULL
                   AND j.attempts < j.max_attempts
             ) c
             WHERE r.queue_name = p_queue
