@@ -53,9 +53,9 @@ impl PgStorage {
     /// The planner's plan (`EXPLAIN`, not executed) for the claim
     /// `request` would run (the limited statement when one of its queues
     /// has limits), followed by the plan of its pick for the first queue
-    /// (the query of `queue_pick`, migration 0010, under the function's
+    /// (the query of `queue_pick`, migration 0011, under the function's
     /// settings, with that queue's cap), then by the plan of its lease of
-    /// the picked jobs (the query of `queue_lease`, migration 0010, under
+    /// the picked jobs (the query of `queue_lease`, migration 0011, under
     /// that function's settings, for ids no job has: its access path): for
     /// operators checking that claims are served by the ready ring's index
     /// (`job_ready_*`) and `job_queue_scheduled` on their data, and the
@@ -113,7 +113,8 @@ impl PgStorage {
                 })
                 .await?;
             // The lease of the picked jobs, as `queue_lease` runs it, for
-            // sixteen ids no job has (ids start at 1): the access path,
+            // sixteen ids no job has (ids start at 1), in every slot of
+            // the ring: the access path,
             // nothing updated or locked. Not for no ids: the planner
             // folds `id = ANY('{}')` to false, and a false condition may
             // take any index.
@@ -123,6 +124,7 @@ impl PgStorage {
                         .bind(self.now_override())
                         .bind(0_i64)
                         .bind("explain")
+                        .bind((0..4).collect::<Vec<i16>>())
                 })
                 .await?;
             if options.contains("ANALYZE") {
@@ -395,9 +397,9 @@ fn pick_query(source: &str) -> Option<String> {
     first_returned_query(source).map(with_parameters)
 }
 
-/// The query of `queue_lease` (migration 0009) with its arguments as
+/// The query of `queue_lease` (migration 0011) with its arguments as
 /// parameters: $1 the ids, $2 the clock override, $3 the lease in
-/// microseconds, $4 the worker.
+/// microseconds, $4 the worker, $5 the ring slots.
 fn lease_query(source: &str) -> Option<String> {
     first_returned_query(source).map(|query| {
         query
@@ -405,6 +407,7 @@ fn lease_query(source: &str) -> Option<String> {
             .replace("p_now", "$2::timestamptz")
             .replace("p_lease_us", "$3::bigint")
             .replace("p_worker", "$4::text")
+            .replace("p_slots", "$5::smallint[]")
     })
 }
 

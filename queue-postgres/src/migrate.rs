@@ -58,6 +58,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ready_ring",
         sql: include_str!("../../migrations/postgres/0010_ready_ring.sql"),
     },
+    Migration {
+        version: 11,
+        name: "ready_slots",
+        sql: include_str!("../../migrations/postgres/0011_ready_slots.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -119,7 +119,7 @@ const LEVELS: &str = "levels(priority) AS (
     )";
 
 /// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked
-/// unless `{lock}` is FALSE: `queue_pick` (migration 0010, first written in
+/// unless `{lock}` is FALSE: `queue_pick` (migration 0011, first written in
 /// 0007). The jobs that were due when written come from the ready ring
 /// (`job_ready`, one ordered scan over its slots, each entry checked
 /// against its job by primary key), so a claim never steps over the index
@@ -134,9 +134,12 @@ const LEVELS: &str = "levels(priority) AS (
 ///
 /// The function's rows are in claim order and stop at `{cap}`. (The order
 /// of the claimed jobs is restored after RETURNING anyway; the conformance
-/// suite checks which are taken.)
+/// suite checks which are taken.) Each carries the ring slot its entry was
+/// read from (NULL for a scheduled job: migration 0011), for the lease to
+/// delete the entry from that partition alone.
 const PICK_LEVELS: &str = "
-        SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at
+        SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at,
+               p.pick_slot AS slot
         FROM {s}.queue_pick({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}) p";
 
 /// The one-queue claim's cap: $3 behind a subquery, so that the planner
@@ -150,7 +153,7 @@ const ONE_QUEUE_CAP: &str = "(SELECT $3::bigint)";
 /// Picks up to $3 claimable jobs of the one queue in $2 ([`PICK_LEVELS`]).
 const PICK_ONE_QUEUE: &str = "
 WITH {limits}picked AS (
-    SELECT c.id FROM ({pick}) c
+    SELECT c.id, c.slot FROM ({pick}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p
                        WHERE p.queue_name = ($2::text[])[1] AND p.paused)
 )";
@@ -160,7 +163,7 @@ WITH {limits}picked AS (
 /// of those (a sort of at most the sum of the caps).
 const PICK_MANY_QUEUES: &str = "
 WITH {limits}picked AS (
-    SELECT c.id
+    SELECT c.id, c.slot
     FROM {queues}
     CROSS JOIN LATERAL ({pick}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
@@ -174,13 +177,14 @@ WITH {limits}picked AS (
 /// for worse ones), and the best $3 still claimable are locked last.
 const PICK_MANY_QUEUES_OVER: &str = "
 WITH {limits}candidates AS (
-    SELECT c.id
+    SELECT c.id, c.slot
     FROM {queues}
     CROSS JOIN LATERAL ({pick_unlocked}) c
     WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
 ),
 picked AS (
-    SELECT j.id FROM {s}.job_queue j
+    SELECT j.id, (SELECT c.slot FROM candidates c WHERE c.id = j.id LIMIT 1) AS slot
+    FROM {s}.job_queue j
     WHERE j.id = ANY(ARRAY(SELECT id FROM candidates))
       AND j.lease_until IS NULL
       AND j.available_at <= COALESCE($1::timestamptz, now())
@@ -191,13 +195,15 @@ picked AS (
 )";
 
 /// Leases the picked jobs for $4 microseconds to worker $5, through
-/// `queue_lease` (migration 0009), which reads them by primary key however
-/// small the statistics say `job_queue` is; the ids go in as an array,
-/// built once from `picked`. `{commit}` is [`ASYNC_COMMIT`] for a storage
+/// `queue_lease` (migration 0011, first written in 0009), which reads them
+/// by primary key however small the statistics say `job_queue` is, and
+/// deletes their ring entries from the slots the pick read them in; the
+/// ids and slots go in as arrays, built from `picked`. `{commit}` is [`ASYNC_COMMIT`] for a storage
 /// with asynchronous claims, else nothing.
 const CLAIM_PICKED: &str = "
 SELECT {job}
-FROM {s}.queue_lease(ARRAY(SELECT id FROM picked), $1::timestamptz, $4::bigint, $5::text){commit}";
+FROM {s}.queue_lease(ARRAY(SELECT id FROM picked), $1::timestamptz, $4::bigint, $5::text,
+                     ARRAY(SELECT DISTINCT slot FROM picked WHERE slot IS NOT NULL)){commit}";
 
 /// Makes the claim's transaction commit without waiting for its WAL to
 /// reach the disk (`SET LOCAL synchronous_commit = off`, as a join the

@@ -309,7 +309,7 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
     let buffers = claim_buffers(&plan);
     // About 35 a job since the ready ring (migration 0010): its entry in
     // the ring's index and table, the job's row by primary key, the lease,
-    // and the entry's delete, which probes the ring's four slots.
+    // and the entry's delete (in the one slot it is in since 0011).
     assert!(
         buffers > 0.0 && buffers <= 150.0,
         "a claim of 3 due jobs touched {buffers} buffers"

@@ -201,8 +201,8 @@ async fn a_rotation_leaves_the_entry_of_an_uncommitted_enqueue() {
 }
 
 /// A schema at migration 0009 holding a pending, a scheduled and a leased
-/// (expired) job, written by plain SQL: after migrating to the ring each
-/// is claimed when it should be.
+/// (expired) job, written by plain SQL: after migrating to the ring (and
+/// every migration since) each is claimed when it should be.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_keeps_pending_scheduled_and_leased_jobs_claimable() {
     let schema = TestSchema::create().await;
@@ -256,7 +256,12 @@ async fn an_upgrade_keeps_pending_scheduled_and_leased_jobs_claimable() {
         .with_schema(&s)
         .expect("valid")
         .with_clock(clock.clone());
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![10]);
+    let after_0009: Vec<u32> = MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| *v > 9)
+        .collect();
+    assert_eq!(storage.migrate().await.expect("migrate"), after_0009);
 
     let payloads = |jobs: Vec<queue_core::Job>| -> Vec<serde_json::Value> {
         jobs.into_iter().map(|j| j.payload).collect()
@@ -272,4 +277,72 @@ async fn an_upgrade_keeps_pending_scheduled_and_leased_jobs_claimable() {
     assert_eq!(payloads(third), vec![json!("scheduled")]);
     pool.close().await;
     schema.drop_schema().await;
+}
+
+/// The ring entries of the jobs `claim` leases (of queues `a` and `b`,
+/// 40 each), counted after the claim: a lease must delete them (migration
+/// 0011: from the slots its pick read them in), whichever statement
+/// claims.
+async fn entries_left_after(limited: bool, claim: DequeueRequest) -> (usize, i64) {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    let s = schema.name().to_owned();
+    if limited {
+        for queue in ["a", "b"] {
+            let limits = queue_core::QueueLimits {
+                concurrency: Some(1_000),
+                ..Default::default()
+            };
+            storage
+                .configure_queue(&QueueName::new(queue).expect("valid"), &limits)
+                .await
+                .expect("configure");
+        }
+    }
+    let jobs = (0..40)
+        .flat_map(|i| [NewJob::new("a", json!(i)), NewJob::new("b", json!(i))])
+        .collect();
+    storage.enqueue_batch(jobs).await.expect("enqueue");
+    let claimed = storage.dequeue(&claim).await.expect("dequeue");
+    let ids: Vec<i64> = claimed.iter().map(|j| j.id.get()).collect();
+    let left: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT count(*) FROM \"{s}\".job_ready WHERE id = ANY($1)"
+    )))
+    .bind(&ids)
+    .fetch_one(&pool)
+    .await
+    .expect("count");
+    pool.close().await;
+    schema.drop_schema().await;
+    (claimed.len(), left)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_claim_deletes_the_entries_of_the_jobs_it_leases() {
+    let worker = || WorkerId::new("w").expect("valid");
+    let queue = |name: &str| QueueName::new(name).expect("valid");
+    let one = || DequeueRequest::new(vec![queue("a")], 30, LEASE, worker()).expect("valid");
+    // Caps that add up to the limit: each queue's pick locks what it takes.
+    let both = || {
+        DequeueRequest::with_queue_limits(vec![(queue("a"), 15), (queue("b"), 15)], LEASE, worker())
+            .expect("valid")
+    };
+    // Caps over the limit: the picks only read, the winners are locked by id.
+    let over =
+        || DequeueRequest::new(vec![queue("a"), queue("b")], 30, LEASE, worker()).expect("valid");
+    for (path, limited, claim) in [
+        ("one queue", false, one()),
+        ("several queues", false, both()),
+        ("several queues over their limit", false, over()),
+        ("one limited queue", true, one()),
+        ("several limited queues", true, both()),
+        ("several limited queues over their limit", true, over()),
+    ] {
+        assert!(claim.over_subscribed() == path.contains("over"), "{path}");
+        let (claimed, left) = entries_left_after(limited, claim).await;
+        assert_eq!(claimed, 30, "{path}");
+        assert_eq!(
+            left, 0,
+            "{path}: the entries of {claimed} leased jobs were kept"
+        );
+    }
 }
