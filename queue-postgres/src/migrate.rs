@@ -63,6 +63,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ready_slots",
         sql: include_str!("../../migrations/postgres/0011_ready_slots.sql"),
     },
+    Migration {
+        version: 12,
+        name: "no_dequeue_index",
+        sql: include_str!("../../migrations/postgres/0012_no_dequeue_index.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -104,19 +104,57 @@ SELECT COALESCE((SELECT id FROM ins),
                   WHERE live.queue_name = $2::text AND live.unique_key = $4::text)) AS id,
        NOT EXISTS (SELECT 1 FROM ins) AS existed{signal_one}";
 
-/// The distinct priorities of queue `{queue}`'s unleased jobs, highest
-/// first: a recursive skip-scan of the dequeue index, one probe per
-/// priority, however many jobs share one.
+/// The distinct priorities of queue `{queue}`'s scheduled jobs (unleased,
+/// written with a future time: `job_queue_scheduled`), highest first: a
+/// recursive skip-scan, one probe per priority, however many jobs share
+/// one.
 const LEVELS: &str = "levels(priority) AS (
         (SELECT j.priority FROM {s}.job_queue j
-          WHERE j.queue_name = {queue} AND j.lease_until IS NULL
+          WHERE j.queue_name = {queue} AND j.lease_until IS NULL AND j.available_at > j.updated_at
           ORDER BY j.priority DESC LIMIT 1)
         UNION ALL
         SELECT (SELECT j.priority FROM {s}.job_queue j
-                 WHERE j.queue_name = {queue} AND j.lease_until IS NULL AND j.priority < l.priority
+                 WHERE j.queue_name = {queue} AND j.lease_until IS NULL
+                   AND j.available_at > j.updated_at AND j.priority < l.priority
                  ORDER BY j.priority DESC LIMIT 1)
           FROM levels l WHERE l.priority IS NOT NULL
     )";
+
+/// [`LEVELS`] of queue `{queue}`'s ring entries (`job_ready`, over its
+/// slots).
+const RING_LEVELS: &str = "ring_levels(priority) AS (
+        (SELECT r.priority FROM {s}.job_ready r
+          WHERE r.queue_name = {queue} ORDER BY r.priority DESC LIMIT 1)
+        UNION ALL
+        SELECT (SELECT r.priority FROM {s}.job_ready r
+                 WHERE r.queue_name = {queue} AND r.priority < l.priority
+                 ORDER BY r.priority DESC LIMIT 1)
+          FROM ring_levels l WHERE l.priority IS NOT NULL
+    )";
+
+/// The recursive CTE `ring_queues(name)`: the queues with ring entries, by
+/// a skip-scan of the ring's index (one probe per queue, a NULL row last).
+const RING_QUEUES: &str = "ring_queues(name) AS (
+    (SELECT r.queue_name FROM {s}.job_ready r ORDER BY r.queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT r.queue_name FROM {s}.job_ready r
+             WHERE r.queue_name > q.name ORDER BY r.queue_name LIMIT 1)
+    FROM ring_queues q WHERE q.name IS NOT NULL
+)";
+
+/// The recursive CTE `scheduled_queues(name)`: the queues with scheduled
+/// jobs, by a skip-scan of `job_queue_scheduled`.
+const SCHEDULED_QUEUES: &str = "scheduled_queues(name) AS (
+    (SELECT j.queue_name FROM {s}.job_queue j
+      WHERE j.lease_until IS NULL AND j.available_at > j.updated_at
+      ORDER BY j.queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue_name FROM {s}.job_queue j
+             WHERE j.queue_name > q.name AND j.lease_until IS NULL
+               AND j.available_at > j.updated_at
+             ORDER BY j.queue_name LIMIT 1)
+    FROM scheduled_queues q WHERE q.name IS NOT NULL
+)";
 
 /// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked
 /// unless `{lock}` is FALSE: `queue_pick` (migration 0011, first written in
@@ -250,8 +288,8 @@ FROM {s}.queue_heartbeat($1::timestamptz, $2::bigint[], $3::text[], $4::int[], $
 
 /// The recursive CTE `{name}(name)`: the queues with jobs whose
 /// `lease_until IS {held}`, by a skip-scan (one index probe per queue, a
-/// NULL row last): of `job_queue_dequeue` for NULL, of `job_queue_leased`
-/// for NOT NULL. Filled in by [`queues_with`].
+/// NULL row last) of `job_queue_leased` for NOT NULL. Filled in by
+/// [`queues_with`].
 const QUEUES_WITH: &str = "{name}(name) AS (
     (SELECT j.queue_name FROM {s}.job_queue j WHERE j.lease_until IS {held}
       ORDER BY j.queue_name LIMIT 1)
@@ -383,26 +421,36 @@ DELETE FROM {s}.job_history WHERE id = ANY(ARRAY(
 /// its LIMITs' worst case (millions of rows), so by default it would JIT-
 /// compile the statement (seconds on a busy machine) and start parallel
 /// workers for empty indexes; the statement reads a few index ranges, for
-/// which neither pays.
-pub(crate) const STATS_SETTINGS: &str =
-    "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0";
+/// which neither pays. Without sequential scans, hash or merge joins and
+/// bitmap scans, as in the claim's functions: the check of each ring entry
+/// against its job must be a probe of `job_queue_pkey` whatever the
+/// statistics say (`migrations/postgres/0010_ready_ring.sql`).
+pub(crate) const STATS_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0; \
+     SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; \
+     SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off";
 
 /// Counts per queue and derived state, each up to $2, with paused queues,
-/// read from indexes rather than from every live row:
-/// - the queues with unleased jobs: a skip-scan of `job_queue_dequeue`,
-///   one probe each (not of `job_queue_unique_key`, which may hold keyed
-///   jobs only: `migrations/postgres/optional`);
+/// read from the claim's structures rather than from every live row
+/// (migration 0012 dropped `job_queue_dequeue`, which held every unleased
+/// job a second time beside the ring):
+/// - the queues with unleased jobs: a skip-scan of the ready ring
+///   (`job_ready`) and one of `job_queue_scheduled`, one probe per queue
+///   each; a queue whose only entries are stale (its jobs discarded or
+///   leased by hand) counts nothing and is left out;
 /// - running and stalled, and the queues with leased jobs: the leased rows
 ///   (`job_queue_leased`; as many as workers hold, so few);
 /// - exhausted: `job_queue_exhausted` (normally empty; reclaim empties it);
-/// - pending and scheduled: per priority level ([`LEVELS`]) a range of
-///   `job_queue_dequeue` on `available_at <= now` (or `> now`), read up to
-///   the cap plus the queue's exhausted jobs in that range (the index
-///   holds them too, and they are subtracted), so a queue of a million
+/// - pending: the queue's ring entries, each checked against its job by
+///   primary key (unleased, unexhausted, the entry's key), distinct jobs up
+///   to the cap, plus per priority level ([`LEVELS`] over
+///   `job_queue_scheduled`) the range of scheduled jobs now due, up to the
+///   cap; scheduled: the same ranges after now (and ring entries after now,
+///   which only a clock that went back makes). So a queue of a million
 ///   pending jobs costs the cap, not the million;
-/// - the oldest pending job: per level the first unexhausted entry.
+/// - the oldest pending job: per level of the ring its first live entry,
+///   per level of the scheduled jobs the first unexhausted one.
 const STATS: &str = "
-WITH RECURSIVE {unleased_queues},
+WITH RECURSIVE {ring_queues}, {scheduled_queues},
 leased AS (
     SELECT queue_name,
         count(*) FILTER (WHERE lease_until > COALESCE($1::timestamptz, now())) AS running,
@@ -411,47 +459,85 @@ leased AS (
     GROUP BY queue_name
 ),
 exhausted AS (
-    SELECT queue_name, count(*) AS total,
-        count(*) FILTER (WHERE available_at <= COALESCE($1::timestamptz, now())) AS due
+    SELECT queue_name, count(*) AS total
     FROM {s}.job_queue WHERE lease_until IS NULL AND attempts >= max_attempts
     GROUP BY queue_name
+),
+queues AS (
+    SELECT name FROM ring_queues WHERE name IS NOT NULL
+    UNION
+    SELECT name FROM scheduled_queues WHERE name IS NOT NULL
 ),
 unleased AS (
     SELECT q.name AS queue_name, c.due, c.waiting, c.oldest_pending
     FROM queues q
-    LEFT JOIN exhausted e ON e.queue_name = q.name
     CROSS JOIN LATERAL (
-        WITH RECURSIVE {levels}
+        WITH RECURSIVE {levels}, {ring_levels},
+        ring AS (
+            SELECT r.id, r.available_at
+            FROM {s}.job_ready r
+            CROSS JOIN LATERAL (
+                SELECT 1 FROM {s}.job_queue j
+                WHERE j.id = r.id AND j.locked_by IS NULL AND j.attempts < j.max_attempts
+                  AND j.queue_name IS NOT DISTINCT FROM r.queue_name
+                  AND j.priority IS NOT DISTINCT FROM r.priority
+                  AND j.available_at IS NOT DISTINCT FROM r.available_at
+                OFFSET 0) c
+            WHERE r.queue_name = q.name
+            LIMIT $2::bigint
+        )
         SELECT
-            (SELECT count(*) FROM (
-                SELECT 1 FROM levels l CROSS JOIN LATERAL (
-                    SELECT 1 FROM {s}.job_queue j
-                    WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
-                      AND j.available_at <= COALESCE($1::timestamptz, now())
-                    LIMIT $2::bigint + COALESCE(e.due, 0)) x
-                WHERE l.priority IS NOT NULL
-                LIMIT $2::bigint + COALESCE(e.due, 0)) d) AS due,
-            (SELECT count(*) FROM (
-                SELECT 1 FROM levels l CROSS JOIN LATERAL (
-                    SELECT 1 FROM {s}.job_queue j
-                    WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
-                      AND j.available_at > COALESCE($1::timestamptz, now())
-                    LIMIT $2::bigint + COALESCE(e.total - e.due, 0)) x
-                WHERE l.priority IS NOT NULL
-                LIMIT $2::bigint + COALESCE(e.total - e.due, 0)) w) AS waiting,
-            (SELECT min(o.available_at) FROM levels l CROSS JOIN LATERAL (
-                SELECT j.available_at FROM {s}.job_queue j
-                WHERE j.queue_name = q.name AND j.lease_until IS NULL AND j.priority = l.priority
-                  AND j.attempts < j.max_attempts
-                ORDER BY j.available_at LIMIT 1) o
-             WHERE l.priority IS NOT NULL) AS oldest_pending
+            LEAST((SELECT count(DISTINCT id) FROM ring
+                    WHERE available_at <= COALESCE($1::timestamptz, now()))
+                + (SELECT count(*) FROM (
+                    SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                        SELECT 1 FROM {s}.job_queue j
+                        WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                          AND j.available_at > j.updated_at AND j.priority = l.priority
+                          AND j.available_at <= COALESCE($1::timestamptz, now())
+                          AND j.attempts < j.max_attempts
+                        LIMIT $2::bigint) x
+                    WHERE l.priority IS NOT NULL
+                    LIMIT $2::bigint) d), $2::bigint) AS due,
+            LEAST((SELECT count(DISTINCT id) FROM ring
+                    WHERE available_at > COALESCE($1::timestamptz, now()))
+                + (SELECT count(*) FROM (
+                    SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                        SELECT 1 FROM {s}.job_queue j
+                        WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                          AND j.available_at > j.updated_at AND j.priority = l.priority
+                          AND j.available_at > COALESCE($1::timestamptz, now())
+                          AND j.attempts < j.max_attempts
+                        LIMIT $2::bigint) x
+                    WHERE l.priority IS NOT NULL
+                    LIMIT $2::bigint) w), $2::bigint) AS waiting,
+            LEAST(
+                (SELECT min(o.available_at) FROM ring_levels l CROSS JOIN LATERAL (
+                    SELECT r.available_at FROM {s}.job_ready r
+                    CROSS JOIN LATERAL (
+                        SELECT 1 FROM {s}.job_queue j
+                        WHERE j.id = r.id AND j.locked_by IS NULL AND j.attempts < j.max_attempts
+                          AND j.queue_name IS NOT DISTINCT FROM r.queue_name
+                          AND j.priority IS NOT DISTINCT FROM r.priority
+                          AND j.available_at IS NOT DISTINCT FROM r.available_at
+                        OFFSET 0) c
+                    WHERE r.queue_name = q.name AND r.priority = l.priority
+                    ORDER BY r.available_at LIMIT 1) o
+                 WHERE l.priority IS NOT NULL),
+                (SELECT min(o.available_at) FROM levels l CROSS JOIN LATERAL (
+                    SELECT j.available_at FROM {s}.job_queue j
+                    WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                      AND j.available_at > j.updated_at AND j.priority = l.priority
+                      AND j.attempts < j.max_attempts
+                    ORDER BY j.available_at LIMIT 1) o
+                 WHERE l.priority IS NOT NULL)) AS oldest_pending
     ) c
-    WHERE q.name IS NOT NULL
+    WHERE c.due > 0 OR c.waiting > 0
 ),
 live AS (
-    SELECT COALESCE(u.queue_name, l.queue_name) AS queue_name,
-        LEAST(COALESCE(u.due, 0) - COALESCE(e.due, 0), $2::bigint) AS pending,
-        LEAST(COALESCE(u.waiting, 0) - COALESCE(e.total - e.due, 0), $2::bigint) AS scheduled,
+    SELECT COALESCE(u.queue_name, l.queue_name, e.queue_name) AS queue_name,
+        COALESCE(u.due, 0) AS pending,
+        COALESCE(u.waiting, 0) AS scheduled,
         LEAST(COALESCE(l.running, 0), $2::bigint) AS running,
         LEAST(COALESCE(l.stalled, 0), $2::bigint) AS stalled,
         LEAST(COALESCE(e.total, 0), $2::bigint) AS exhausted,
@@ -459,7 +545,7 @@ live AS (
              THEN u.oldest_pending END AS oldest_pending
     FROM unleased u
     FULL JOIN leased l ON l.queue_name = u.queue_name
-    LEFT JOIN exhausted e ON e.queue_name = u.queue_name
+    FULL JOIN exhausted e ON e.queue_name = COALESCE(u.queue_name, l.queue_name)
 ),
 paused AS (SELECT queue_name FROM {s}.queue_config WHERE paused)
 SELECT COALESCE(l.queue_name, p.queue_name) AS queue_name, p.queue_name IS NOT NULL AS paused,
@@ -970,8 +1056,10 @@ impl Statements {
             prune_counters: fill(PRUNE_COUNTERS),
             stats: fill(
                 &STATS
-                    .replace("{unleased_queues}", &queues_with("queues", "NULL"))
+                    .replace("{ring_queues}", RING_QUEUES)
+                    .replace("{scheduled_queues}", SCHEDULED_QUEUES)
                     .replace("{levels}", LEVELS)
+                    .replace("{ring_levels}", RING_LEVELS)
                     .replace("{queue}", "q.name"),
             ),
             get_job: fill(GET_JOB),

@@ -582,11 +582,12 @@ async fn claims_keep_the_dequeue_order_when_statistics_say_the_queue_is_empty() 
 }
 
 /// `stats` finds its queues and counts from index ranges with either form
-/// of `job_queue_unique_key`: it enumerated the queues by a skip-scan of
-/// that index, which once partial (keyed jobs only:
+/// of `job_queue_unique_key`: it once enumerated the queues by a skip-scan
+/// of that index, which once partial (keyed jobs only:
 /// `PgStorage::index_keyless_jobs(false)`) no longer
 /// serves a query for every job, and the enumeration became a sequential
-/// scan of the table for each queue.
+/// scan of the table for each queue. Since migration 0012 it reads the
+/// ready ring and `job_queue_scheduled`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_reads_index_ranges_with_either_unique_key_index() {
     let (schema, pool, storage) = common::storage_in_new_schema().await;
@@ -612,22 +613,35 @@ async fn stats_reads_index_ranges_with_either_unique_key_index() {
             .await
             .expect("analyze");
         let plan = storage.explain_stats(10_000).await.expect("explain");
-        // Each recursive skip-scan (the queues, then each queue's priority
-        // levels) must probe an index: a Limit over a sequential scan
-        // reads the table until it finds the next queue or level.
-        let probes: Vec<&PlanStep> = plan
-            .windows(3)
-            .filter(|w| w[0].operation == "Recursive Union" && w[1].operation == "Limit")
-            .map(|w| &w[2])
+        // Each recursive skip-scan (the queues with ring entries and with
+        // scheduled jobs, then each queue's priority levels in both) must
+        // probe an index: a Limit over a sequential scan reads the table
+        // until it finds the next queue or level. The ring's probes merge
+        // its four slots' indexes.
+        let nodes = plan_nodes(&plan);
+        let probes: Vec<usize> = plan
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w[0].operation == "Recursive Union" && w[1].operation == "Limit")
+            .map(|(i, _)| i + 2)
             .collect();
+        let is_probe = |at: usize| {
+            let step = &plan[at];
+            let index_on = |s: &PlanStep, table: &str| {
+                s.operation.starts_with("Index") && s.table.as_deref() == Some(table)
+            };
+            if step.operation == "Merge Append" {
+                (1..=4).all(|k| {
+                    plan.get(at + k)
+                        .is_some_and(|s| index_on(s, &format!("job_ready_{}", k - 1)))
+                })
+            } else {
+                index_on(step, "job_queue")
+            }
+        };
         assert!(
-            probes.len() == 2
-                && probes
-                    .iter()
-                    .all(|s| s.operation.starts_with("Index")
-                        && s.table.as_deref() == Some("job_queue")),
-            "with the {form} unique-key index, a skip-scan of stats is not an index probe: {:?}",
-            plan_nodes(&plan)
+            probes.len() == 4 && probes.iter().all(|at| is_probe(*at)),
+            "with the {form} unique-key index, a skip-scan of stats is not an index probe: {nodes:?}"
         );
         let stats = storage.stats().await.expect("stats");
         let counts: Vec<(&str, u64, u64)> = stats

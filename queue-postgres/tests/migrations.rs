@@ -115,21 +115,42 @@ async fn an_edited_migration_is_a_conflict() {
     finish(schema, pool).await;
 }
 
+/// The claim's two indexes in claim order (queue, then priority highest
+/// first, then time and id): the ready ring's, and the scheduled jobs'
+/// (partial); `job_queue_dequeue`, which held every unleased job, is gone
+/// (migration 0012).
 #[tokio::test]
-async fn dequeue_index_is_partial_and_led_by_queue_then_priority_desc() {
+async fn claim_indexes_are_led_by_queue_then_priority_desc() {
     let (schema, pool) = migrated().await;
-    let definition: String = sqlx::query_scalar(
-        "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'job_queue_dequeue'",
-    )
-    .bind(schema.name())
-    .fetch_one(&pool)
-    .await
-    .expect("index exists");
+    let definition = |name: &'static str| {
+        let pool = pool.clone();
+        let schema = schema.name().to_owned();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+            )
+            .bind(schema)
+            .bind(name)
+            .fetch_optional(&pool)
+            .await
+            .expect("pg_indexes")
+        }
+    };
+    let ring = definition("job_ready_claim").await.expect("ring index");
     assert!(
-        definition
-            .contains("(queue_name, priority DESC, available_at, id) WHERE (lease_until IS NULL)"),
-        "{definition}"
+        ring.contains("(queue_name, priority DESC, available_at, id)"),
+        "{ring}"
     );
+    let scheduled = definition("job_queue_scheduled")
+        .await
+        .expect("scheduled index");
+    assert!(
+        scheduled.contains(
+            "(queue_name, priority DESC, available_at, id) WHERE ((lease_until IS NULL) AND (available_at > updated_at))"
+        ),
+        "{scheduled}"
+    );
+    assert_eq!(definition("job_queue_dequeue").await, None);
     finish(schema, pool).await;
 }
 
