@@ -427,7 +427,8 @@ DELETE FROM {s}.job_history WHERE id = ANY(ARRAY(
 /// statistics say (`migrations/postgres/0010_ready_ring.sql`).
 pub(crate) const STATS_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0; \
      SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; \
-     SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off";
+     SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off; \
+     SET LOCAL plan_cache_mode = force_generic_plan";
 
 /// Counts per queue and derived state, each up to $2, with paused queues,
 /// read from the claim's structures rather than from every live row
