@@ -227,7 +227,8 @@ async fn mysql_count(
 }
 
 async fn mysql_conn(url: &str) -> Result<mysql_async::Conn, BenchError> {
-    let opts = mysql_async::Opts::from_url(url).map_err(|e| BenchError::from(e.to_string()))?;
+    let opts = mysql_async::Opts::from_url(url)
+        .map_err(|e| BenchError::from(queue_core::redact_secrets(&e.to_string(), url)))?;
     Ok(mysql_async::Conn::new(opts).await?)
 }
 

@@ -1,6 +1,6 @@
 //! The verdict: the recorded history against what was acknowledged.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use queue::{
     AnyStorage, FinalStatus, HistoryFilter, HistoryRecord, JobId, MAX_PAGE_SIZE, QueueName, Storage,
@@ -17,7 +17,8 @@ pub(crate) struct Verdict {
     /// Acknowledged enqueues with no completed history row.
     pub(crate) lost: usize,
     /// Completed jobs whose effect happened twice where it must not have
-    /// (transactional: ever; plain: on a job with a single attempt).
+    /// (transactional: ever; plain: twice for one attempt, on any attempt,
+    /// or more often than the job had attempts).
     pub(crate) double_effects: usize,
     /// Completed jobs whose archived lease is not the one that recorded
     /// the effect (transactional) or the last one that ran (plain).
@@ -116,7 +117,11 @@ pub(crate) fn check(
                 }
             }
             Mode::Plain => {
-                if ran.len() > 1 && record.attempts == 1 {
+                // A lost attempt may leave its effect behind and be run
+                // again, but each attempt runs the handler once.
+                let mut attempts_seen = HashSet::new();
+                let repeated = ran.iter().any(|effect| !attempts_seen.insert(effect.1));
+                if repeated || ran.len() > record.attempts as usize {
                     verdict.double_effects += 1;
                 }
                 match ran.iter().max_by_key(|e| e.1) {
@@ -235,5 +240,28 @@ mod tests {
             "k1 ran twice on one attempt: {verdict:?}"
         );
         assert_eq!(verdict.stale_acks, 0, "{verdict:?}");
+    }
+
+    #[test]
+    fn plain_mode_flags_a_repeated_effect_on_a_later_attempt() {
+        let produced = produced(&[("k0", 1), ("k1", 2)], &[]);
+        let records = [record(1, "k0", 2, "b"), record(2, "k1", 3, "c")];
+        let effects = [
+            // k0: its second attempt's effect twice.
+            (1, 1, "a".to_owned()),
+            (1, 2, "b".to_owned()),
+            (1, 2, "b".to_owned()),
+            // k1: three attempts, each effect once.
+            (2, 1, "a".to_owned()),
+            (2, 2, "b".to_owned()),
+            (2, 3, "c".to_owned()),
+        ];
+        let verdict = check(Mode::Plain, &produced, &records, 0, &effects);
+        assert_eq!(
+            verdict.double_effects, 1,
+            "k0 ran twice on attempt 2: {verdict:?}"
+        );
+        assert_eq!(verdict.stale_acks, 0, "{verdict:?}");
+        assert!(verdict.violated());
     }
 }

@@ -43,7 +43,8 @@ pub(crate) async fn prepare(backend: Backend, url: &str) -> Result<AnyStorage, F
             Ok(storage.into())
         }
         Backend::Mysql => {
-            let opts = mysql_async::Opts::from_url(url).map_err(|e| Failure(e.to_string()))?;
+            let opts = mysql_async::Opts::from_url(url)
+                .map_err(|e| Failure(queue::redact_secrets(&e.to_string(), url)))?;
             let Some(database) = opts.db_name().map(str::to_owned) else {
                 return Err(Failure(
                     "name the run's database in the URL, e.g. mysql://root@127.0.0.1:3306/queue_chaos".into(),
@@ -122,7 +123,8 @@ pub(crate) async fn effects(storage: &AnyStorage, url: &str) -> Result<Vec<Effec
                 .await?,
         );
     }
-    let opts = mysql_async::Opts::from_url(url).map_err(|e| Failure(e.to_string()))?;
+    let opts = mysql_async::Opts::from_url(url)
+        .map_err(|e| Failure(queue::redact_secrets(&e.to_string(), url)))?;
     let mut conn = mysql_async::Conn::new(opts).await?;
     let rows: Vec<Effect> = conn
         .query("SELECT job_id, attempt, worker FROM chaos_effects")

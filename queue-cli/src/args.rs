@@ -201,6 +201,15 @@ pub(crate) enum Command {
         /// Pages reload every this many seconds; 0 turns it off.
         #[arg(long, default_value_t = 5)]
         refresh: u64,
+        /// Without a token, also answer to this Host (`name` or
+        /// `name:port`, e.g. a reverse proxy's); repeatable. Others than
+        /// localhost and loopback addresses are refused (DNS rebinding).
+        #[arg(long = "allowed-host", value_name = "HOST")]
+        allowed_hosts: Vec<String>,
+        /// Mark the login cookie `Secure`: the dashboard is reached over
+        /// HTTPS (a proxy's `X-Forwarded-Proto: https` marks it too).
+        #[arg(long)]
+        secure_cookie: bool,
     },
     /// Delete history rows finished longer ago than a retention.
     Prune {

@@ -9,6 +9,8 @@ use queue::{
 };
 use serde_json::{Value, json};
 
+use queue_dashboard::DashboardOptions;
+
 use crate::CliError;
 use crate::args::{Args, Command, JobSelection};
 use crate::{bulk, flow, output};
@@ -203,7 +205,18 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             token,
             read_only,
             refresh,
-        } => crate::serve::dashboard(storage, bind, token, read_only, refresh).await?,
+            allowed_hosts,
+            secure_cookie,
+        } => {
+            let options = DashboardOptions {
+                read_only,
+                token,
+                refresh: (refresh > 0).then(|| Duration::from_secs(refresh)),
+                allowed_hosts,
+                secure_cookie,
+            };
+            crate::serve::dashboard(storage, bind, options).await?
+        }
         Command::Prune { older_than, status } => {
             let request = PruneRequest {
                 older_than,

@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use queue::AnyStorage;
 use queue_dashboard::{DashboardOptions, router};
@@ -13,11 +12,9 @@ use crate::CliError;
 pub(crate) async fn dashboard(
     storage: AnyStorage,
     bind: SocketAddr,
-    token: Option<String>,
-    read_only: bool,
-    refresh: u64,
+    mut options: DashboardOptions,
 ) -> Result<(), CliError> {
-    let token = token.filter(|t| !t.is_empty());
+    let token = options.token.take().filter(|t| !t.is_empty());
     if let Some(token) = &token
         && (token.len() < 16
             || !token
@@ -33,16 +30,14 @@ pub(crate) async fn dashboard(
             "binding {bind} exposes the dashboard beyond this machine: set --token or QUEUE_DASHBOARD_TOKEN"
         )));
     }
-    let options = DashboardOptions {
-        read_only,
-        token,
-        refresh: (refresh > 0).then(|| Duration::from_secs(refresh)),
-    };
+    options.token = token;
+    let backend = storage.backend();
+    let app = router(Arc::new(storage), options).map_err(|e| CliError::usage(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|e| CliError::failed(format!("cannot listen on {bind}: {e}")))?;
-    eprintln!("queue: dashboard on http://{bind}/ ({})", storage.backend());
-    axum_serve(listener, router(Arc::new(storage), options)).await
+    eprintln!("queue: dashboard on http://{bind}/ ({backend})");
+    axum_serve(listener, app).await
 }
 
 async fn axum_serve(listener: tokio::net::TcpListener, app: axum::Router) -> Result<(), CliError> {

@@ -89,6 +89,11 @@ async fn fixture() -> (TestSchema, AnyStorage, JobId, JobId) {
 
 /// `queue dashboard` on the schema, and a Chromium session next to it.
 async fn open(schema: &TestSchema) -> (Process, Process, Client, String) {
+    open_with(schema, &[]).await
+}
+
+/// `open` with more arguments for `queue dashboard`.
+async fn open_with(schema: &TestSchema, extra: &[&str]) -> (Process, Process, Client, String) {
     let port = free_port();
     let dashboard = Process(
         Command::new(env!("CARGO_BIN_EXE_queue"))
@@ -99,6 +104,7 @@ async fn open(schema: &TestSchema) -> (Process, Process, Client, String) {
                 "--refresh",
                 "0",
             ])
+            .args(extra)
             .env("QUEUE_DATABASE_URL", schema.url())
             .env("QUEUE_SCHEMA", schema.name())
             .stderr(Stdio::null())
@@ -291,6 +297,122 @@ async fn a_script_in_a_payload_renders_as_inert_text() {
             .await
             .contains("<script>window.__pwned = 1</script>")
     );
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+/// Polls `script` (a function body returning a boolean) until it is true.
+async fn wait_until(client: &Client, script: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if client.execute(script, vec![]).await.ok() == Some(json!(true)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn the_dashboard_cannot_be_framed_and_its_style_sheet_applies() {
+    let (schema, _storage, _, _) = fixture().await;
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/"))
+        .await
+        .expect("open the overview");
+    // The style sheet loads under the Content-Security-Policy.
+    let background = client
+        .execute(
+            "return getComputedStyle(document.querySelector('header')).backgroundColor;",
+            vec![],
+        )
+        .await
+        .expect("evaluate");
+    assert_eq!(background, json!("rgb(29, 35, 48)"));
+    // Even a page of its own origin cannot frame it: the frame stays empty.
+    client
+        .execute(
+            "const f = document.createElement('iframe'); f.id = 'framed'; \
+             f.onload = () => { window.__framed_loaded = true; }; \
+             f.src = '/jobs'; document.body.appendChild(f);",
+            vec![],
+        )
+        .await
+        .expect("add a frame");
+    wait_until(
+        &client,
+        "return window.__framed_loaded === true;",
+        "the frame never finished loading",
+    )
+    .await;
+    let framed = client
+        .execute(
+            "try { const d = document.getElementById('framed').contentDocument; \
+               return !!d && !!d.body && d.body.innerText.includes('Jobs'); } \
+             catch (e) { return false; }",
+            vec![],
+        )
+        .await
+        .expect("evaluate");
+    assert_eq!(framed, json!(false), "the dashboard rendered in a frame");
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn the_login_form_posts_and_its_cookie_is_out_of_scripts_reach() {
+    let token = "browser-token-0123456789";
+    let (schema, _storage, _, _) = fixture().await;
+    let (_dashboard, _driver, client, base) = open_with(&schema, &["--token", token]).await;
+    client
+        .goto(&format!("{base}/history"))
+        .await
+        .expect("open the history");
+    assert!(body_text(&client).await.contains("access token"));
+    client
+        .find(Locator::Css("input[name='token']"))
+        .await
+        .expect("a token field")
+        .send_keys(token)
+        .await
+        .expect("type the token");
+    client
+        .find(Locator::Css("form button"))
+        .await
+        .expect("an Open button")
+        .click()
+        .await
+        .expect("click");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !body_text_now(&client)
+        .await
+        .is_some_and(|text| text.contains("History"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the login did not open the history"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = client.current_url().await.expect("a URL");
+    assert_eq!(url.path(), "/history");
+    assert!(!url.as_str().contains(token), "the token in the URL: {url}");
+    // HttpOnly: a script on the page cannot read the cookie.
+    let cookies = client
+        .execute("return document.cookie;", vec![])
+        .await
+        .expect("evaluate");
+    assert_eq!(cookies, json!(""), "a script read the cookie");
+    let cookie = client
+        .get_named_cookie("queue_dashboard_token")
+        .await
+        .expect("the login cookie");
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(format!("{:?}", cookie.same_site()), "Some(Strict)");
+    assert_ne!(cookie.secure(), Some(true), "plain HTTP: not Secure");
     client.close().await.expect("close");
     schema.drop_schema().await;
 }

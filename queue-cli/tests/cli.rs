@@ -389,9 +389,17 @@ fn the_dashboard_refuses_to_listen_beyond_loopback_without_a_token() {
         2,
     );
     assert!(stderr.contains("16 or more"), "{stderr}");
+    let stderr = fails(
+        "postgres://postgres@127.0.0.1:5432/queue_test",
+        None,
+        &["dashboard", "--allowed-host", "dash example"],
+        2,
+    );
+    assert!(stderr.contains("allowed host"), "{stderr}");
 }
 
-/// `queue dashboard` serves pages and /healthz over HTTP on a real database.
+/// `queue dashboard` serves pages and /healthz over HTTP on a real database,
+/// to loopback names and `--allowed-host`, not to others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_serves_the_overview_on_postgres() {
     use std::io::Read;
@@ -410,19 +418,26 @@ async fn the_dashboard_serves_the_overview_on_postgres() {
         .expect("a free port")
         .port();
     let mut server = Command::new(env!("CARGO_BIN_EXE_queue"))
-        .args(["dashboard", "--bind", &format!("127.0.0.1:{port}")])
+        .args([
+            "dashboard",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--allowed-host",
+            "dash.example.com",
+        ])
         .env("QUEUE_DATABASE_URL", schema.url())
         .env("QUEUE_SCHEMA", schema.name())
         .stderr(Stdio::null())
         .spawn()
         .expect("the dashboard starts");
-    let fetch = |path: &str| -> Option<String> {
+    let fetch_from = |host: &str, path: &str| -> Option<String> {
         let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").ok()?;
         let mut text = String::new();
         stream.read_to_string(&mut text).ok()?;
         Some(text)
     };
+    let fetch = |path: &str| fetch_from("localhost", path);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let health = loop {
         if let Some(reply) = fetch("/healthz") {
@@ -435,6 +450,8 @@ async fn the_dashboard_serves_the_overview_on_postgres() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     let overview = fetch("/").expect("the overview");
+    let proxied = fetch_from("dash.example.com:443", "/").expect("the overview");
+    let rebound = fetch_from("evil.example", "/").expect("a refusal");
     let _ = server.kill();
     let _ = server.wait();
     assert!(
@@ -443,6 +460,8 @@ async fn the_dashboard_serves_the_overview_on_postgres() {
     );
     assert!(overview.starts_with("HTTP/1.0 200"), "{overview}");
     assert!(overview.contains(">emails</a>"), "{overview}");
+    assert!(proxied.starts_with("HTTP/1.0 200"), "{proxied}");
+    assert!(rebound.starts_with("HTTP/1.0 421"), "{rebound}");
     schema.drop_schema().await;
 }
 

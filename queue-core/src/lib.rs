@@ -48,7 +48,7 @@ pub use periodic::{PeriodicFire, ScheduleRecord, ValidFire};
 pub use state::{JobState, derive_state};
 pub use stats::{DEFAULT_COUNT_CAP, QueueStats, validate_count_cap};
 pub use storage::Storage;
-pub use url::{redact_url, with_database};
+pub use url::{redact_secrets, redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};
 
 pub use async_trait::async_trait;

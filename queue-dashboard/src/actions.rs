@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::AppState;
 use crate::auth::csrf_ok;
 use crate::error::Failure;
+use crate::href::component;
 use crate::jobs::JobQuery;
 
 /// The fields every action's form carries.
@@ -213,7 +214,10 @@ pub(crate) async fn retry_dead_letters<S: Storage>(
     };
     state.storage.retry_dead_letters(&filter).await?;
     Ok(Redirect::to(&match queue {
-        Some(queue) => format!("/history?status=dead_letter&queue={}", queue.as_str()),
+        Some(queue) => format!(
+            "/history?status=dead_letter&queue={}",
+            component(queue.as_str())
+        ),
         None => "/history?status=dead_letter".to_owned(),
     }))
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::AppState;
 use crate::error::Failure;
+use crate::href::component;
 use crate::layout::page;
 
 /// Jobs a page.
@@ -69,7 +70,7 @@ impl JobQuery {
         pairs
             .iter()
             .filter(|(_, value)| !value.is_empty())
-            .map(|(key, value)| format!("{key}={}", urlencoding(value)))
+            .map(|(key, value)| format!("{key}={}", component(value)))
             .collect::<Vec<_>>()
             .join("&")
     }
@@ -78,19 +79,6 @@ impl JobQuery {
 fn non_empty(text: &str) -> Option<String> {
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
-}
-
-/// Percent-encodes a query value (names and keys are free text).
-fn urlencoding(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// The jobs page.

@@ -1,34 +1,24 @@
 //! The page frame: navigation, the embedded style sheet, auto-refresh.
 
-use maud::{DOCTYPE, Markup, PreEscaped, html};
+use maud::{DOCTYPE, Markup, html};
 use queue_core::Storage;
 
 use crate::AppState;
 
-/// The style sheet, embedded in every page.
-const STYLE: &str = r#"
-body { font-family: system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
-header { background: #1d2330; color: #fff; padding: .6rem 1.2rem; display: flex; gap: 1.2rem; align-items: center; }
-header a { color: #cfe0ff; text-decoration: none; }
-header .brand { font-weight: 700; color: #fff; }
-main { padding: 1rem 1.2rem; }
-table { border-collapse: collapse; background: #fff; min-width: 40rem; }
-th, td { padding: .35rem .7rem; border-bottom: 1px solid #e3e6ea; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-th { background: #eef1f5; font-weight: 600; }
-pre { background: #fff; border: 1px solid #e3e6ea; padding: .7rem; overflow: auto; max-width: 60rem; }
-form.inline { display: inline; }
-button { cursor: pointer; }
-.muted { color: #6b7280; }
-.error { color: #b42318; }
-.paused { color: #b54708; font-weight: 600; }
-dl { display: grid; grid-template-columns: max-content auto; gap: .3rem 1rem; }
-dt { font-weight: 600; }
-svg.chart { background: #f6f7f9; vertical-align: middle; }
-svg.chart rect.done { fill: #2e7d32; }
-svg.chart rect.dead { fill: #b42318; }
-.bulk { margin: .8rem 0; display: flex; gap: .6rem; align-items: center; }
-"#;
+/// The style sheet, served at `/style.css` (the Content-Security-Policy
+/// allows no inline style).
+pub(crate) const STYLE: &str = include_str!("style.css");
+
+/// Where pages link the style sheet from.
+pub(crate) const STYLE_PATH: &str = "/style.css";
+
+/// `GET /style.css`.
+pub(crate) async fn style() -> impl axum::response::IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        STYLE,
+    )
+}
 
 /// A full page titled `title` around `body`.
 pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -> Markup {
@@ -41,7 +31,7 @@ pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -
                     meta http-equiv="refresh" content=(refresh.as_secs().max(1));
                 }
                 title { (title) " · queue" }
-                style { (PreEscaped(STYLE)) }
+                link rel="stylesheet" href=(STYLE_PATH);
             }
             body {
                 header {
@@ -70,7 +60,7 @@ pub(crate) fn bare(title: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head { meta charset="utf-8"; title { (title) } style { (PreEscaped(STYLE)) } }
+            head { meta charset="utf-8"; title { (title) } link rel="stylesheet" href=(STYLE_PATH); }
             body { main { h1 { (title) } (body) } }
         }
     }

@@ -6,7 +6,7 @@
 //! # async fn demo(storage: std::sync::Arc<impl queue_core::Storage>) -> std::io::Result<()> {
 //! use queue_dashboard::{DashboardOptions, router};
 //!
-//! let app = router(storage, DashboardOptions::default());
+//! let app = router(storage, DashboardOptions::default()).expect("valid options");
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! axum::serve(listener, app).await
 //! # }
@@ -20,17 +20,37 @@
 //! error, result; run now, discard, retry), an enqueue form. `/metrics`
 //! (Prometheus text) and `/healthz`.
 //!
-//! Security: every mutation is a POST that carries the page's CSRF token
-//! and is refused without it; with [`DashboardOptions::token`] set, every
-//! request needs the token (a bearer header, or the cookie that
-//! `?token=…` sets); [`DashboardOptions::read_only`] refuses every
-//! mutation. Everything read from the database is HTML-escaped, and
-//! request strings become typed values, never SQL.
-
+//! Security:
+//! - every mutation is a POST that carries the page's CSRF token and is
+//!   refused without it; [`DashboardOptions::read_only`] refuses every
+//!   mutation;
+//! - without [`DashboardOptions::token`], a request is served only when its
+//!   `Host` is `localhost`, a loopback address (`127.0.0.1`, `[::1]`, any
+//!   port) or one of [`DashboardOptions::allowed_hosts`], and refused with
+//!   421 otherwise: a web page whose name an attacker re-points at
+//!   127.0.0.1 (DNS rebinding) cannot drive the dashboard. Behind a reverse
+//!   proxy, list the name the browser uses;
+//! - with a token, every request needs it: as `Authorization: Bearer …`, or
+//!   in the cookie that the login form (a POST to `/login`, never a query
+//!   string) sets. The cookie is `HttpOnly` and `SameSite=Strict`, and
+//!   `Secure` when [`DashboardOptions::secure_cookie`] is set or the login
+//!   request carries `X-Forwarded-Proto: https` (a TLS-terminating proxy
+//!   sets it; believing it from anyone is safe, since `Secure` only keeps
+//!   the cookie off plain HTTP). Tokens are compared in constant time;
+//!   [`router`] refuses a blank token;
+//! - every response carries `Content-Security-Policy: default-src 'self';
+//!   base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
+//!   `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and
+//!   `Referrer-Policy: no-referrer`: no page runs a script, loads anything
+//!   from elsewhere or can be framed;
+//! - everything read from the database is HTML-escaped and
+//!   percent-encoded in every URL a page emits, and request strings become
+//!   typed values, never SQL.
 mod actions;
 mod auth;
 mod chart;
 mod error;
+mod href;
 mod jobs;
 mod layout;
 mod metrics;
@@ -40,18 +60,29 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::http::{HeaderName, HeaderValue, header};
 use axum::routing::{get, post};
 use queue_core::Storage;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 /// How the dashboard behaves.
 #[derive(Debug, Clone)]
 pub struct DashboardOptions {
     /// Refuse every mutation (pause, resume, retry, discard, enqueue).
     pub read_only: bool,
-    /// When set, every request must carry this token.
+    /// When set, every request must carry this token (see the crate's
+    /// security notes); [`router`] refuses a blank one.
     pub token: Option<String>,
     /// Pages reload themselves this often; `None` turns it off.
     pub refresh: Option<Duration>,
+    /// Without a token, the `Host` names served besides `localhost` and the
+    /// loopback addresses: `name` (any port) or `name:port`, such as the
+    /// name a reverse proxy forwards.
+    pub allowed_hosts: Vec<String>,
+    /// Mark the login cookie `Secure` (the dashboard is reached over
+    /// HTTPS); it is also marked when the login carries
+    /// `X-Forwarded-Proto: https`.
+    pub secure_cookie: bool,
 }
 
 impl Default for DashboardOptions {
@@ -60,30 +91,95 @@ impl Default for DashboardOptions {
             read_only: false,
             token: None,
             refresh: Some(Duration::from_secs(5)),
+            allowed_hosts: Vec::new(),
+            secure_cookie: false,
         }
     }
 }
+
+/// Options [`router`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OptionsError {
+    /// The token is empty or only white space.
+    BlankToken,
+    /// The token holds a character a cookie cannot carry (control
+    /// characters, white space, `"`, `,`, `;`, `\`, non-ASCII).
+    TokenCharacter(char),
+    /// An allowed host that is not `name` or `name:port`.
+    AllowedHost(String),
+}
+
+impl std::fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BlankToken => f.write_str("the dashboard token is empty or only white space"),
+            Self::TokenCharacter(c) => {
+                write!(
+                    f,
+                    "the dashboard token holds {c:?}, which a cookie cannot carry"
+                )
+            }
+            Self::AllowedHost(entry) => {
+                write!(f, "the allowed host {entry:?} is not `name` or `name:port`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OptionsError {}
 
 /// What every handler shares.
 pub(crate) struct AppState<S> {
     pub(crate) storage: Arc<S>,
     pub(crate) options: DashboardOptions,
-    /// The token every form carries, random per process.
+    /// [`DashboardOptions::allowed_hosts`], parsed.
+    pub(crate) allowed_hosts: Vec<auth::Authority>,
+    /// The token every form carries, random per process (every router of
+    /// a process shares it).
     pub(crate) csrf: String,
     /// `/metrics`' counters.
     pub(crate) finished: metrics::Finished,
 }
 
-/// The dashboard's routes over `storage`.
-pub fn router<S: Storage>(storage: Arc<S>, options: DashboardOptions) -> Router {
+/// This process's CSRF token, drawn once.
+fn csrf_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| format!("{:032x}", rand::random::<u128>()))
+}
+
+/// The security headers every response carries.
+const SECURITY_HEADERS: [(HeaderName, &str); 4] = [
+    (
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    (header::X_FRAME_OPTIONS, "DENY"),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    (header::REFERRER_POLICY, "no-referrer"),
+];
+
+/// The dashboard's routes over `storage`; an [`OptionsError`] for a blank
+/// token or a malformed allowed host.
+pub fn router<S: Storage>(
+    storage: Arc<S>,
+    options: DashboardOptions,
+) -> Result<Router, OptionsError> {
+    if let Some(token) = &options.token {
+        auth::check_token(token)?;
+    }
+    let allowed_hosts = auth::allowed_hosts(&options.allowed_hosts)?;
     let state = Arc::new(AppState {
         storage,
         options,
-        csrf: format!("{:032x}", rand::random::<u128>()),
+        allowed_hosts,
+        csrf: csrf_token().to_owned(),
         finished: metrics::Finished::new(),
     });
-    Router::new()
+    let mut app = Router::new()
         .route("/", get(pages::overview::<S>))
+        .route(layout::STYLE_PATH, get(layout::style))
+        .route(auth::LOGIN_PATH, post(auth::login::<S>))
         .route("/history", get(pages::history::<S>))
         .route("/jobs", get(jobs::list::<S>))
         .route("/jobs/bulk", post(actions::bulk::<S>))
@@ -109,5 +205,16 @@ pub fn router<S: Storage>(storage: Arc<S>, options: DashboardOptions) -> Router 
             Arc::clone(&state),
             auth::require_token::<S>,
         ))
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::check_host::<S>,
+        ))
+        .with_state(state);
+    for (name, value) in SECURITY_HEADERS {
+        app = app.layer(SetResponseHeaderLayer::overriding(
+            name,
+            HeaderValue::from_static(value),
+        ));
+    }
+    Ok(app)
 }

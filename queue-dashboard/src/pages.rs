@@ -11,6 +11,7 @@ use queue_core::{
 use serde::Deserialize;
 
 use crate::error::Failure;
+use crate::href::component;
 use crate::layout::{action, page};
 use crate::{AppState, chart};
 
@@ -47,7 +48,7 @@ pub(crate) async fn overview<S: Storage>(
                         @let recent: Vec<&Throughput> = points.iter().copied().filter(|p| p.minute > hour_ago).collect();
                         tr {
                             td {
-                                a href=(format!("/jobs?queue={}", s.queue.as_str())) { (s.queue.as_str()) }
+                                a href=(format!("/jobs?queue={}", component(s.queue.as_str()))) { (s.queue.as_str()) }
                                 @if s.paused { " " span.paused { "paused" } }
                                 @if let Some(config) = configs.iter().find(|c| c.queue == s.queue && c.limits != QueueLimits::default()) {
                                     br; small.muted { (config.limits.to_string()) }
@@ -61,13 +62,13 @@ pub(crate) async fn overview<S: Storage>(
                             td { (s.oldest_pending_age.map_or_else(|| "-".to_owned(), |a| format!("{:.1} s", a.as_secs_f64()))) }
                             td { (points.iter().map(|p| p.completed).sum::<u64>()) }
                             td {
-                                a href=(format!("/history?status=dead_letter&queue={}", s.queue.as_str())) {
+                                a href=(format!("/history?status=dead_letter&queue={}", component(s.queue.as_str()))) {
                                     (points.iter().map(|p| p.failed).sum::<u64>())
                                 }
                             }
                             td { (chart::throughput(&recent, now)) }
                             td {
-                                @let path = format!("/queues/{}/{}", s.queue.as_str(), if s.paused { "resume" } else { "pause" });
+                                @let path = format!("/queues/{}/{}", component(s.queue.as_str()), if s.paused { "resume" } else { "pause" });
                                 (action(&state, &path, if s.paused { "Resume" } else { "Pause" }))
                             }
                         }
@@ -179,7 +180,7 @@ pub(crate) async fn history<S: Storage>(
 fn next_page(queue: Option<&QueueName>, status: Option<FinalStatus>, before: JobId) -> String {
     let mut url = format!("/history?before={before}");
     if let Some(queue) = queue {
-        url.push_str(&format!("&queue={}", queue.as_str()));
+        url.push_str(&format!("&queue={}", component(queue.as_str())));
     }
     if let Some(status) = status {
         url.push_str(&format!("&status={}", status.as_str()));

@@ -1,19 +1,21 @@
 //! The dashboard's handlers over the in-memory reference storage: pages,
-//! actions, the access token, CSRF, read-only mode, escaping, metrics.
+//! actions, the access token and its login, the Host check, security
+//! headers, CSRF, read-only mode, escaping and encoding, metrics.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode, header};
 use queue_core::{DequeueRequest, JobId, ManualClock, NewJob, QueueName, Retry, Storage, WorkerId};
-use queue_dashboard::{DashboardOptions, router};
+use queue_dashboard::{DashboardOptions, OptionsError, router};
 use queue_testkit::MemoryStorage;
 use serde_json::json;
 use tower::ServiceExt;
 
 struct Reply {
     status: StatusCode,
+    headers: HeaderMap,
     location: Option<String>,
     cookie: Option<String>,
     body: String,
@@ -28,6 +30,7 @@ async fn send(app: &axum::Router, request: Request<Body>) -> Reply {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
+    let headers = response.headers().clone();
     let (status, location, cookie) = (
         response.status(),
         header_text(header::LOCATION),
@@ -38,18 +41,31 @@ async fn send(app: &axum::Router, request: Request<Body>) -> Reply {
         .expect("a body");
     Reply {
         status,
+        headers,
         location,
         cookie,
         body: String::from_utf8(bytes.to_vec()).expect("UTF-8"),
     }
 }
 
+/// The dashboard over `storage`, for options `router` accepts.
+fn app<S: Storage>(storage: Arc<S>, options: DashboardOptions) -> axum::Router {
+    router(storage, options).expect("valid options")
+}
+
+/// The `Host` a browser on the loopback address sends.
+const HOST: &str = "127.0.0.1:8080";
+
 fn get(path: &str) -> Request<Body> {
-    Request::get(path).body(Body::empty()).expect("request")
+    Request::get(path)
+        .header(header::HOST, HOST)
+        .body(Body::empty())
+        .expect("request")
 }
 
 fn post(path: &str, form: &str) -> Request<Body> {
     Request::post(path)
+        .header(header::HOST, HOST)
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .body(Body::from(form.to_owned()))
         .expect("request")
@@ -102,7 +118,7 @@ async fn storage() -> (Arc<MemoryStorage>, JobId, JobId) {
 #[tokio::test]
 async fn the_overview_shows_each_queue_and_refreshes_itself() {
     let (storage, _, _) = storage().await;
-    let app = router(storage, DashboardOptions::default());
+    let app = app(storage, DashboardOptions::default());
     let page = send(&app, get("/")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains(">emails</a>"), "{}", page.body);
@@ -113,7 +129,7 @@ async fn the_overview_shows_each_queue_and_refreshes_itself() {
 #[tokio::test]
 async fn payloads_and_errors_render_as_text_never_as_markup() {
     let (storage, live, dead) = storage().await;
-    let app = router(storage, DashboardOptions::default());
+    let app = app(storage, DashboardOptions::default());
     let page = send(&app, get(&format!("/jobs/{live}"))).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(
@@ -129,7 +145,7 @@ async fn payloads_and_errors_render_as_text_never_as_markup() {
 #[tokio::test]
 async fn a_dead_letter_is_retried_from_its_page() {
     let (storage, _, dead) = storage().await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get("/history?status=dead_letter")).await;
     assert!(
         page.body.contains(&format!("/jobs/{dead}/retry")),
@@ -158,7 +174,7 @@ async fn a_dead_letter_is_retried_from_its_page() {
 #[tokio::test]
 async fn a_mutation_without_the_csrf_token_is_refused_and_changes_nothing() {
     let (storage, live, dead) = storage().await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     for (path, form) in [
         (format!("/jobs/{dead}/retry"), String::new()),
         (
@@ -191,72 +207,510 @@ async fn a_mutation_without_the_csrf_token_is_refused_and_changes_nothing() {
     );
 }
 
+/// Pages that show buttons when the dashboard is writable.
+fn pages_with_buttons(live: JobId, dead: JobId) -> Vec<String> {
+    vec![
+        "/".to_owned(),
+        format!("/jobs/{live}"),
+        format!("/jobs/{dead}"),
+        "/jobs?queue=emails".to_owned(),
+        "/history?status=dead_letter".to_owned(),
+    ]
+}
+
 #[tokio::test]
 async fn read_only_refuses_every_mutation_and_shows_no_buttons() {
-    let (storage, live, _) = storage().await;
+    let (storage, live, dead) = storage().await;
+    let scheduled = scheduled(&storage).await;
+    // A writable dashboard over the same storage: its pages write the
+    // markup looked for below, and its CSRF token is the process's.
+    let writable = app(Arc::clone(&storage), DashboardOptions::default());
+    let mut token = String::new();
+    for path in pages_with_buttons(live, dead) {
+        let page = send(&writable, get(&path)).await;
+        assert!(
+            page.body.contains(r#"method="post""#),
+            "{path}: {}",
+            page.body
+        );
+        token = csrf(&page.body);
+    }
     let options = DashboardOptions {
         read_only: true,
         ..DashboardOptions::default()
     };
-    let app = router(Arc::clone(&storage), options);
-    let page = send(&app, get(&format!("/jobs/{live}"))).await;
-    assert!(
-        !page.body.contains("<form method=\"post\""),
-        "{}",
-        page.body
-    );
-    let token = "csrf=whatever";
-    let reply = send(&app, post(&format!("/jobs/{live}/discard"), token)).await;
-    assert_eq!(reply.status, StatusCode::FORBIDDEN);
+    let app = app(Arc::clone(&storage), options);
+    for path in pages_with_buttons(live, dead) {
+        let page = send(&app, get(&path)).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert!(
+            !page.body.contains(r#"method="post""#),
+            "{path}: {}",
+            page.body
+        );
+        assert!(
+            !page.body.contains(r#"name="csrf""#),
+            "{path}: {}",
+            page.body
+        );
+        assert!(page.body.contains("read-only"), "{path}: {}", page.body);
+    }
+    let csrf = format!("csrf={token}");
+    let mutations = [
+        (format!("/jobs/{dead}/retry"), csrf.clone()),
+        (format!("/jobs/{live}/discard"), csrf.clone()),
+        (format!("/jobs/{live}/cancel"), csrf.clone()),
+        (format!("/jobs/{}/run-now", scheduled[0]), csrf.clone()),
+        (
+            "/jobs/bulk".to_owned(),
+            format!("{csrf}&action=discard&queue=bulk"),
+        ),
+        (
+            "/jobs/bulk".to_owned(),
+            format!("{csrf}&action=run_now&queue=bulk"),
+        ),
+        ("/dead-letters/retry".to_owned(), format!("{csrf}&queue=")),
+        (
+            "/enqueue".to_owned(),
+            format!("{csrf}&queue=emails&payload=%7B%7D"),
+        ),
+        (
+            "/queues/limits".to_owned(),
+            format!("{csrf}&queue=emails&concurrency=5"),
+        ),
+        ("/queues/emails/pause".to_owned(), csrf.clone()),
+        ("/queues/emails/resume".to_owned(), csrf.clone()),
+    ];
+    for (path, form) in mutations {
+        let reply = send(&app, post(&path, &form)).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::FORBIDDEN,
+            "{path}: {}",
+            reply.body
+        );
+        assert!(reply.body.contains("read-only"), "{path}: {}", reply.body);
+    }
     assert_eq!(
         send(&app, get("/enqueue")).await.status,
         StatusCode::FORBIDDEN
     );
-    assert!(storage.get_job(live).await.expect("read").is_some());
+    assert!(storage.get_job(live).await.expect("read").is_some(), "live");
+    assert!(storage.get_job(dead).await.expect("read").is_none(), "dead");
+    let now = storage.now().await.expect("now");
+    for id in &scheduled {
+        let job = storage.get_job(*id).await.expect("read").expect("live");
+        assert_eq!(job.state(now), queue_core::JobState::Scheduled, "{id}");
+    }
+    let stats = storage.stats().await.expect("stats");
+    assert!(stats.iter().all(|s| !s.paused));
+    assert_eq!(
+        stats.iter().map(|s| s.live()).sum::<u64>(),
+        4,
+        "nothing enqueued"
+    );
+    assert!(storage.queue_configs().await.expect("configs").is_empty());
+}
+
+const TOKEN: &str = "s3cret-token-0123456789";
+
+fn with_token() -> DashboardOptions {
+    DashboardOptions {
+        token: Some(TOKEN.to_owned()),
+        ..DashboardOptions::default()
+    }
 }
 
 #[tokio::test]
 async fn with_a_token_every_page_needs_it_but_healthz() {
     let (storage, _, _) = storage().await;
-    let options = DashboardOptions {
-        token: Some("s3cret-token-0123456789".to_owned()),
-        ..DashboardOptions::default()
-    };
-    let app = router(storage, options);
+    let app = app(storage, with_token());
     assert_eq!(send(&app, get("/")).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
         send(&app, get("/metrics")).await.status,
         StatusCode::UNAUTHORIZED
     );
-    assert_eq!(
-        send(&app, get("/?token=wrong")).await.status,
-        StatusCode::UNAUTHORIZED
-    );
     assert_eq!(send(&app, get("/healthz")).await.status, StatusCode::OK);
     let with_bearer = Request::get("/")
-        .header(header::AUTHORIZATION, "Bearer s3cret-token-0123456789")
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
         .body(Body::empty())
         .expect("request");
     assert_eq!(send(&app, with_bearer).await.status, StatusCode::OK);
-    let login = send(&app, get("/history?token=s3cret-token-0123456789")).await;
-    assert_eq!(login.status, StatusCode::SEE_OTHER);
-    assert_eq!(login.location.as_deref(), Some("/history"));
-    let cookie = login.cookie.expect("a cookie");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+    let wrong = Request::get("/")
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, "Bearer s3cret-token-0123456788")
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(send(&app, wrong).await.status, StatusCode::UNAUTHORIZED);
+}
+
+/// A login form post with `X-Forwarded-Proto` when given.
+fn login(form: &str, proto: Option<&str>) -> Request<Body> {
+    let mut request = post("/login", form);
+    if let Some(proto) = proto {
+        request
+            .headers_mut()
+            .insert("x-forwarded-proto", proto.parse().expect("a value"));
+    }
+    request
+}
+
+#[tokio::test]
+async fn the_login_posts_the_token_and_sets_a_strict_http_only_cookie() {
+    let (storage, _, _) = storage().await;
+    let app = app(Arc::clone(&storage), with_token());
+    // The form posts; the token in a query string opens nothing.
+    let form = send(&app, get("/history?status=dead_letter")).await;
+    assert_eq!(form.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        form.body
+            .contains(r#"<form method="post" action="/login">"#),
+        "{}",
+        form.body
+    );
+    assert!(
+        form.body
+            .contains(r#"name="next" value="/history?status=dead_letter""#),
+        "{}",
+        form.body
+    );
+    let by_query = send(&app, get(&format!("/history?token={TOKEN}"))).await;
+    assert_eq!(
+        by_query.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        by_query.body
+    );
+    assert_eq!(by_query.cookie, None);
+
+    let wrong = send(&app, login("token=wrong&next=%2Fhistory", None)).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(wrong.cookie, None);
+
+    let done = send(&app, login(&format!("token={TOKEN}&next=%2Fhistory"), None)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER);
+    assert_eq!(done.location.as_deref(), Some("/history"));
+    let cookie = done.cookie.expect("a cookie");
+    let flags: Vec<&str> = cookie.split(';').map(str::trim).collect();
+    assert!(flags.contains(&"HttpOnly"), "{cookie}");
+    assert!(flags.contains(&"SameSite=Strict"), "{cookie}");
+    assert!(!flags.contains(&"Secure"), "plain HTTP: {cookie}");
     let with_cookie = Request::get("/history")
-        .header(
-            header::COOKIE,
-            cookie.split(';').next().expect("name=value"),
-        )
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, flags[0])
         .body(Body::empty())
         .expect("request");
     assert_eq!(send(&app, with_cookie).await.status, StatusCode::OK);
+
+    // Never on to another site.
+    let away = send(
+        &app,
+        login(&format!("token={TOKEN}&next=%2F%2Fevil.example%2F"), None),
+    )
+    .await;
+    assert_eq!(away.location.as_deref(), Some("/"));
+
+    // Over HTTPS, as a proxy says or as configured: `Secure`.
+    let proxied = send(&app, login(&format!("token={TOKEN}"), Some("https"))).await;
+    let cookie = proxied.cookie.expect("a cookie");
+    assert!(cookie.split(';').any(|f| f.trim() == "Secure"), "{cookie}");
+    let secure = app_with_secure_cookie(storage);
+    let configured = send(&secure, login(&format!("token={TOKEN}"), Some("http"))).await;
+    let cookie = configured.cookie.expect("a cookie");
+    assert!(cookie.split(';').any(|f| f.trim() == "Secure"), "{cookie}");
+}
+
+fn app_with_secure_cookie(storage: Arc<MemoryStorage>) -> axum::Router {
+    app(
+        storage,
+        DashboardOptions {
+            secure_cookie: true,
+            ..with_token()
+        },
+    )
+}
+
+#[tokio::test]
+async fn router_refuses_a_blank_token_and_a_malformed_allowed_host() {
+    let storage = Arc::new(MemoryStorage::new());
+    for (token, expected) in [
+        ("", OptionsError::BlankToken),
+        ("   \t ", OptionsError::BlankToken),
+        ("s3cret;token-0123456789", OptionsError::TokenCharacter(';')),
+        ("s3cret token-0123456789", OptionsError::TokenCharacter(' ')),
+    ] {
+        let options = DashboardOptions {
+            token: Some(token.to_owned()),
+            ..DashboardOptions::default()
+        };
+        let refused = router(Arc::clone(&storage), options).err();
+        assert_eq!(refused, Some(expected), "{token:?}");
+    }
+    let options = DashboardOptions {
+        allowed_hosts: vec!["dash example".to_owned()],
+        ..DashboardOptions::default()
+    };
+    assert_eq!(
+        router(Arc::clone(&storage), options).err(),
+        Some(OptionsError::AllowedHost("dash example".to_owned()))
+    );
+    assert!(router(storage, with_token()).is_ok());
+}
+
+fn from_host(host: Option<&str>, path: &str) -> Request<Body> {
+    let mut request = Request::get(path);
+    if let Some(host) = host {
+        request = request.header(header::HOST, host);
+    }
+    request.body(Body::empty()).expect("request")
+}
+
+#[tokio::test]
+async fn without_a_token_only_loopback_and_allowed_hosts_are_served() {
+    let (storage, live, _) = storage().await;
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    for host in [
+        "localhost",
+        "localhost:8080",
+        "127.0.0.1:1",
+        "[::1]:8080",
+        "[::1]",
+    ] {
+        let reply = send(&app, from_host(Some(host), "/")).await;
+        assert_eq!(reply.status, StatusCode::OK, "{host}");
+    }
+    // A rebound name, a look-alike, no Host at all.
+    for host in [
+        Some("evil.example:8080"),
+        Some("localhost.evil.example"),
+        Some("127.0.0.1.evil.example"),
+        None,
+    ] {
+        let reply = send(&app, from_host(host, "/")).await;
+        assert_eq!(reply.status, StatusCode::MISDIRECTED_REQUEST, "{host:?}");
+        assert_eq!(reply.body.lines().count(), 1, "{}", reply.body);
+    }
+    // A mutation with the right CSRF token from a rebound name: refused.
+    let token = csrf(&send(&app, get("/")).await.body);
+    let mut rebound = post(&format!("/jobs/{live}/discard"), &format!("csrf={token}"));
+    rebound
+        .headers_mut()
+        .insert(header::HOST, "evil.example".parse().expect("a value"));
+    assert_eq!(
+        send(&app, rebound).await.status,
+        StatusCode::MISDIRECTED_REQUEST
+    );
+    assert!(storage.get_job(live).await.expect("read").is_some());
+
+    // A reverse proxy's name, on any port or on one.
+    let options = DashboardOptions {
+        allowed_hosts: vec![
+            "Dash.Example.com".to_owned(),
+            "ops.example.com:8443".to_owned(),
+        ],
+        ..DashboardOptions::default()
+    };
+    let proxied = app_with(Arc::clone(&storage), options);
+    for (host, status) in [
+        ("dash.example.com", StatusCode::OK),
+        ("dash.example.com:443", StatusCode::OK),
+        ("ops.example.com:8443", StatusCode::OK),
+        ("ops.example.com", StatusCode::MISDIRECTED_REQUEST),
+        ("evil.example", StatusCode::MISDIRECTED_REQUEST),
+    ] {
+        let reply = send(&proxied, from_host(Some(host), "/")).await;
+        assert_eq!(reply.status, status, "{host}");
+    }
+    // With a token the token decides, whatever the name.
+    let guarded = app_with(storage, with_token());
+    let mut request = from_host(Some("dash.example.com"), "/");
+    request.headers_mut().insert(
+        header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().expect("a value"),
+    );
+    assert_eq!(send(&guarded, request).await.status, StatusCode::OK);
+}
+
+fn app_with(storage: Arc<MemoryStorage>, options: DashboardOptions) -> axum::Router {
+    app(storage, options)
+}
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers_and_pages_need_no_inline_code() {
+    let (storage, live, _) = storage().await;
+    let open = app(Arc::clone(&storage), DashboardOptions::default());
+    let guarded = app(storage, with_token());
+    let replies = [
+        send(&open, get("/")).await,
+        send(&open, get(&format!("/jobs/{live}"))).await,
+        send(&open, get("/enqueue")).await,
+        send(&open, get("/healthz")).await,
+        send(&open, get("/metrics")).await,
+        send(&open, get("/style.css")).await,
+        send(&open, get("/no-such-page")).await,
+        send(&open, post("/queues/emails/pause", "")).await,
+        send(&open, from_host(Some("evil.example"), "/")).await,
+        send(&guarded, get("/")).await,
+    ];
+    for reply in &replies {
+        let header = |name: &str| {
+            reply
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let policy = header("content-security-policy");
+        assert!(
+            policy.contains("default-src 'self'"),
+            "{}: {policy}",
+            reply.status
+        );
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert!(!policy.contains("unsafe-inline"), "{policy}");
+        assert_eq!(header("x-frame-options"), "DENY", "{}", reply.status);
+        assert_eq!(header("x-content-type-options"), "nosniff");
+        assert_eq!(header("referrer-policy"), "no-referrer");
+    }
+    // Under that policy an inline style or script would not apply: the
+    // pages link the style sheet and carry neither.
+    for reply in [&replies[0], &replies[1], &replies[2], &replies[9]] {
+        assert!(
+            reply
+                .body
+                .contains(r#"<link rel="stylesheet" href="/style.css">"#),
+            "{}",
+            reply.body
+        );
+        assert!(!reply.body.contains("<style"), "{}", reply.body);
+        assert!(!reply.body.contains("<script"), "{}", reply.body);
+        assert!(!reply.body.contains("style=\""), "{}", reply.body);
+    }
+    let css = &replies[5];
+    assert_eq!(css.status, StatusCode::OK);
+    assert!(css.body.contains("svg.chart rect.dead"), "{}", css.body);
+    assert_eq!(
+        css.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+        Some("text/css; charset=utf-8")
+    );
+}
+
+#[tokio::test]
+async fn a_queue_named_with_reserved_characters_is_paused_resumed_and_filtered() {
+    let storage = Arc::new(MemoryStorage::new());
+    let name = "a/b#c?d&e=f";
+    let encoded = "a%2Fb%23c%3Fd%26e%3Df";
+    let id = storage
+        .enqueue(NewJob::new(name, json!({})))
+        .await
+        .expect("enqueue")
+        .id;
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/")).await;
+    let pause = format!("/queues/{encoded}/pause");
+    assert!(
+        page.body.contains(&format!(r#"action="{pause}""#)),
+        "{}",
+        page.body
+    );
+    let jobs = format!("/jobs?queue={encoded}");
+    assert!(
+        page.body.contains(&format!(r#"href="{jobs}""#)),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains(&format!(
+            r#"href="/history?status=dead_letter&amp;queue={encoded}""#
+        )),
+        "{}",
+        page.body
+    );
+    let token = csrf(&page.body);
+    let paused = send(&app, post(&pause, &format!("csrf={token}"))).await;
+    assert_eq!(paused.status, StatusCode::SEE_OTHER, "{}", paused.body);
+    let stats = storage.stats().await.expect("stats");
+    assert!(stats.iter().any(|s| s.queue.as_str() == name && s.paused));
+    let page = send(&app, get("/")).await;
+    let resume = format!("/queues/{encoded}/resume");
+    assert!(
+        page.body.contains(&format!(r#"action="{resume}""#)),
+        "{}",
+        page.body
+    );
+    let resumed = send(&app, post(&resume, &format!("csrf={token}"))).await;
+    assert_eq!(resumed.status, StatusCode::SEE_OTHER, "{}", resumed.body);
+    let stats = storage.stats().await.expect("stats");
+    assert!(stats.iter().all(|s| !s.paused));
+    let filtered = send(&app, get(&jobs)).await;
+    assert_eq!(filtered.status, StatusCode::OK);
+    assert!(
+        filtered.body.contains(&format!(r#"href="/jobs/{id}""#)),
+        "{}",
+        filtered.body
+    );
+
+    // A dead letter in a queue with a non-ASCII name: the retry's redirect
+    // and the history's next-page link carry it encoded.
+    let queue = "é/x";
+    let mut dead = Vec::new();
+    for _ in 0..51 {
+        dead.push(dead_letter(&storage, queue).await);
+    }
+    let page = send(&app, get("/history?status=dead_letter&queue=%C3%A9%2Fx")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.body
+            .contains("&amp;queue=%C3%A9%2Fx&amp;status=dead_letter"),
+        "{}",
+        page.body
+    );
+    let done = send(
+        &app,
+        post(
+            "/dead-letters/retry",
+            &format!("csrf={token}&queue=%C3%A9%2Fx"),
+        ),
+    )
+    .await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_eq!(
+        done.location.as_deref(),
+        Some("/history?status=dead_letter&queue=%C3%A9%2Fx")
+    );
+    assert!(storage.get_job(dead[0]).await.expect("read").is_some());
+}
+
+/// Enqueues and dead-letters one job of `queue`.
+async fn dead_letter(storage: &MemoryStorage, queue: &str) -> JobId {
+    let id = storage
+        .enqueue(NewJob::new(queue, json!({})).max_attempts(1))
+        .await
+        .expect("enqueue")
+        .id;
+    let request = DequeueRequest::new(
+        vec![QueueName::new(queue).expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("w").expect("worker"),
+    )
+    .expect("request");
+    let job = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    storage
+        .nack(&job.lease().expect("leased"), json!("boom"), Retry::Never)
+        .await
+        .expect("nack");
+    id
 }
 
 #[tokio::test]
 async fn the_enqueue_form_adds_a_job_and_rejects_bad_input() {
     let (storage, _, _) = storage().await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let token = csrf(&send(&app, get("/enqueue")).await.body);
     let reply = send(
         &app,
@@ -305,7 +759,7 @@ async fn the_enqueue_form_adds_a_job_and_rejects_bad_input() {
 #[tokio::test]
 async fn metrics_expose_a_gauge_per_queue_and_state() {
     let (storage, _, _) = storage().await;
-    let app = router(storage, DashboardOptions::default());
+    let app = app(storage, DashboardOptions::default());
     let reply = send(&app, get("/metrics")).await;
     assert_eq!(reply.status, StatusCode::OK);
     assert!(
@@ -326,7 +780,7 @@ async fn metrics_expose_a_gauge_per_queue_and_state() {
 #[tokio::test]
 async fn the_overview_counts_the_last_day_and_charts_the_last_hour() {
     let (storage, _, _) = storage().await;
-    let app = router(storage, DashboardOptions::default());
+    let app = app(storage, DashboardOptions::default());
     let page = send(&app, get("/")).await;
     assert_eq!(page.status, StatusCode::OK);
     // `reports` has no live job left, only a dead letter from just now.
@@ -360,7 +814,7 @@ async fn scheduled(storage: &MemoryStorage) -> Vec<JobId> {
 async fn the_jobs_page_filters_and_discards_what_it_selects() {
     let (storage, live, _) = storage().await;
     let ids = scheduled(&storage).await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get("/jobs?queue=bulk&state=scheduled")).await;
     assert_eq!(page.status, StatusCode::OK);
     for id in &ids {
@@ -411,7 +865,7 @@ async fn the_jobs_page_filters_and_discards_what_it_selects() {
 async fn run_now_moves_a_scheduled_job_and_refuses_a_pending_one() {
     let (storage, live, _) = storage().await;
     let ids = scheduled(&storage).await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get(&format!("/jobs/{}", ids[0]))).await;
     assert!(
         page.body
@@ -456,7 +910,7 @@ async fn run_now_moves_a_scheduled_job_and_refuses_a_pending_one() {
 #[tokio::test]
 async fn every_dead_letter_is_retried_from_the_dead_letters_page() {
     let (storage, _, dead) = storage().await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get("/history?status=dead_letter")).await;
     assert!(
         page.body.contains(r#"action="/dead-letters/retry""#),
@@ -479,7 +933,7 @@ async fn every_dead_letter_is_retried_from_the_dead_letters_page() {
 #[tokio::test]
 async fn metrics_count_the_jobs_finished_in_the_last_hour() {
     let (storage, _, _) = storage().await;
-    let app = router(storage, DashboardOptions::default());
+    let app = app(storage, DashboardOptions::default());
     let reply = send(&app, get("/metrics")).await;
     assert!(
         reply
@@ -493,7 +947,7 @@ async fn metrics_count_the_jobs_finished_in_the_last_hour() {
 #[tokio::test]
 async fn a_live_job_is_cancelled_from_its_page() {
     let (storage, live, _) = storage().await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get(&format!("/jobs/{live}"))).await;
     assert!(
         page.body.contains(&format!("/jobs/{live}/cancel")),
@@ -516,7 +970,7 @@ async fn a_live_job_is_cancelled_from_its_page() {
 #[tokio::test]
 async fn limits_are_set_from_the_overview_and_shown_there() {
     let (storage, _, _) = storage().await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get("/")).await;
     let token = csrf(&page.body);
     let reply = send(
@@ -611,7 +1065,7 @@ async fn metrics_count_finished_jobs_in_counters_that_only_grow() {
     let clock = ManualClock::new(start);
     let storage = Arc::new(MemoryStorage::with_clock(clock.clone()));
     finish(&storage, "mail", true).await;
-    let app = router(Arc::clone(&storage), DashboardOptions::default());
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
     // The first scrape starts counting: what finished before is not counted.
     let reply = send(&app, get("/metrics")).await;
     assert_eq!(counter(&reply.body, "queue_jobs_completed", "mail"), None);

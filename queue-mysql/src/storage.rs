@@ -17,7 +17,7 @@ use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
     PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Storage, Throughput,
+    Result, Retry, ScheduleRecord, Storage, Throughput, redact_secrets,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -85,7 +85,7 @@ impl MySqlStorage {
                 },
             ))
             .build()
-            .map_err(|e| QueueError::invalid("url", e.to_string()))?;
+            .map_err(|e| QueueError::invalid("url", redact_secrets(&e.to_string(), url)))?;
         Ok(Self::from_pool(pool))
     }
 

@@ -11,7 +11,7 @@ use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
     PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, redact_url,
+    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, redact_secrets, redact_url,
 };
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
@@ -130,8 +130,7 @@ impl RedisStorage {
             return Self::connect_cluster(&nodes).await;
         }
         let node = redact_url(url);
-        let client =
-            redis::Client::open(url).map_err(|e| QueueError::invalid("url", e.to_string()))?;
+        let client = redis::Client::open(url).map_err(|e| invalid_url(&e.to_string(), url))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
@@ -161,14 +160,18 @@ impl RedisStorage {
         let first = nodes
             .first()
             .ok_or_else(|| QueueError::invalid("url", "name at least one cluster node"))?;
-        let pubsub =
-            redis::Client::open(*first).map_err(|e| QueueError::invalid("url", e.to_string()))?;
+        let pubsub = redis::Client::open(*first).map_err(|e| invalid_url(&e.to_string(), first))?;
         let client = ClusterClientBuilder::new(nodes.to_vec())
             .connection_timeout(TIMEOUT)
             .response_timeout(TIMEOUT)
             .retries(2)
             .build()
-            .map_err(|e| QueueError::invalid("url", e.to_string()))?;
+            .map_err(|e| {
+                let message = nodes.iter().fold(e.to_string(), |message, node| {
+                    redact_secrets(&message, node)
+                });
+                QueueError::invalid("url", message)
+            })?;
         let conn = client
             .get_async_connection()
             .await
@@ -566,6 +569,11 @@ fn cluster_masters(listing: &str) -> Vec<(String, u16)> {
 /// The node URLs of a `redis+cluster://[userinfo@]host:port,host:port[/…]`
 /// (or `rediss+cluster://`) URL, each with the plain scheme; `None` for
 /// any other URL.
+/// The driver's refusal of `url`, with the URL's secrets hidden.
+fn invalid_url(message: &str, url: &str) -> QueueError {
+    QueueError::invalid("url", redact_secrets(message, url))
+}
+
 fn cluster_nodes(url: &str) -> Option<Vec<String>> {
     let (scheme, rest) = url.split_once("://")?;
     let scheme = match scheme.to_ascii_lowercase().as_str() {

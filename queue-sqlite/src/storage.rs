@@ -10,7 +10,7 @@ use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
     PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup, Wakeups,
+    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup, Wakeups, redact_secrets,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -142,8 +142,9 @@ impl SqliteStorage {
     /// `sqlite://jobs.db?mode=rwc&synchronous=full`.
     pub async fn connect(url: &str) -> Result<Self> {
         let (url, durability) = Durability::from_url(url)?;
-        let options = SqliteConnectOptions::from_str(&url)
-            .map_err(|error| QueueError::invalid("url", error.to_string()))?;
+        let options = SqliteConnectOptions::from_str(&url).map_err(|error| {
+            QueueError::invalid("url", redact_secrets(&error.to_string(), &url))
+        })?;
         let path = options.get_filename().display().to_string();
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let options = options

@@ -1,7 +1,10 @@
 //! Several OS processes on one database file: this binary runs the checks
 //! and re-executes itself (with `QUEUE_SQLITE_ROLE` set) as the workers.
 
+use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -19,20 +22,63 @@ fn main() {
     let role = std::env::var(ROLE).unwrap_or_default();
     let db = std::env::var(DB).unwrap_or_default();
     match role.as_str() {
-        "" => {
-            runtime.block_on(four_processes_complete_every_job_exactly_once());
-            println!("four_processes_complete_every_job_exactly_once ... ok");
-            runtime.block_on(a_holder_paused_past_its_lease_cannot_ack());
-            println!("a_holder_paused_past_its_lease_cannot_ack ... ok");
-            // libtest's closing line, so the run is counted like any other
-            // (a failure panics before it, with a non-zero exit).
-            println!(
-                "\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out"
-            );
-        }
+        "" => run_tests(&runtime),
         "holder" => runtime.block_on(holder(&db)),
         worker => runtime.block_on(drain(&db, worker)),
     }
+}
+
+/// A check of this file: its name and its body.
+type Check = (&'static str, fn() -> Pin<Box<dyn Future<Output = ()>>>);
+
+/// Runs the checks the arguments select (libtest's name filters; with
+/// `--ignored` none, as none is ignored), each caught on its own, and
+/// prints libtest's lines with the real counts; exits 101 if one failed.
+fn run_tests(runtime: &tokio::runtime::Runtime) {
+    let checks: [Check; 2] = [
+        ("four_processes_complete_every_job_exactly_once", || {
+            Box::pin(four_processes_complete_every_job_exactly_once())
+        }),
+        ("a_holder_paused_past_its_lease_cannot_ack", || {
+            Box::pin(a_holder_paused_past_its_lease_cannot_ack())
+        }),
+    ];
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let only_ignored = args.iter().any(|a| a == "--ignored");
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let selected: Vec<&Check> = checks
+        .iter()
+        .filter(|(name, _)| {
+            !only_ignored
+                && (filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
+        })
+        .collect();
+    println!("\nrunning {} tests", selected.len());
+    let (mut passed, mut failed) = (0, Vec::new());
+    for (name, check) in &selected {
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(check())));
+        if outcome.is_ok() {
+            println!("test {name} ... ok");
+            passed += 1;
+        } else {
+            println!("test {name} ... FAILED");
+            failed.push(*name);
+        }
+    }
+    let summary = summary(passed, failed.len(), checks.len() - selected.len());
+    println!("\n{summary}");
+    if !failed.is_empty() {
+        println!("failures: {}", failed.join(", "));
+        std::process::exit(101);
+    }
+}
+
+/// libtest's closing line for these counts.
+fn summary(passed: usize, failed: usize, filtered_out: usize) -> String {
+    let result = if failed == 0 { "ok" } else { "FAILED" };
+    format!(
+        "test result: {result}. {passed} passed; {failed} failed; 0 ignored; 0 measured; {filtered_out} filtered out"
+    )
 }
 
 fn url(path: &str) -> String {

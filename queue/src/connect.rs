@@ -1,6 +1,6 @@
 //! [`connect`]: the backend chosen by the URL's scheme.
 
-use queue_core::{QueueError, Result, redact_url};
+use queue_core::{QueueError, Result, redact_secrets, redact_url};
 
 use crate::AnyStorage;
 
@@ -34,13 +34,28 @@ pub async fn connect(url: &str) -> Result<AnyStorage> {
             ),
         )),
     };
+    // Whatever a driver said about the URL, its secrets are hidden.
     storage.map_err(|error| match error {
-        QueueError::Unavailable(source) => {
-            QueueError::Unavailable(format!("{}: {source}", redact_url(url)).into())
-        }
-        QueueError::Backend(source) => {
-            QueueError::Backend(format!("{}: {source}", redact_url(url)).into())
-        }
+        QueueError::InvalidInput { field, reason } => QueueError::InvalidInput {
+            field,
+            reason: redact_secrets(&reason, url),
+        },
+        QueueError::Unavailable(source) => QueueError::Unavailable(
+            format!(
+                "{}: {}",
+                redact_url(url),
+                redact_secrets(&source.to_string(), url)
+            )
+            .into(),
+        ),
+        QueueError::Backend(source) => QueueError::Backend(
+            format!(
+                "{}: {}",
+                redact_url(url),
+                redact_secrets(&source.to_string(), url)
+            )
+            .into(),
+        ),
         other => other,
     })
 }

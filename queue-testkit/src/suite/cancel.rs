@@ -66,12 +66,27 @@ pub async fn cancel_of_a_job_that_is_not_live_is_not_found<S: Storage>(ctx: Ctx<
     assert_eq!(ctx.archived(job.id).await.status, FinalStatus::Completed);
 }
 
-/// A storage with wake-ups tells its subscribers which job was cancelled.
+/// A cancelled job's runner hears of it: a storage with wake-ups tells its
+/// subscribers the job's id (`Wakeup::Cancelled`); one without (`subscribe`
+/// answers `None`) tells the runner at its next heartbeat, which must then
+/// fail. The case checks whichever applies, never nothing.
 pub async fn cancel_wakes_subscribers_with_the_job_id<S: Storage>(ctx: Ctx<S>) {
-    let Some(mut wakeups) = ctx.storage.subscribe().await.expect("subscribe") else {
-        return; // A storage without wake-ups: its workers learn at their next heartbeat.
-    };
+    let subscription = ctx.storage.subscribe().await.expect("subscribe");
     let job = ctx.enqueue_and_claim("q", 1).await;
+    let Some(mut wakeups) = subscription else {
+        eprintln!("no wake-ups: the runner learns of the cancel at its heartbeat");
+        ctx.storage.cancel(job.id).await.expect("cancel");
+        let alive = ctx
+            .storage
+            .heartbeat(&lease_of(&job), secs(30))
+            .await
+            .expect("heartbeat");
+        assert!(
+            !alive,
+            "a storage without wake-ups must fail the heartbeat of a cancelled job"
+        );
+        return;
+    };
     ctx.storage.cancel(job.id).await.expect("cancel");
     let heard = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(wakeup) = wakeups.next().await {
