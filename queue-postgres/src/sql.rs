@@ -422,9 +422,11 @@ DELETE FROM {s}.job_history WHERE id = ANY(ARRAY(
 /// compile the statement (seconds on a busy machine) and start parallel
 /// workers for empty indexes; the statement reads a few index ranges, for
 /// which neither pays. Without sequential scans, hash or merge joins and
-/// bitmap scans, as in the claim's functions: the check of each ring entry
-/// against its job must be a probe of `job_queue_pkey` whatever the
-/// statistics say (`migrations/postgres/0010_ready_ring.sql`).
+/// bitmap scans, as in the claim's functions, so that each skip-scan
+/// probes an index whatever the statistics say (a ring slot just
+/// truncated, a table autovacuum found empty), and in a generic plan
+/// made once per connection (its many subqueries over the ring's four
+/// slots took milliseconds to plan on every call).
 pub(crate) const STATS_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0; \
      SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; \
      SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off; \
@@ -436,20 +438,20 @@ pub(crate) const STATS_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL max_para
 /// job a second time beside the ring):
 /// - the queues with unleased jobs: a skip-scan of the ready ring
 ///   (`job_ready`) and one of `job_queue_scheduled`, one probe per queue
-///   each; a queue whose only entries are stale (its jobs discarded or
-///   leased by hand) counts nothing and is left out;
+///   each (a queue with scheduled jobs that are all exhausted counts
+///   nothing there and is left out);
 /// - running and stalled, and the queues with leased jobs: the leased rows
 ///   (`job_queue_leased`; as many as workers hold, so few);
 /// - exhausted: `job_queue_exhausted` (normally empty; reclaim empties it);
-/// - pending: the queue's ring entries, each checked against its job by
-///   primary key (unleased, unexhausted, the entry's key), distinct jobs up
-///   to the cap, plus per priority level ([`LEVELS`] over
-///   `job_queue_scheduled`) the range of scheduled jobs now due, up to the
-///   cap; scheduled: the same ranges after now (and ring entries after now,
-///   which only a clock that went back makes). So a queue of a million
-///   pending jobs costs the cap, not the million;
-/// - the oldest pending job: per level of the ring its first live entry,
-///   per level of the scheduled jobs the first unexhausted one.
+/// - pending: the queue's ring entries (one per unleased, unexhausted job
+///   written due: migration 0012 keeps it so), up to the cap, plus per
+///   priority level ([`LEVELS`] over `job_queue_scheduled`) the range of
+///   scheduled jobs now due, up to the cap; scheduled: the same ranges
+///   after now (and ring entries after now, which only a clock that went
+///   back makes). So a queue of a million pending jobs costs the cap, not
+///   the million;
+/// - the oldest pending job: per level of the ring its first entry, per
+///   level of the scheduled jobs the first unexhausted one.
 const STATS: &str = "
 WITH RECURSIVE {ring_queues}, {scheduled_queues},
 leased AS (
@@ -473,23 +475,13 @@ unleased AS (
     SELECT q.name AS queue_name, c.due, c.waiting, c.oldest_pending
     FROM queues q
     CROSS JOIN LATERAL (
-        WITH RECURSIVE {levels}, {ring_levels},
-        ring AS (
-            SELECT r.id, r.available_at
-            FROM {s}.job_ready r
-            CROSS JOIN LATERAL (
-                SELECT 1 FROM {s}.job_queue j
-                WHERE j.id = r.id AND j.locked_by IS NULL AND j.attempts < j.max_attempts
-                  AND j.queue_name IS NOT DISTINCT FROM r.queue_name
-                  AND j.priority IS NOT DISTINCT FROM r.priority
-                  AND j.available_at IS NOT DISTINCT FROM r.available_at
-                OFFSET 0) c
-            WHERE r.queue_name = q.name
-            LIMIT $2::bigint
-        )
+        WITH RECURSIVE {levels}, {ring_levels}
         SELECT
-            LEAST((SELECT count(DISTINCT id) FROM ring
-                    WHERE available_at <= COALESCE($1::timestamptz, now()))
+            LEAST((SELECT count(*) FROM (
+                    SELECT 1 FROM {s}.job_ready r
+                    WHERE r.queue_name = q.name
+                      AND r.available_at <= COALESCE($1::timestamptz, now())
+                    LIMIT $2::bigint) x)
                 + (SELECT count(*) FROM (
                     SELECT 1 FROM levels l CROSS JOIN LATERAL (
                         SELECT 1 FROM {s}.job_queue j
@@ -500,8 +492,11 @@ unleased AS (
                         LIMIT $2::bigint) x
                     WHERE l.priority IS NOT NULL
                     LIMIT $2::bigint) d), $2::bigint) AS due,
-            LEAST((SELECT count(DISTINCT id) FROM ring
-                    WHERE available_at > COALESCE($1::timestamptz, now()))
+            LEAST((SELECT count(*) FROM (
+                    SELECT 1 FROM {s}.job_ready r
+                    WHERE r.queue_name = q.name
+                      AND r.available_at > COALESCE($1::timestamptz, now())
+                    LIMIT $2::bigint) x)
                 + (SELECT count(*) FROM (
                     SELECT 1 FROM levels l CROSS JOIN LATERAL (
                         SELECT 1 FROM {s}.job_queue j
@@ -515,13 +510,6 @@ unleased AS (
             LEAST(
                 (SELECT min(o.available_at) FROM ring_levels l CROSS JOIN LATERAL (
                     SELECT r.available_at FROM {s}.job_ready r
-                    CROSS JOIN LATERAL (
-                        SELECT 1 FROM {s}.job_queue j
-                        WHERE j.id = r.id AND j.locked_by IS NULL AND j.attempts < j.max_attempts
-                          AND j.queue_name IS NOT DISTINCT FROM r.queue_name
-                          AND j.priority IS NOT DISTINCT FROM r.priority
-                          AND j.available_at IS NOT DISTINCT FROM r.available_at
-                        OFFSET 0) c
                     WHERE r.queue_name = q.name AND r.priority = l.priority
                     ORDER BY r.available_at LIMIT 1) o
                  WHERE l.priority IS NOT NULL),

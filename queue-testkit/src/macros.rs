@@ -73,6 +73,7 @@ macro_rules! for_each_case {
             inspect::stats_age_a_retrying_job_from_when_it_came_due,
             inspect::stats_list_paused_queues_without_jobs,
             inspect::stats_capped_counts_each_state_up_to_the_cap,
+            inspect::stats_forget_pending_jobs_that_leave_without_a_claim,
             inspect::get_job_and_get_history_see_one_place_each,
             inspect::list_history_filters_by_queue_and_status,
             inspect::list_history_pages_by_keyset,
