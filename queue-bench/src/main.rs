@@ -10,9 +10,14 @@
 //! database (MySQL), named by `--schema`. Each result is printed as one
 //! `result backend=... workload=... key=value ...` line as soon as it is
 //! known, then all of them as a table. See `docs/benchmarks.md`.
+//!
+//! `queue-bench portable` (no other arguments; configured by its
+//! environment) is the adapter of the public cross-system benchmark
+//! hardbyte/postgresql-job-queue-benchmarking: see [`portable`].
 
 mod args;
 mod facade;
+mod portable;
 mod report;
 mod stats;
 mod target;
@@ -81,6 +86,10 @@ async fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("portable") {
+        return portable::main(&argv[2..]).await;
+    }
     let args = Args::parse();
     let setup = Setup {
         url: args
