@@ -50,7 +50,7 @@ impl LatencyWindow {
         let current = self.seconds.back().map(|(s, _)| *s);
         if current.is_none_or(|s| s < second) {
             self.expire(second);
-            let fresh = self.spare.pop().unwrap_or_else(histogram);
+            let fresh = self.take_spare();
             self.seconds.push_back((second, fresh));
         }
         // A latency observed in an earlier second than the newest (threads
@@ -65,8 +65,7 @@ impl LatencyWindow {
     /// including `now_second`; `None` when nothing was.
     pub(crate) fn percentiles(&mut self, now_second: u64) -> Option<Percentiles> {
         self.expire(now_second);
-        let mut merged = self.spare.pop().unwrap_or_else(histogram);
-        merged.reset();
+        let mut merged = self.take_spare();
         for (_, hist) in &self.seconds {
             // Same bounds on both sides: adding cannot fail.
             let _ = merged.add(hist);
@@ -88,12 +87,22 @@ impl LatencyWindow {
         self.seconds.len() + self.spare.len()
     }
 
+    /// An empty histogram: a spare one emptied, or a new one.
+    fn take_spare(&mut self) -> Histogram<u64> {
+        match self.spare.pop() {
+            Some(mut hist) => {
+                hist.reset();
+                hist
+            }
+            None => histogram(),
+        }
+    }
+
     /// Drops the seconds that are out of the window at `now_second`.
     fn expire(&mut self, now_second: u64) {
         let oldest_kept = now_second.saturating_sub(self.window_s - 1);
         while self.seconds.front().is_some_and(|(s, _)| *s < oldest_kept) {
-            if let Some((_, mut hist)) = self.seconds.pop_front() {
-                hist.reset();
+            if let Some((_, hist)) = self.seconds.pop_front() {
                 self.spare.push(hist);
             }
         }
@@ -138,6 +147,21 @@ mod tests {
         assert_eq!(p.count, 29);
         // Nothing for 30 s: nothing to report.
         assert_eq!(window.percentiles(159), None);
+    }
+
+    #[test]
+    fn counts_stay_exact_when_sampling_every_second() {
+        // Recording and sampling interleaved, as in a run: each sample
+        // sees exactly the last 30 s, never what an earlier sample merged.
+        let mut window = LatencyWindow::new(30);
+        for second in 0..200u64 {
+            for i in 0..50 {
+                window.record(second, 1_000 + i);
+            }
+            let p = window.percentiles(second).expect("recorded");
+            assert_eq!(p.count, 50 * (second + 1).min(30), "at {second}");
+            assert!(p.p99_ms < 1.1, "at {second}: {p:?}");
+        }
     }
 
     #[test]
