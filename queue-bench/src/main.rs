@@ -79,15 +79,18 @@ async fn main() -> ExitCode {
     // The worker's and storages' warnings (a failed claim, a lost
     // connection) on standard error, apart from the results on standard
     // output; `RUST_LOG` chooses more (`RUST_LOG=queue_worker=debug`).
+    // `portable`'s standard error is a harness's log file: no colours.
+    let argv: Vec<String> = std::env::args().collect();
+    let portable = argv.get(1).map(String::as_str) == Some("portable");
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(!portable)
         .init();
-    let argv: Vec<String> = std::env::args().collect();
-    if argv.get(1).map(String::as_str) == Some("portable") {
+    if portable {
         return portable::main(&argv[2..]).await;
     }
     let args = Args::parse();

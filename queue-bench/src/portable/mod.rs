@@ -176,7 +176,7 @@ async fn run(config: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot start the worker: {e}"))?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let producer = tokio::spawn(
+    let mut producer = tokio::spawn(
         Producer::new(
             storage.clone(),
             queue.clone(),
@@ -192,14 +192,26 @@ async fn run(config: Config) -> Result<(), String> {
         Arc::clone(&shared),
         stop_rx.clone(),
     ));
-    let sampler = tokio::spawn(sample_every(
+    let mut sampler = tokio::spawn(sample_every(
         config.clone(),
         Arc::clone(&shared),
         recorder,
         stop_rx,
     ));
 
-    stop_signal.await;
+    // The producer and the sampler run until told to stop: one that ends
+    // before (a panic) fails the run rather than leave a silent process.
+    let early = tokio::select! {
+        () = stop_signal => None,
+        ended = &mut sampler => Some(format!("the sampler stopped: {ended:?}")),
+        ended = &mut producer => Some(format!("the producer stopped: {ended:?}")),
+    };
+    if let Some(error) = early {
+        let _ = stop_tx.send(true);
+        let _ =
+            tokio::time::timeout(SHUTDOWN_BUDGET, worker.shutdown(Duration::from_secs(1))).await;
+        return Err(error);
+    }
     eprintln!("queue-bench portable: stopping");
     let deadline = tokio::time::Instant::now() + SHUTDOWN_BUDGET;
     let _ = stop_tx.send(true);
