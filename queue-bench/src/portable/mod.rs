@@ -9,8 +9,9 @@
 //! `Storage::enqueue_batch`) and runs them on a `queue-worker` worker with
 //! `WORKER_COUNT` slots whose handler sleeps `JOB_WORK_MS`. Every
 //! `SAMPLE_EVERY_S`, on the wall clock's boundaries, it prints one JSON
-//! line per metric: pickup latency percentiles over 30 s (insert commit to
-//! handler start), enqueue and completion rates, queue depth. SIGTERM or
+//! line per metric: pickup latency percentiles over 30 s (from just before
+//! the insert to the handler's start), enqueue and completion rates, queue
+//! depth. SIGTERM or
 //! SIGINT stops it with exit status 0 within 5 s. Standard output carries
 //! only those lines; everything else goes to standard error.
 
