@@ -10,9 +10,14 @@
 //! database (MySQL), named by `--schema`. Each result is printed as one
 //! `result backend=... workload=... key=value ...` line as soon as it is
 //! known, then all of them as a table. See `docs/benchmarks.md`.
+//!
+//! `queue-bench portable` (no other arguments; configured by its
+//! environment) is the adapter of the public cross-system benchmark
+//! hardbyte/postgresql-job-queue-benchmarking: see [`portable`].
 
 mod args;
 mod facade;
+mod portable;
 mod report;
 mod stats;
 mod target;
@@ -74,13 +79,20 @@ async fn main() -> ExitCode {
     // The worker's and storages' warnings (a failed claim, a lost
     // connection) on standard error, apart from the results on standard
     // output; `RUST_LOG` chooses more (`RUST_LOG=queue_worker=debug`).
+    // `portable`'s standard error is a harness's log file: no colours.
+    let argv: Vec<String> = std::env::args().collect();
+    let portable = argv.get(1).map(String::as_str) == Some("portable");
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(!portable)
         .init();
+    if portable {
+        return portable::main(&argv[2..]).await;
+    }
     let args = Args::parse();
     let setup = Setup {
         url: args
