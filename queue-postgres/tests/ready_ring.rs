@@ -346,3 +346,68 @@ async fn every_claim_deletes_the_entries_of_the_jobs_it_leases() {
         );
     }
 }
+
+/// Since migration 0012 stats counts ring entries without reading their
+/// jobs, so plain-SQL updates that move a pending job out of the ring or
+/// to another key must take its entry along: rescheduled by hand it is
+/// counted scheduled only, a priority changed by hand leaves one entry,
+/// and an exhausted job has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_by_hand_keep_one_entry_per_job_in_the_ring() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    let s = schema.name().to_owned();
+    let ids: Vec<i64> = storage
+        .enqueue_batch((0..3).map(|i| NewJob::new("q", json!(i))).collect())
+        .await
+        .expect("enqueue")
+        .iter()
+        .map(|o| o.id.get())
+        .collect();
+    let counts = || async {
+        let stats = storage.stats().await.expect("stats");
+        let q = stats.iter().find(|s| s.queue.as_str() == "q").expect("q");
+        (q.pending, q.scheduled, q.exhausted)
+    };
+    assert_eq!(counts().await, (3, 0, 0));
+    run(
+        &pool,
+        &format!(
+            "UPDATE \"{s}\".job_queue SET available_at = now() + interval '1 hour', updated_at = now()
+             WHERE id = {}",
+            ids[0]
+        ),
+    )
+    .await;
+    assert_eq!(counts().await, (2, 1, 0), "rescheduled by hand");
+    run(
+        &pool,
+        &format!(
+            "UPDATE \"{s}\".job_queue SET priority = 5 WHERE id = {}",
+            ids[1]
+        ),
+    )
+    .await;
+    assert_eq!(counts().await, (2, 1, 0), "a priority changed by hand");
+    run(
+        &pool,
+        &format!(
+            "UPDATE \"{s}\".job_queue SET attempts = max_attempts WHERE id = {}",
+            ids[2]
+        ),
+    )
+    .await;
+    assert_eq!(counts().await, (1, 1, 1), "exhausted by hand");
+    let entries: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT id FROM \"{s}\".job_ready ORDER BY id"
+    )))
+    .fetch_all(&pool)
+    .await
+    .expect("entries");
+    assert_eq!(
+        entries,
+        vec![ids[1]],
+        "one entry, for the one job in the ring"
+    );
+    pool.close().await;
+    schema.drop_schema().await;
+}

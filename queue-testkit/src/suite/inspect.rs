@@ -60,10 +60,7 @@ pub async fn stats_forget_pending_jobs_that_leave_without_a_claim<S: Storage>(ct
         .await;
     ctx.enqueue(NewJob::new("other", json!("other"))).await;
     let counts_of = |stats: &[QueueStats], name: &str| {
-        stats
-            .iter()
-            .find(|s| s.queue.as_str() == name)
-            .map(counts)
+        stats.iter().find(|s| s.queue.as_str() == name).map(counts)
     };
     let stats = ctx.storage.stats().await.expect("stats");
     assert_eq!(counts_of(&stats, "q"), Some([5, 1, 0, 0, 0]));
@@ -74,7 +71,10 @@ pub async fn stats_forget_pending_jobs_that_leave_without_a_claim<S: Storage>(ct
         id: Some(pending[2]),
         ..queue_core::JobFilter::default()
     };
-    assert_eq!(ctx.storage.discard_jobs(&bulk).await.expect("discard_jobs"), 1);
+    assert_eq!(
+        ctx.storage.discard_jobs(&bulk).await.expect("discard_jobs"),
+        1
+    );
     let stats = ctx.storage.stats().await.expect("stats");
     assert_eq!(
         counts_of(&stats, "q"),
