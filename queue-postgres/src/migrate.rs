@@ -68,6 +68,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "no_dequeue_index",
         sql: include_str!("../../migrations/postgres/0012_no_dequeue_index.sql"),
     },
+    Migration {
+        version: 13,
+        name: "ready_rotation_by_size",
+        sql: include_str!("../../migrations/postgres/0013_ready_rotation_by_size.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -1,11 +1,14 @@
-//! The ready ring's rotation (migration 0010): claims take due jobs from
-//! `job_ready`, whose four slots `queue_ready_rotate` empties with
-//! `TRUNCATE` in turn, so that a claim never steps over more than the
+//! The ready ring's rotation (migrations 0010 and 0013): claims take due
+//! jobs from `job_ready`, whose four slots `queue_ready_rotate` empties
+//! with `TRUNCATE` in turn, so that a claim never steps over more than the
 //! entries of the last few rotations, whatever holds the xmin horizon
-//! back. Any storage handle that claims rotates: after a claim, at most
-//! once per [`ROTATE_EVERY`] per handle, in a task of its own on the
-//! pool (the function itself lets one caller per schema through and
-//! returns at once when the current slot is younger than the period).
+//! back. Any storage handle that claims tries to rotate: after a claim,
+//! at most once per [`ROTATE_EVERY`] per handle, in a task of its own on
+//! the pool. The function itself lets one caller per schema through, and
+//! rotates only a current slot that is [`ROTATE_EVERY`] old and has taken
+//! [`ROTATE_AT_BYTES`] of entries, or is [`ROTATE_IDLE`] old: each
+//! `TRUNCATE` makes every session plan its claims again, which four
+//! rotations a second of a quiet queue paid in start latency for nothing.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -14,9 +17,16 @@ use sqlx::PgPool;
 
 use crate::PgStorage;
 
-/// How long a slot stays current: a claim steps over the deleted entries
-/// of up to four such periods (the current slot and three older ones).
+/// How long a slot stays current at least: a claim steps over the
+/// deleted entries of up to four slots (the current one and three older).
 pub(crate) const ROTATE_EVERY: Duration = Duration::from_millis(250);
+
+/// The size of its heap from which a current slot rotates once
+/// [`ROTATE_EVERY`] old: four pages, about 500 entries.
+const ROTATE_AT_BYTES: i64 = 32 * 1024;
+
+/// How long a slot that took fewer entries stays current at most.
+const ROTATE_IDLE: Duration = Duration::from_secs(5);
 
 /// How long a rotation waits for the transactions that hold the slot it
 /// empties (an enqueue not yet committed that wrote there) before it
@@ -73,11 +83,12 @@ impl PgStorage {
 }
 
 async fn rotate(pool: &PgPool, statement: sqlx::SqlStr) {
-    let period = i64::try_from(ROTATE_EVERY.as_millis()).unwrap_or(i64::MAX);
-    let wait = i64::try_from(LOCK_WAIT.as_millis()).unwrap_or(i64::MAX);
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let outcome = sqlx::query_scalar::<_, bool>(statement)
-        .bind(period)
-        .bind(wait)
+        .bind(ms(ROTATE_EVERY))
+        .bind(ms(ROTATE_IDLE))
+        .bind(ROTATE_AT_BYTES)
+        .bind(ms(LOCK_WAIT))
         .bind(MOVE_AT_MOST)
         .fetch_one(pool)
         .await;

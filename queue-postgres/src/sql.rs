@@ -906,9 +906,11 @@ RETURNING schedule_name";
 const SCHEDULES: &str = "SELECT schedule_name, last_fire_at, next_fire_at FROM {s}.queue_schedule";
 
 /// Makes the ready ring's next slot current if the current one is $1 ms
-/// old, waiting $2 ms for its lock and moving at most $3 entries
-/// (`queue_ready_rotate`, migration 0010; `ready_ring.rs`).
-const ROTATE_READY: &str = "SELECT {s}.queue_ready_rotate($1::bigint, $2::bigint, $3::bigint)";
+/// old and holds $3 bytes, or is $2 ms old, waiting $4 ms for the next
+/// slot's lock and moving at most $5 entries (`queue_ready_rotate`,
+/// migration 0013; `ready_ring.rs`).
+const ROTATE_READY: &str =
+    "SELECT {s}.queue_ready_rotate($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint)";
 
 /// A claim: `template` with [`PICK_LEVELS`] for the queue
 /// and cap expressions given, then [`CLAIM_PICKED`].

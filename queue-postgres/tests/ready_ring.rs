@@ -129,7 +129,7 @@ async fn a_claim_does_not_step_over_jobs_claimed_while_the_horizon_is_held() {
     let mut rotations = 0;
     for _ in 0..100 {
         let rotated: bool = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT \"{s}\".queue_ready_rotate(0, 5000, 10000)"
+            "SELECT \"{s}\".queue_ready_rotate(0, 0, 0, 5000, 10000)"
         )))
         .fetch_one(&pool)
         .await
@@ -177,7 +177,7 @@ async fn a_claim_does_not_step_over_jobs_claimed_while_the_horizon_is_held() {
 async fn a_rotation_leaves_the_entry_of_an_uncommitted_enqueue() {
     let (schema, pool, storage) = common::storage_in_new_schema().await;
     let s = schema.name().to_owned();
-    let rotate = format!("SELECT \"{s}\".queue_ready_rotate(0, 50, 10000)");
+    let rotate = format!("SELECT \"{s}\".queue_ready_rotate(0, 0, 0, 50, 10000)");
     let mut tx = pool.begin().await.expect("begin");
     storage
         .enqueue_in(&mut tx, NewJob::new("q", json!({ "late": true })))
@@ -408,6 +408,48 @@ async fn updates_by_hand_keep_one_entry_per_job_in_the_ring() {
         vec![ids[1]],
         "one entry, for the one job in the ring"
     );
+    pool.close().await;
+    schema.drop_schema().await;
+}
+
+/// Migration 0013: a current slot rotates once it holds the size given
+/// (or is the idle period old), not on the clock alone, since every
+/// TRUNCATE makes each session plan its claims again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_rotates_once_it_has_taken_entries_enough() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    let s = schema.name().to_owned();
+    let rotate = |idle_ms: i64| {
+        let pool = pool.clone();
+        let statement =
+            format!("SELECT \"{s}\".queue_ready_rotate(0, {idle_ms}, 32768, 5000, 10000)");
+        async move {
+            sqlx::query_scalar::<_, bool>(AssertSqlSafe(statement))
+                .fetch_one(&pool)
+                .await
+                .expect("rotate")
+        }
+    };
+    assert!(rotate(0).await, "a new ring's first rotation");
+    storage
+        .enqueue(NewJob::new("q", json!("one")))
+        .await
+        .expect("enqueue");
+    assert!(
+        !rotate(3_600_000).await,
+        "one entry: the slot stays current"
+    );
+    storage
+        .enqueue_batch((0..1_000).map(|i| NewJob::new("q", json!(i))).collect())
+        .await
+        .expect("enqueue");
+    assert!(rotate(3_600_000).await, "a thousand entries: it rotates");
+    assert!(
+        rotate(0).await,
+        "past the idle period an empty slot rotates too"
+    );
+    let claimed = storage.dequeue(&request(1_000)).await.expect("dequeue");
+    assert_eq!(claimed.len(), 1_000, "the rotations kept every entry");
     pool.close().await;
     schema.drop_schema().await;
 }
