@@ -57,6 +57,14 @@ impl Schema {
             .enable_all()
             .build()
             .expect("a runtime");
+        // On a fresh server the test database does not exist yet: the
+        // testkit's harness creates it (with a schema, dropped at once).
+        runtime.block_on(async {
+            queue_testkit::harness::postgres::TestSchema::create()
+                .await
+                .drop_schema()
+                .await;
+        });
         let pool = runtime
             .block_on(
                 sqlx::postgres::PgPoolOptions::new()
