@@ -112,6 +112,21 @@ struct Adapter {
 }
 
 impl Adapter {
+    /// Waits up to a minute for the first line (the descriptor, written
+    /// after migrating), failing at once if the adapter exits first.
+    fn wait_for_first_line(&mut self) {
+        let until = Instant::now() + Duration::from_secs(60);
+        while self.stdout().is_empty() && Instant::now() < until {
+            assert_eq!(
+                self.child.try_wait().expect("wait"),
+                None,
+                "{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn start(env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(BIN);
         command
@@ -237,16 +252,7 @@ fn a_run_reports_every_metric_every_tick_and_stops_on_sigterm() {
         ("BENCH_INSTANCE_ID", "2"),
     ]);
     // The descriptor comes after migrating; then ~6 s of ticks.
-    let until = Instant::now() + Duration::from_secs(60);
-    while adapter.stdout().is_empty() && Instant::now() < until {
-        assert_eq!(
-            adapter.child.try_wait().expect("wait"),
-            None,
-            "{}",
-            adapter.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    adapter.wait_for_first_line();
     std::thread::sleep(Duration::from_millis(6_300));
     adapter.sigterm();
     let signalled = Instant::now();
@@ -428,16 +434,7 @@ fn harness_tokens_are_inserted_scaled_by_the_control_file() {
         ("JOB_WORK_MS", "0"),
         ("SAMPLE_EVERY_S", "1"),
     ]);
-    let until = Instant::now() + Duration::from_secs(60);
-    while adapter.stdout().is_empty() && Instant::now() < until {
-        assert_eq!(
-            adapter.child.try_wait().expect("wait"),
-            None,
-            "{}",
-            adapter.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    adapter.wait_for_first_line();
     // 6 tokens of 100: 900 jobs at 1.5x, in batches of at most 64.
     let mut stdin = adapter.stdin.take().expect("stdin");
     for _ in 0..6 {

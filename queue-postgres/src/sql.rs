@@ -104,57 +104,32 @@ SELECT COALESCE((SELECT id FROM ins),
                   WHERE live.queue_name = $2::text AND live.unique_key = $4::text)) AS id,
        NOT EXISTS (SELECT 1 FROM ins) AS existed{signal_one}";
 
-/// The distinct priorities of queue `{queue}`'s scheduled jobs (unleased,
-/// written with a future time: `job_queue_scheduled`), highest first: a
-/// recursive skip-scan, one probe per priority, however many jobs share
-/// one.
-const LEVELS: &str = "levels(priority) AS (
-        (SELECT j.priority FROM {s}.job_queue j
-          WHERE j.queue_name = {queue} AND j.lease_until IS NULL AND j.available_at > j.updated_at
+/// The recursive CTE `{name}(priority)`: the distinct priorities of
+/// queue `{queue}`'s rows of `{table}` that match `{rows}`, highest first:
+/// a skip-scan, one index probe per priority however many rows share one,
+/// a NULL row last. Filled in by [`levels`].
+const LEVELS: &str = "{name}(priority) AS (
+        (SELECT j.priority FROM {s}.{table} j
+          WHERE j.queue_name = {queue} AND {rows}
           ORDER BY j.priority DESC LIMIT 1)
         UNION ALL
-        SELECT (SELECT j.priority FROM {s}.job_queue j
-                 WHERE j.queue_name = {queue} AND j.lease_until IS NULL
-                   AND j.available_at > j.updated_at AND j.priority < l.priority
+        SELECT (SELECT j.priority FROM {s}.{table} j
+                 WHERE j.queue_name = {queue} AND {rows} AND j.priority < l.priority
                  ORDER BY j.priority DESC LIMIT 1)
-          FROM levels l WHERE l.priority IS NOT NULL
+          FROM {name} l WHERE l.priority IS NOT NULL
     )";
 
-/// [`LEVELS`] of queue `{queue}`'s ring entries (`job_ready`, over its
-/// slots).
-const RING_LEVELS: &str = "ring_levels(priority) AS (
-        (SELECT r.priority FROM {s}.job_ready r
-          WHERE r.queue_name = {queue} ORDER BY r.priority DESC LIMIT 1)
-        UNION ALL
-        SELECT (SELECT r.priority FROM {s}.job_ready r
-                 WHERE r.queue_name = {queue} AND r.priority < l.priority
-                 ORDER BY r.priority DESC LIMIT 1)
-          FROM ring_levels l WHERE l.priority IS NOT NULL
-    )";
+/// [`LEVELS`] named `name` over the rows of `table` matching `rows`.
+fn levels(name: &str, table: &str, rows: &str) -> String {
+    LEVELS
+        .replace("{name}", name)
+        .replace("{table}", table)
+        .replace("{rows}", rows)
+}
 
-/// The recursive CTE `ring_queues(name)`: the queues with ring entries, by
-/// a skip-scan of the ring's index (one probe per queue, a NULL row last).
-const RING_QUEUES: &str = "ring_queues(name) AS (
-    (SELECT r.queue_name FROM {s}.job_ready r ORDER BY r.queue_name LIMIT 1)
-    UNION ALL
-    SELECT (SELECT r.queue_name FROM {s}.job_ready r
-             WHERE r.queue_name > q.name ORDER BY r.queue_name LIMIT 1)
-    FROM ring_queues q WHERE q.name IS NOT NULL
-)";
-
-/// The recursive CTE `scheduled_queues(name)`: the queues with scheduled
-/// jobs, by a skip-scan of `job_queue_scheduled`.
-const SCHEDULED_QUEUES: &str = "scheduled_queues(name) AS (
-    (SELECT j.queue_name FROM {s}.job_queue j
-      WHERE j.lease_until IS NULL AND j.available_at > j.updated_at
-      ORDER BY j.queue_name LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue_name FROM {s}.job_queue j
-             WHERE j.queue_name > q.name AND j.lease_until IS NULL
-               AND j.available_at > j.updated_at
-             ORDER BY j.queue_name LIMIT 1)
-    FROM scheduled_queues q WHERE q.name IS NOT NULL
-)";
+/// The scheduled jobs (unleased, written with a future time): the rows of
+/// `job_queue_scheduled`.
+const SCHEDULED_ROWS: &str = "j.lease_until IS NULL AND j.available_at > j.updated_at";
 
 /// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked
 /// unless `{lock}` is FALSE: `queue_pick` (migration 0011, first written in
@@ -286,24 +261,25 @@ const HEARTBEAT: &str = "
 SELECT beat_id, beat_by, beat_attempt
 FROM {s}.queue_heartbeat($1::timestamptz, $2::bigint[], $3::text[], $4::int[], $5::bigint)";
 
-/// The recursive CTE `{name}(name)`: the queues with jobs whose
-/// `lease_until IS {held}`, by a skip-scan (one index probe per queue, a
-/// NULL row last) of `job_queue_leased` for NOT NULL. Filled in by
-/// [`queues_with`].
+/// The recursive CTE `{name}(name)`: the queues with rows of `{table}`
+/// that match `{rows}`, by a skip-scan (one index probe per queue, a NULL
+/// row last). Filled in by [`queues_with`].
 const QUEUES_WITH: &str = "{name}(name) AS (
-    (SELECT j.queue_name FROM {s}.job_queue j WHERE j.lease_until IS {held}
+    (SELECT j.queue_name FROM {s}.{table} j WHERE {rows}
       ORDER BY j.queue_name LIMIT 1)
     UNION ALL
-    SELECT (SELECT j.queue_name FROM {s}.job_queue j
-             WHERE j.queue_name > q.name AND j.lease_until IS {held}
+    SELECT (SELECT j.queue_name FROM {s}.{table} j
+             WHERE j.queue_name > q.name AND {rows}
              ORDER BY j.queue_name LIMIT 1)
     FROM {name} q WHERE q.name IS NOT NULL
 )";
 
-/// [`QUEUES_WITH`] named `name`, for leases that are `held` (`NULL` or
-/// `NOT NULL`).
-fn queues_with(name: &str, held: &str) -> String {
-    QUEUES_WITH.replace("{name}", name).replace("{held}", held)
+/// [`QUEUES_WITH`] named `name` over the rows of `table` matching `rows`.
+fn queues_with(name: &str, table: &str, rows: &str) -> String {
+    QUEUES_WITH
+        .replace("{name}", name)
+        .replace("{table}", table)
+        .replace("{rows}", rows)
 }
 
 /// Recovers up to $2 jobs: stalled (oldest lease first), then exhausted.
@@ -1038,19 +1014,26 @@ impl Statements {
             nack: fill(NACK),
             release: fill(RELEASE),
             heartbeat: fill(HEARTBEAT),
-            reclaim: fill(
-                &RECLAIM.replace("{leased_queues}", &queues_with("leased_queues", "NOT NULL")),
-            ),
+            reclaim: fill(&RECLAIM.replace(
+                "{leased_queues}",
+                &queues_with("leased_queues", "job_queue", "j.lease_until IS NOT NULL"),
+            )),
             discard: fill(DISCARD),
             retry_dead_letter: fill(RETRY_DEAD_LETTER),
             prune: fill(PRUNE),
             prune_counters: fill(PRUNE_COUNTERS),
             stats: fill(
                 &STATS
-                    .replace("{ring_queues}", RING_QUEUES)
-                    .replace("{scheduled_queues}", SCHEDULED_QUEUES)
-                    .replace("{levels}", LEVELS)
-                    .replace("{ring_levels}", RING_LEVELS)
+                    .replace(
+                        "{ring_queues}",
+                        &queues_with("ring_queues", "job_ready", "TRUE"),
+                    )
+                    .replace(
+                        "{scheduled_queues}",
+                        &queues_with("scheduled_queues", "job_queue", SCHEDULED_ROWS),
+                    )
+                    .replace("{levels}", &levels("levels", "job_queue", SCHEDULED_ROWS))
+                    .replace("{ring_levels}", &levels("ring_levels", "job_ready", "TRUE"))
                     .replace("{queue}", "q.name"),
             ),
             get_job: fill(GET_JOB),
