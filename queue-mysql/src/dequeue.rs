@@ -1,10 +1,14 @@
-//! Dequeue: one range scan per queue, the best of their rows leased in
-//! one UPDATE, in one transaction; a claim on a queue with limits locks
-//! and applies them first, in the same transaction (`flow.rs`).
+//! Dequeue: per queue, the best entries of the ready ring (migration 0006,
+//! `ready_ring.rs`) and the due scheduled jobs; the best of all locked by
+//! id and leased in one UPDATE, their entries deleted, in one transaction.
+//! A claim on a queue with limits locks and applies them first, in the
+//! same transaction (`flow.rs`).
+
+use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
-use diesel::sql_types::{Datetime, Integer};
+use diesel::sql_types::{BigInt, Datetime, Integer};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::backend::claim_order;
 use queue_core::{DequeueRequest, Job, Result};
@@ -14,7 +18,7 @@ use crate::bind::{Param, cached, id_list};
 use crate::error::Failure;
 use crate::heartbeat::later;
 use crate::rows::JobRow;
-use crate::sql::{self, DEQUEUE_LEVEL, DEQUEUE_PEEK, DEQUEUE_PICK};
+use crate::sql::{self, READY_PEEK, SCHEDULED_DUE, SCHEDULED_LEVEL, SCHEDULED_SOURCE};
 
 /// A claimable row and the claim statement's "now".
 #[derive(QueryableByName)]
@@ -25,60 +29,98 @@ struct Candidate {
     now_ts: NaiveDateTime,
 }
 
-/// Per queue, the highest priority of its unleased jobs, where known
-/// (`None`: it has none).
-pub(crate) type TopLevels = std::collections::HashMap<String, Option<i32>>;
+/// A ring entry or a due scheduled job ([`READY_PEEK`], [`SCHEDULED_DUE`]).
+#[derive(QueryableByName, Debug, Clone)]
+pub(crate) struct Entry {
+    /// A slot (0-3), the inbox (4), or job_queue_scheduled (5).
+    #[diesel(sql_type = BigInt)]
+    src: i64,
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = Integer)]
+    priority: i32,
+    #[diesel(sql_type = Datetime)]
+    available_at: NaiveDateTime,
+    #[diesel(sql_type = BigInt)]
+    claimable: i64,
+    #[diesel(sql_type = BigInt)]
+    stale: i64,
+}
 
-/// One priority level of a queue's unleased jobs.
+impl Entry {
+    fn source(&self) -> u8 {
+        u8::try_from(self.src).unwrap_or(SCHEDULED_SOURCE)
+    }
+
+    fn order(&self) -> (std::cmp::Reverse<i32>, NaiveDateTime, i64) {
+        claim_order(self.priority, self.available_at, self.id)
+    }
+}
+
+/// Per queue, the highest priority of its scheduled jobs, where known
+/// (`None`: it has none).
+pub(crate) type TopLevels = HashMap<String, Option<i32>>;
+
+/// One priority level of a queue's scheduled jobs.
 #[derive(QueryableByName)]
 pub(crate) struct Level {
     #[diesel(sql_type = Integer)]
     pub(crate) priority: i32,
 }
 
+/// How many times a claim looks again when racing claims locked some of
+/// the jobs it picked.
+const ROUNDS: usize = 3;
+
+/// What one round of a claim found: claimable entries (in claim order,
+/// within each queue's cap), and the entries to delete.
+struct Found {
+    picks: Vec<(String, Entry)>,
+    stale: Vec<Entry>,
+    /// Every entry seen per job id (a job may have two: one in a slot, a
+    /// newer one in the inbox).
+    sources: HashMap<i64, Vec<u8>>,
+}
+
 impl MySqlStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let limited = self.claim_is_limited(request).await?;
-        self.retrying(false, || async {
-            let mut conn = self.connection().await?;
-            conn.transaction(async |conn| {
-                if limited {
-                    self.dequeue_limited_on(conn, request).await
-                } else {
-                    self.dequeue_on(conn, request, &TopLevels::new()).await
-                }
+        let jobs = self
+            .retrying(false, || async {
+                let mut conn = self.connection().await?;
+                conn.transaction(async |conn| {
+                    if limited {
+                        self.dequeue_limited_on(conn, request).await
+                    } else {
+                        self.dequeue_on(conn, request, &TopLevels::new()).await
+                    }
+                })
+                .await
             })
-            .await
-        })
-        .await
+            .await;
+        self.rotate_ready_ring();
+        jobs
     }
 
-    /// Per queue, priority level by priority level (highest first), one
-    /// probe for the next level ([`DEQUEUE_LEVEL`]) and one range scan of
-    /// its due jobs reading whole rows, until the queue's cap is met or no
-    /// level is left; the best `limit` of all are then locked and read
-    /// again by id ([`sql::dequeue_lock_picked`], skipping rows another
-    /// claim holds) and leased in one UPDATE. For one queue whose jobs
-    /// share one priority: BEGIN, probe, scan, lock, UPDATE, COMMIT (and one
-    /// more probe when fewer than the cap were due).
+    /// A claim on `conn`, in the caller's transaction: per queue of
+    /// `request` (up to its cap), the best entries of each ring slot and of
+    /// the inbox ([`READY_PEEK`]: short ranges of small tables, and each
+    /// entry's job by primary key) and the due scheduled jobs, level by
+    /// level ([`SCHEDULED_LEVEL`], [`SCHEDULED_DUE`]); the best `limit` of
+    /// them all are locked and read again by id
+    /// ([`sql::dequeue_lock_picked`], skipping rows another claim holds),
+    /// leased in one UPDATE, and their entries deleted with the stale ones
+    /// met on the way. None of it reads an index of `job_queue` in which
+    /// the jobs claimed since InnoDB's purge last ran leave entries,
+    /// except the scheduled jobs' own.
     ///
-    /// The scans do not lock ([`DEQUEUE_PEEK`]). A locking scan of the
-    /// dequeue index steps over the entries of every job claimed or
-    /// finished since InnoDB's purge last ran (its delete-marked entries at
-    /// the head of the range), at a cost that grows with the purge lag: a
-    /// 20,000-job drain read 4,800 pages per locking scan of 15 rows, and
-    /// the scan took 1.3-1.4 ms of the claim's 2.8; a consistent read of
-    /// the same range reads about 50 pages whatever the lag. When a racing
-    /// claim took some of the rows between the scan and the lock (the lock
-    /// returns fewer), a claim of one queue, or of several whose caps fit
-    /// the limit, scans again with locks ([`DEQUEUE_PICK`]): those skip
-    /// what other claims hold and return the best rest, the rows this claim
-    /// locked among them. On several queues whose caps add up to more than
-    /// the limit it keeps what it locked: a locking scan there would hold
-    /// rows the claim does not take until it commits (a racing claimer
-    /// would skip them and take worse jobs).
+    /// When a racing claim holds some of the picked rows (the lock returns
+    /// fewer), a claim of one queue, or of several whose caps fit the
+    /// limit, looks again, passing over what it tried, up to [`ROUNDS`]
+    /// times. On several queues whose caps add up to more than the limit
+    /// it keeps what it locked.
     ///
-    /// `top` holds queues whose highest level of unleased jobs is known
+    /// `top` holds queues whose highest level of scheduled jobs is known
     /// already (`None`: it has none), read by the limited claim's lock
     /// statement: their first probe is skipped.
     pub(crate) async fn dequeue_on(
@@ -88,23 +130,76 @@ impl MySqlStorage {
         top: &TopLevels,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
-        let mut candidates = self.scan(conn, request, top, DEQUEUE_PEEK).await?;
-        if candidates.is_empty() {
-            return Ok(Vec::new());
+        let mut locked: Vec<Candidate> = Vec::new();
+        let mut tried: HashSet<i64> = HashSet::new();
+        let mut taken: HashMap<String, usize> = HashMap::new();
+        let mut spent: HashMap<u8, Vec<i64>> = HashMap::new();
+        for _ in 0..ROUNDS {
+            let wanted = (request.limit() as usize).saturating_sub(locked.len());
+            if wanted == 0 {
+                break;
+            }
+            let found = self.peek(conn, request, top, &tried, &taken).await?;
+            for entry in &found.stale {
+                spent.entry(entry.source()).or_default().push(entry.id);
+            }
+            let picks: Vec<(String, Entry)> = found.picks.into_iter().take(wanted).collect();
+            if picks.is_empty() {
+                break;
+            }
+            let ids: Vec<i64> = picks.iter().map(|(_, e)| e.id).collect();
+            let padded = id_list(&ids);
+            let mut params = vec![Param::OptTime(fixed)];
+            params.extend(padded.iter().map(|id| Param::Int(*id)));
+            params.push(Param::OptTime(fixed));
+            let got = cached(sql::dequeue_lock_picked(padded.len()), params)
+                .load::<Candidate>(conn)
+                .await?;
+            tried.extend(ids);
+            let complete = got.len() == picks.len();
+            for candidate in got {
+                *taken.entry(candidate.job.queue_name.clone()).or_default() += 1;
+                for source in found.sources.get(&candidate.job.id).into_iter().flatten() {
+                    if *source != SCHEDULED_SOURCE {
+                        spent.entry(*source).or_default().push(candidate.job.id);
+                    }
+                }
+                locked.push(candidate);
+            }
+            if complete || request.over_subscribed() {
+                break;
+            }
         }
-        let peeked = candidates.len();
-        let ids: Vec<i64> = candidates.iter().map(|c| c.job.id).collect();
-        let padded = id_list(&ids);
-        let mut params = vec![Param::OptTime(fixed)];
-        params.extend(padded.iter().map(|id| Param::Int(*id)));
-        params.push(Param::OptTime(fixed));
-        candidates = cached(sql::dequeue_lock_picked(padded.len()), params)
-            .load::<Candidate>(conn)
-            .await?;
-        if candidates.len() < peeked && !request.over_subscribed() {
-            candidates = self.scan(conn, request, top, DEQUEUE_PICK).await?;
-        }
+        let mut candidates = locked;
         candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
+        let result = self.lease(conn, request, candidates).await?;
+        let mut sources: Vec<(u8, Vec<i64>)> = spent.into_iter().collect();
+        // One order for every claim, so two never wait on each other's
+        // entries the other way round.
+        sources.sort_by_key(|(source, _)| *source);
+        for (source, mut ids) in sources {
+            ids.sort_unstable();
+            ids.dedup();
+            for chunk in ids.chunks(1_000) {
+                let padded = id_list(chunk);
+                cached(
+                    sql::ready_delete(source, padded.len()),
+                    padded.iter().map(|id| Param::Int(*id)).collect(),
+                )
+                .execute(conn)
+                .await?;
+            }
+        }
+        Ok(result)
+    }
+
+    /// Leases the locked `candidates` (in claim order) in one UPDATE.
+    async fn lease(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        request: &DequeueRequest,
+        candidates: Vec<Candidate>,
+    ) -> Result<Vec<Job>, Failure> {
         // The latest of the reads' clocks: every candidate was due by then.
         let Some(now) = candidates.iter().map(|c| c.now_ts).max() else {
             return Ok(Vec::new());
@@ -142,54 +237,107 @@ impl MySqlStorage {
             .collect()
     }
 
-    /// The claimable rows of each queue of `request`, level by level, up to
-    /// the queue's cap, by `scan` ([`DEQUEUE_PEEK`] or [`DEQUEUE_PICK`]);
-    /// the best `limit` of them in claim order.
-    async fn scan(
+    /// The claimable entries of each queue of `request` not in `tried`, up
+    /// to the queue's cap less what this claim `taken` there, from the
+    /// ring ([`READY_PEEK`]) and the scheduled jobs ([`SCHEDULED_DUE`]),
+    /// merged in claim order, one per job; and the stale entries seen.
+    async fn peek(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
         top: &TopLevels,
-        scan: &'static str,
-    ) -> Result<Vec<Candidate>, Failure> {
+        tried: &HashSet<i64>,
+        taken: &HashMap<String, usize>,
+    ) -> Result<Found, Failure> {
         let fixed = self.now_override();
-        let mut candidates = Vec::new();
+        let mut found = Found {
+            picks: Vec::new(),
+            stale: Vec::new(),
+            sources: HashMap::new(),
+        };
+        let mut picks: Vec<(String, Entry)> = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
             let name = || Param::Text(queue.as_str().to_owned());
-            let mut taken = 0;
-            // Above every priority: the first step finds the highest level.
-            let mut bound = i64::from(i32::MAX) + 1;
-            // The limited claim's lock statement read the first level.
-            let mut known = top.get(queue.as_str()).copied();
-            while taken < *cap as usize {
-                let level = match known.take() {
-                    Some(level) => level,
-                    None => cached(DEQUEUE_LEVEL, vec![name(), Param::Int(bound)])
-                        .load::<Level>(conn)
-                        .await?
-                        .into_iter()
-                        .next()
-                        .map(|l| l.priority),
-                };
-                let Some(level) = level else {
-                    break;
-                };
-                bound = i64::from(level);
-                let params = vec![
-                    Param::OptTime(fixed),
-                    name(),
-                    Param::Int(i64::from(level)),
-                    Param::OptTime(fixed),
-                    name(),
-                    Param::Int(i64::try_from(*cap as usize - taken).unwrap_or(i64::MAX)),
-                ];
-                let picked = cached(scan, params).load::<Candidate>(conn).await?;
-                taken += picked.len();
-                candidates.extend(picked);
+            let room =
+                (*cap as usize).saturating_sub(taken.get(queue.as_str()).copied().unwrap_or(0));
+            if room == 0 {
+                continue;
+            }
+            // Entries already tried come back: read past them.
+            let limit = i64::try_from(room + tried.len()).unwrap_or(i64::MAX);
+            let mut params = vec![Param::OptTime(fixed)];
+            for _ in 0..=sql::INBOX_SOURCE {
+                params.extend([name(), Param::Int(limit)]);
+            }
+            params.push(name());
+            let mut entries = cached(READY_PEEK, params).load::<Entry>(conn).await?;
+            entries.extend(self.scheduled(conn, queue.as_str(), room, top).await?);
+            entries.sort_by_key(Entry::order);
+            let mut seen = HashSet::new();
+            let mut kept = 0;
+            for entry in entries {
+                found
+                    .sources
+                    .entry(entry.id)
+                    .or_default()
+                    .push(entry.source());
+                if entry.stale == 1 {
+                    found.stale.push(entry);
+                    continue;
+                }
+                if entry.claimable != 1 || tried.contains(&entry.id) || !seen.insert(entry.id) {
+                    continue;
+                }
+                if kept < room {
+                    kept += 1;
+                    picks.push((queue.as_str().to_owned(), entry));
+                }
             }
         }
-        candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
-        candidates.truncate(request.limit() as usize);
-        Ok(candidates)
+        picks.sort_by_key(|(_, e)| e.order());
+        found.picks = picks;
+        Ok(found)
+    }
+
+    /// A queue's due scheduled jobs, level by level (highest first), up to
+    /// `room`: one probe for the next level and one range per level.
+    async fn scheduled(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        queue: &str,
+        room: usize,
+        top: &TopLevels,
+    ) -> Result<Vec<Entry>, Failure> {
+        let fixed = self.now_override();
+        let name = || Param::Text(queue.to_owned());
+        let mut entries = Vec::new();
+        // Above every priority: the first step finds the highest level.
+        let mut bound = i64::from(i32::MAX) + 1;
+        // The limited claim's lock statement read the first level.
+        let mut known = top.get(queue).copied();
+        while entries.len() < room {
+            let level = match known.take() {
+                Some(level) => level,
+                None => cached(SCHEDULED_LEVEL, vec![name(), Param::Int(bound)])
+                    .load::<Level>(conn)
+                    .await?
+                    .into_iter()
+                    .next()
+                    .map(|l| l.priority),
+            };
+            let Some(level) = level else {
+                break;
+            };
+            bound = i64::from(level);
+            let params = vec![
+                name(),
+                Param::Int(i64::from(level)),
+                Param::OptTime(fixed),
+                name(),
+                Param::Int(i64::try_from(room - entries.len()).unwrap_or(i64::MAX)),
+            ];
+            entries.extend(cached(SCHEDULED_DUE, params).load::<Entry>(conn).await?);
+        }
+        Ok(entries)
     }
 }

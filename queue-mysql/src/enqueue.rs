@@ -204,11 +204,13 @@ impl MySqlStorage {
         if !new_rows.is_empty() {
             let now = self.resolve_now(conn).await?;
             let server = self.insert_traits(conn).await?;
+            let slot = self.ready_slot(conn).await?;
             let ids = if server.consecutive_ids {
-                insert_consecutive(conn, jobs, &new_rows, now, server).await?
+                insert_consecutive(conn, jobs, &new_rows, now, server, slot).await?
             } else {
-                insert_marked(conn, jobs, &new_rows, now, server).await?
+                insert_marked(conn, jobs, &new_rows, now, server, slot).await?
             };
+            insert_ready(conn, jobs, &new_rows, &ids, now, slot).await?;
             for (index, id) in new_rows.iter().zip(ids) {
                 outcomes.insert(
                     *index,
@@ -260,6 +262,7 @@ async fn insert_consecutive(
     rows: &[usize],
     now: chrono::NaiveDateTime,
     server: ServerTraits,
+    slot: u8,
 ) -> Result<Vec<i64>, Failure> {
     let keys: Vec<Option<String>> = rows
         .iter()
@@ -280,6 +283,7 @@ async fn insert_consecutive(
                 .zip(texts)
                 .map(|((i, k), p)| (&jobs[*i], k, p)),
             now,
+            slot,
         )
         .await?;
         let first = cached(sql::ENQUEUE_FIRST_ID, Vec::new())
@@ -307,6 +311,7 @@ async fn insert_marked(
     rows: &[usize],
     now: chrono::NaiveDateTime,
     server: ServerTraits,
+    slot: u8,
 ) -> Result<Vec<i64>, Failure> {
     let single = rows.len() == 1;
     let nonce: u64 = rand_nonce();
@@ -335,6 +340,7 @@ async fn insert_marked(
                 .zip(texts)
                 .map(|((i, w), p)| (&jobs[*i], &w.1, p)),
             now,
+            slot,
         )
         .await?;
     }
@@ -435,34 +441,76 @@ async fn lookup(
     Ok(found)
 }
 
+/// When a job written at `now` becomes claimable.
+fn available_at(job: &ValidJob, now: chrono::NaiveDateTime) -> chrono::NaiveDateTime {
+    match job.schedule {
+        Schedule::Now => now,
+        Schedule::After(delay) => naive(truncate_to_micros(utc(now) + to_time_delta(delay))),
+        Schedule::At(at) => naive(at),
+    }
+}
+
 /// One multi-row INSERT; `key` is the job's key, its temporary key, or
-/// none; `payload` its payload as JSON text.
+/// none; `payload` its payload as JSON text; `slot` the ring slot its
+/// entry goes to if it is due ([`insert_ready`]).
 async fn insert<'a>(
     conn: &mut AsyncMysqlConnection,
     rows: impl Iterator<Item = (&'a ValidJob, &'a Option<String>, String)>,
     now: chrono::NaiveDateTime,
+    slot: u8,
 ) -> Result<(), Failure> {
     let mut params = Vec::new();
     let mut count = 0;
     for (job, key, payload) in rows {
-        let available_at = match job.schedule {
-            Schedule::Now => now,
-            Schedule::After(delay) => naive(truncate_to_micros(utc(now) + to_time_delta(delay))),
-            Schedule::At(at) => naive(at),
-        };
         params.extend([
             Param::Text(job.queue.as_str().to_owned()),
             Param::Int(i64::from(job.priority)),
             Param::OptText(key.clone()),
             Param::Text(payload),
             Param::Int(i64::from(job.max_attempts)),
-            Param::Time(available_at),
+            Param::Time(available_at(job, now)),
             Param::Time(now),
             Param::Time(now),
         ]);
         count += 1;
     }
-    let sql = sql::enqueue_insert(count);
+    let sql = sql::enqueue_insert(count, slot);
     query(&sql, params).execute(conn).await?;
+    Ok(())
+}
+
+/// The ready-ring entries of the inserted jobs `rows` (with their `ids`)
+/// that are due when written, into `slot`, in the enqueue's transaction
+/// (migration 0006): claims find them there.
+async fn insert_ready(
+    conn: &mut AsyncMysqlConnection,
+    jobs: &[ValidJob],
+    rows: &[usize],
+    ids: &[i64],
+    now: chrono::NaiveDateTime,
+    slot: u8,
+) -> Result<(), Failure> {
+    let due: Vec<(&ValidJob, i64, chrono::NaiveDateTime)> = rows
+        .iter()
+        .zip(ids)
+        .map(|(i, id)| (&jobs[*i], *id, available_at(&jobs[*i], now)))
+        .filter(|(_, _, at)| *at <= now)
+        .collect();
+    for chunk in due.chunks(MAX_ROWS) {
+        let params = chunk
+            .iter()
+            .flat_map(|(job, id, at)| {
+                [
+                    Param::Int(*id),
+                    Param::Text(job.queue.as_str().to_owned()),
+                    Param::Int(i64::from(job.priority)),
+                    Param::Time(*at),
+                ]
+            })
+            .collect();
+        query(&sql::ready_insert(slot, chunk.len()), params)
+            .execute(conn)
+            .await?;
+    }
     Ok(())
 }

@@ -1,5 +1,6 @@
-//! Diagnostics for operators: does a claim use the dequeue index, and how
-//! many rows does it lock, on this server and this data? Plans come back
+//! Diagnostics for operators: does a claim read the ready ring's indexes
+//! and its jobs by primary key, and how many rows does it lock, on this
+//! server and this data? Plans come back
 //! as queue-core's [`PlanStep`], one per `EXPLAIN` row.
 
 use diesel::QueryableByName;
@@ -10,9 +11,8 @@ use queue_core::{DequeueRequest, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, query};
-use crate::dequeue::Level;
 use crate::error::Failure;
-use crate::sql::{DEQUEUE_LEVEL, DEQUEUE_PICK, ROWS_LOCKED, SESSION_READS};
+use crate::sql::{INBOX_SOURCE, READY_PEEK, ROWS_LOCKED, SESSION_READS};
 
 /// One row of the server's `EXPLAIN` (the columns both servers share).
 #[derive(QueryableByName)]
@@ -72,43 +72,22 @@ struct Locked {
     rows: i64,
 }
 
-/// The highest priority among the unleased jobs of `queue` (0 when none):
-/// the level a claim scans first.
-async fn top_level(
-    conn: &mut crate::AsyncMysqlConnection,
-    queue: &str,
-) -> diesel::QueryResult<i32> {
-    let levels = query(
-        DEQUEUE_LEVEL,
-        vec![
-            Param::Text(queue.to_owned()),
-            Param::Int(i64::from(i32::MAX) + 1),
-        ],
-    )
-    .load::<Level>(conn)
-    .await?;
-    Ok(levels.into_iter().next().map_or(0, |l| l.priority))
-}
-
 impl MySqlStorage {
-    /// The binds of the claim's scan ([`DEQUEUE_PICK`]) of the first queue of
-    /// `request` at priority `level`.
-    fn pick_params(&self, request: &DequeueRequest, level: i32) -> Vec<Param> {
+    /// The binds of the claim's read of the ring ([`READY_PEEK`]) for the
+    /// first queue of `request`.
+    fn peek_params(&self, request: &DequeueRequest) -> Vec<Param> {
         let queue = request.queues()[0].as_str().to_owned();
-        let now = self.now_override();
-        vec![
-            Param::OptTime(now),
-            Param::Text(queue.clone()),
-            Param::Int(i64::from(level)),
-            Param::OptTime(now),
-            Param::Text(queue),
-            Param::Int(i64::from(request.queue_limits()[0])),
-        ]
+        let limit = i64::from(request.queue_limits()[0]);
+        let mut params = vec![Param::OptTime(self.now_override())];
+        for _ in 0..=INBOX_SOURCE {
+            params.extend([Param::Text(queue.clone()), Param::Int(limit)]);
+        }
+        params.push(Param::Text(queue));
+        params
     }
 
-    /// The server's plan for the claim's scan of the highest priority level
-    /// of the first queue of `request` (each level of each queue is
-    /// scanned the same way).
+    /// The server's plan for the claim's read of the ready ring for the
+    /// first queue of `request` (each queue is read the same way).
     ///
     /// # Errors
     /// As any query.
@@ -116,9 +95,8 @@ impl MySqlStorage {
         let rows = self
             .retrying(true, || async {
                 let mut conn = self.connection().await?;
-                let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
-                let params = self.pick_params(request, level);
-                Ok(query(&format!("EXPLAIN {DEQUEUE_PICK}"), params)
+                let params = self.peek_params(request);
+                Ok(query(&format!("EXPLAIN {READY_PEEK}"), params)
                     .load::<ExplainRow>(&mut conn)
                     .await?)
             })
@@ -173,8 +151,8 @@ impl MySqlStorage {
         .await
     }
 
-    /// How many rows InnoDB locks for the claim's scan of the first queue
-    /// of `request`: the locking read alone, in its own transaction, so
+    /// How many rows InnoDB locks for a whole claim of `request` (the
+    /// jobs it takes and their ring entries), in a transaction rolled back:
     /// nothing is claimed.
     ///
     /// # Errors
@@ -182,17 +160,23 @@ impl MySqlStorage {
     pub async fn rows_locked_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
         self.retrying(true, || async {
             let mut conn = self.connection().await?;
-            let level = top_level(&mut conn, request.queues()[0].as_str()).await?;
-            let params = self.pick_params(request, level);
-            // The locking read changes nothing; committing releases its locks.
-            conn.transaction(async |conn| {
-                query(DEQUEUE_PICK, params.clone()).execute(conn).await?;
-                let locked = diesel::sql_query(ROWS_LOCKED)
-                    .get_result::<Locked>(conn)
-                    .await?;
-                Ok(u64::try_from(locked.rows).unwrap_or_default())
-            })
-            .await
+            let mut locked = 0;
+            let outcome = conn
+                .transaction(async |conn| {
+                    self.dequeue_on(conn, request, &crate::dequeue::TopLevels::new())
+                        .await?;
+                    let row = diesel::sql_query(ROWS_LOCKED)
+                        .get_result::<Locked>(conn)
+                        .await?;
+                    locked = u64::try_from(row.rows).unwrap_or_default();
+                    Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
+                })
+                .await;
+            match outcome {
+                Err(Failure::Query(diesel::result::Error::RollbackTransaction)) | Ok(()) => {}
+                Err(other) => return Err(other),
+            }
+            Ok(locked)
         })
         .await
     }

@@ -40,6 +40,7 @@ mod heartbeat;
 mod inspect;
 mod migrate;
 mod periodic;
+mod ready_ring;
 mod reclaim;
 mod rows;
 mod sql;

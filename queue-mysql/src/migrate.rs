@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "throughput_counters",
         sql: include_str!("../../migrations/mysql/0005_throughput_counters.sql"),
     },
+    Migration {
+        version: 6,
+        name: "ready_ring",
+        sql: include_str!("../../migrations/mysql/0006_ready_ring.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

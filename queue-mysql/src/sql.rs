@@ -28,6 +28,9 @@ use crate::rows::{HISTORY_SELECT, JOB_SELECT};
 
 #[cfg(test)]
 mod by_id_plans;
+mod ready;
+
+pub(crate) use ready::*;
 
 /// `job_queue` read through its primary key, for statements that name their
 /// rows by id (`... WHERE id IN (...)`); see the module's dialect notes.
@@ -39,24 +42,27 @@ pub(crate) const LIVE_BY_ID: &str = "job_queue FORCE INDEX (PRIMARY)";
 pub(crate) const NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
 
 /// One step of `next_due`'s skip-scan over the distinct priorities of a
-/// queue's unleased jobs: the next priority below a bound, and the earliest
-/// future `available_at` at the previous step's priority. The dequeue index
-/// leads with (queue_name, lease_until, priority), so a plain
-/// MIN(available_at) would read every waiting row; these are two index
-/// probes. Shaped by the servers' optimizers: a recursive CTE doing the same
-/// cannot range-scan on a correlated priority (MariaDB read the whole queue
-/// that way), and MAX(priority) is not optimised on a descending index, so
-/// the bounds are bound values and the probes `ORDER BY ... LIMIT 1`.
+/// queue's scheduled jobs (the unleased ones written not due yet: every
+/// unleased job due later is one, and the claim finds the rest in the
+/// ready ring): the next priority below a bound, and the earliest future
+/// `available_at` at the previous step's priority. Two probes of
+/// `job_queue_scheduled` (queue_name, is_scheduled, priority, ...), which
+/// holds no entry of a job written due, so no job claimed since InnoDB's
+/// purge last ran is stepped over unless it was scheduled. Shaped by the
+/// servers' optimizers: a recursive CTE doing the same cannot range-scan
+/// on a correlated priority (MariaDB read the whole queue that way), and
+/// MAX(priority) is not optimised on a descending index, so the bounds are
+/// bound values and the probes `ORDER BY ... LIMIT 1`.
 /// Parameters: queue, bound, now, queue, previous priority (NULL at
 /// first), now (now as `COALESCE(?, UTC_TIMESTAMP(6))`).
 pub(crate) const NEXT_DUE_STEP: &str = "
 SELECT
-    (SELECT j.priority FROM job_queue j
-      WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority < ?
+    (SELECT j.priority FROM job_queue j FORCE INDEX (job_queue_scheduled)
+      WHERE j.queue_name = ? AND j.is_scheduled = 1 AND j.priority < ?
       ORDER BY j.priority DESC LIMIT 1) AS next_priority,
     TIMESTAMPDIFF(MICROSECOND, COALESCE(?, UTC_TIMESTAMP(6)),
-        (SELECT j.available_at FROM job_queue j
-          WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ?
+        (SELECT j.available_at FROM job_queue j FORCE INDEX (job_queue_scheduled)
+          WHERE j.queue_name = ? AND j.is_scheduled = 1 AND j.priority = ?
             AND j.available_at > COALESCE(?, UTC_TIMESTAMP(6))
           ORDER BY j.available_at LIMIT 1)) AS due_in_us";
 
@@ -64,66 +70,6 @@ SELECT
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \
      started_at, finished_at, snoozes";
-
-/// The highest priority below a bound among the unleased jobs of a queue:
-/// one step of the claim's walk over priority levels, one probe of
-/// `job_queue_dequeue` however many jobs share a priority. The first step
-/// binds a bound above every `INT`; the index is forced (see
-/// [`DEQUEUE_PICK`]). Binds: queue, bound.
-pub(crate) const DEQUEUE_LEVEL: &str = "
-SELECT priority FROM job_queue FORCE INDEX (job_queue_dequeue)
-WHERE queue_name = ? AND lease_until IS NULL AND priority < ?
-ORDER BY priority DESC
-LIMIT 1";
-
-/// The scan both [`DEQUEUE_PICK`] and [`DEQUEUE_PEEK`] run.
-macro_rules! dequeue_scan {
-    () => {
-        "
-SELECT id, queue_name, priority, unique_key,
-       CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
-       locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
-       snoozes, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
-FROM job_queue FORCE INDEX (job_queue_dequeue)
-WHERE queue_name = ?
-  AND lease_until IS NULL
-  AND priority = ?
-  AND available_at <= COALESCE(?, UTC_TIMESTAMP(6))
-  AND attempts < max_attempts
-  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paused)
-ORDER BY available_at, id
-LIMIT ?"
-    };
-}
-
-/// Claimable jobs of one queue at one priority, in dequeue order, locked: a range
-/// scan of `job_queue_dequeue` on (queue_name, lease_until IS NULL,
-/// priority, available_at <= now), which ends at the first job not due yet
-/// and locks only the rows it returns. (Scanning the whole queue in claim
-/// order with `available_at <= now` as a filter walked, and on MariaDB
-/// stepped through, every job not yet due whenever fewer than the limit
-/// were due: 1.9 s with a million jobs scheduled ahead.) The priority is a
-/// bound value, not a correlated one: the servers range-scan only on that.
-/// It reads whole rows and the statement's "now", so the claim needs no
-/// separate clock read and no read-back after its UPDATE (no RETURNING on
-/// MySQL): the claimed values are computed from these. The index is
-/// forced, as in the level probe: on a small table the optimizer may
-/// prefer `job_queue_lease_until`, whose locking scan in claim order would
-/// lock rows the claim does not take. A claim runs this only when a racing
-/// claim took some of the rows [`DEQUEUE_PEEK`] found (see
-/// `MySqlStorage::dequeue_on` for why it scans without locks first).
-/// Binds: now, queue, priority, now, queue, limit.
-pub(crate) const DEQUEUE_PICK: &str = concat!(dequeue_scan!(), "\nFOR UPDATE SKIP LOCKED");
-
-/// [`DEQUEUE_PICK`] without the lock, a consistent read: every claim's
-/// candidates, of which the best are then locked by id
-/// ([`dequeue_lock_picked`]). A locking scan steps over the index entries
-/// InnoDB's purge has not removed yet, at a cost growing with the purge
-/// lag; this read does not. On several queues whose caps add up to more
-/// than the limit, locking each queue's candidates as they are scanned
-/// would also hold rows the claim does not take until it commits (a
-/// concurrent claimer would skip them and take worse jobs). Same binds.
-pub(crate) const DEQUEUE_PEEK: &str = dequeue_scan!();
 
 /// Releases a current lease without counting its attempt.
 /// Binds: now, now, id, worker, attempt.
@@ -244,8 +190,8 @@ WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
 /// granted, so the first queue's count sees every claim committed before
 /// its lock; a later row's lock may be awaited after the view opened, so
 /// with several limited queues the claim counts again ([`held`]). It also
-/// reads each queue's highest level of unleased jobs (`top_priority`), the
-/// claim's first [`DEQUEUE_LEVEL`] probe, one round trip fewer.
+/// reads each queue's highest level of scheduled jobs (`top_priority`), the
+/// claim's first [`SCHEDULED_LEVEL`] probe, one round trip fewer.
 /// Binds: now, the queues.
 pub(crate) fn limits_lock(queues: usize) -> String {
     format!(
@@ -253,8 +199,8 @@ pub(crate) fn limits_lock(queues: usize) -> String {
                 c.refilled_at, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts, \
                 (SELECT CAST(COUNT(*) AS SIGNED) FROM job_queue j \
                  WHERE j.queue_name = c.queue_name AND j.lease_until IS NOT NULL) AS held, \
-                (SELECT j.priority FROM job_queue j \
-                 WHERE j.queue_name = c.queue_name AND j.lease_until IS NULL \
+                (SELECT j.priority FROM job_queue j FORCE INDEX (job_queue_scheduled) \
+                 WHERE j.queue_name = c.queue_name AND j.is_scheduled = 1 \
                  ORDER BY j.priority DESC LIMIT 1) AS top_priority \
          FROM queue_config c \
          WHERE c.queue_name IN {} \
@@ -483,13 +429,17 @@ pub(crate) fn list_history() -> String {
     )
 }
 
-/// Inserts `rows` new jobs. Binds per row: queue, priority, unique key,
-/// payload, max_attempts, available_at, created_at, updated_at.
-pub(crate) fn enqueue_insert(rows: usize) -> String {
+/// Inserts `rows` new jobs whose ready-ring entries the enqueue writes
+/// into `slot` itself ([`ready_insert`]; `ready_slot` keeps the insert
+/// trigger from writing them into the inbox too). Binds per row: queue,
+/// priority, unique key, payload, max_attempts, available_at, created_at,
+/// updated_at.
+pub(crate) fn enqueue_insert(rows: usize, slot: u8) -> String {
+    let one = format!("(?, ?, ?, ?, ?, ?, ?, ?, {slot})");
     format!(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at) VALUES {}",
-        tuples(rows, 8)
+         available_at, created_at, updated_at, ready_slot) VALUES {}",
+        vec![one; rows].join(", ")
     )
 }
 

@@ -46,6 +46,8 @@ pub struct MySqlStorage {
     pub(crate) limited: Arc<LimitedQueues>,
     /// What batch enqueues rely on of the server, read on first use.
     pub(crate) server: std::sync::Arc<std::sync::OnceLock<crate::enqueue::ServerTraits>>,
+    /// The ready ring as this handle knows it (`ready_ring.rs`).
+    pub(crate) ring: Arc<crate::ready_ring::RingState>,
 }
 
 impl std::fmt::Debug for MySqlStorage {
@@ -97,6 +99,7 @@ impl MySqlStorage {
             clock: Clock::Database,
             limited: Arc::default(),
             server: std::sync::Arc::default(),
+            ring: Arc::default(),
         }
     }
 

@@ -76,8 +76,14 @@ async fn migrations_apply_to_an_empty_database() {
         [
             "job_history",
             "job_queue",
+            "job_ready_0",
+            "job_ready_1",
+            "job_ready_2",
+            "job_ready_3",
+            "job_ready_inbox",
             "job_throughput",
             "queue_config",
+            "queue_ready_ring",
             "queue_schedule",
             "queue_schema_migrations"
         ]
