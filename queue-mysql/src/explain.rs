@@ -165,10 +165,10 @@ impl MySqlStorage {
                 .transaction(async |conn| {
                     self.dequeue_on(conn, request, &crate::dequeue::TopLevels::new())
                         .await?;
-                    let row = diesel::sql_query(ROWS_LOCKED)
-                        .get_result::<Locked>(conn)
-                        .await?;
-                    locked = u64::try_from(row.rows).unwrap_or_default();
+                    // No row: the transaction locked nothing.
+                    let rows = diesel::sql_query(ROWS_LOCKED).load::<Locked>(conn).await?;
+                    locked = <[Locked]>::first(&rows)
+                        .map_or(0, |row| u64::try_from(row.rows).unwrap_or_default());
                     Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
                 })
                 .await;

@@ -303,6 +303,32 @@ impl MySqlStorage {
             )
             .await?;
         }
+        // The slot alone first: it is usually empty, and the slot its
+        // entries would move to is usually still held by enqueues that
+        // read the current slot before the last rotation.
+        let mut outcome = self.locked(conn, slot, None, mariadb).await;
+        if matches!(outcome, Ok(Some(n)) if n > 0) {
+            outcome = self.locked(conn, slot, Some(into), mariadb).await;
+        }
+        if !mariadb {
+            conn.batch_execute("SET SESSION lock_wait_timeout = @queue_lock_wait")
+                .await?;
+        }
+        Ok(outcome? == Some(0))
+    }
+
+    /// Locks `slot` (and `into`, if given) for the session, and then
+    /// empties the slot if it is empty, or (with `into`) moves its entries
+    /// there first: how many entries it held when it emptied it (0 when it
+    /// was empty), how many it found when it may not (no `into`), or
+    /// `None` when the tables were held or the slot holds a backlog.
+    async fn locked(
+        &self,
+        conn: &mut Object<AsyncMysqlConnection>,
+        slot: u8,
+        into: Option<u8>,
+        mariadb: bool,
+    ) -> Result<Option<i64>, Failure> {
         let locked = conn
             .batch_execute(&sql::ring_lock_tables(slot, into, mariadb))
             .await;
@@ -311,37 +337,41 @@ impl MySqlStorage {
             Err(diesel::result::Error::DatabaseError(_, info))
                 if info.message().contains("Lock wait timeout") =>
             {
-                Ok(false)
+                Ok(None)
             }
             Err(other) => Err(other.into()),
         };
         let unlocked = conn.batch_execute(sql::RING_TABLES_UNLOCK).await;
-        if !mariadb {
-            conn.batch_execute("SET SESSION lock_wait_timeout = @queue_lock_wait")
-                .await?;
-        }
+        let outcome = outcome?;
         unlocked?;
-        outcome
+        Ok(outcome)
     }
 
-    /// Under the tables' locks: moves `slot`'s entries into `into` and
-    /// truncates it, unless it holds more than [`MOVE_AT_MOST`].
+    /// Under the tables' locks: truncates `slot` if it is empty, or, with
+    /// `into`, moves its entries there first unless it holds more than
+    /// [`MOVE_AT_MOST`]. What it found (as [`MySqlStorage::locked`]): 0
+    /// after truncating an empty slot, the count otherwise, `None` for a
+    /// backlog.
     async fn move_and_truncate(
         &self,
         conn: &mut Object<AsyncMysqlConnection>,
         slot: u8,
-        into: u8,
-    ) -> Result<bool, Failure> {
+        into: Option<u8>,
+    ) -> Result<Option<i64>, Failure> {
         let count = query(&sql::ring_count(slot), vec![Param::Int(MOVE_AT_MOST + 1)])
             .get_result::<CountRow>(&mut **conn)
             .await?;
         if count.n > MOVE_AT_MOST {
-            return Ok(false);
+            return Ok(None);
         }
-        if count.n > 0 {
-            conn.batch_execute(&sql::ring_move(slot, into)).await?;
+        match into {
+            None if count.n > 0 => return Ok(Some(count.n)),
+            Some(into) if count.n > 0 => {
+                conn.batch_execute(&sql::ring_move(slot, into)).await?;
+            }
+            _ => {}
         }
         conn.batch_execute(&sql::ring_truncate(slot)).await?;
-        Ok(true)
+        Ok(Some(0))
     }
 }

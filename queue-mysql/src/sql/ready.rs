@@ -154,18 +154,19 @@ pub(crate) fn ring_stale(slot: u8) -> String {
     )
 }
 
-/// Locks the slot to empty and the slot its entries move to, for the
-/// session (`LOCK TABLES`): it waits for the transactions that hold either
-/// (an enqueue not yet committed that wrote there, a claim reading them)
-/// and makes every new one wait until [`RING_TABLES_UNLOCK`]. MariaDB
-/// gives up at once (`NOWAIT`) if they are held; MySQL 8 has no `NOWAIT`
-/// here and waits its session's `lock_wait_timeout`, which the rotation
-/// sets to its minimum, a second.
-pub(crate) fn ring_lock_tables(empty: u8, into: u8, mariadb: bool) -> String {
+/// Locks the slot to empty, and the slot its entries move to if any, for
+/// the session (`LOCK TABLES`): it waits for the transactions that hold
+/// either (an enqueue not yet committed that wrote there, a claim reading
+/// them) and makes every new one wait until [`RING_TABLES_UNLOCK`].
+/// MariaDB gives up at once (`NOWAIT`) if they are held; MySQL 8 has no
+/// `NOWAIT` here and waits its session's `lock_wait_timeout`, which the
+/// rotation sets to its minimum, a second.
+pub(crate) fn ring_lock_tables(empty: u8, into: Option<u8>, mariadb: bool) -> String {
     format!(
-        "LOCK TABLES {} WRITE, {} WRITE{}",
+        "LOCK TABLES {} WRITE{}{}",
         ready_table(empty),
-        ready_table(into),
+        into.map(|into| format!(", {} WRITE", ready_table(into)))
+            .unwrap_or_default(),
         if mariadb { " NOWAIT" } else { "" }
     )
 }

@@ -1,0 +1,243 @@
+//! The ready ring (migration 0006): an upgrade keeps every job where it
+//! belongs, and the rotation empties slots without losing an entry or
+//! waiting for an open transaction. (What a held purge does to a claim:
+//! `purge_held.rs`.)
+
+mod common;
+
+use std::time::Duration;
+
+use diesel::QueryableByName;
+use diesel::sql_types::BigInt;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
+use queue_mysql::{MIGRATIONS, MySqlStorage};
+use queue_testkit::harness::mysql::TestDatabase;
+use serde_json::json;
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+fn request(queue: &str, limit: u32) -> DequeueRequest {
+    DequeueRequest::new(
+        vec![QueueName::new(queue).expect("valid")],
+        limit,
+        Duration::from_secs(60),
+        WorkerId::new("ring").expect("valid"),
+    )
+    .expect("valid request")
+}
+
+async fn connect(db: &TestDatabase) -> AsyncMysqlConnection {
+    AsyncMysqlConnection::establish(&db.url())
+        .await
+        .expect("connect to the test database")
+}
+
+async fn count(conn: &mut AsyncMysqlConnection, sql: &str) -> i64 {
+    diesel::sql_query(sql)
+        .get_result::<Count>(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .n
+}
+
+/// Entries per ring table: the four slots, then the inbox.
+async fn entries(conn: &mut AsyncMysqlConnection) -> [i64; 5] {
+    let mut out = [0; 5];
+    for (i, table) in [
+        "job_ready_0",
+        "job_ready_1",
+        "job_ready_2",
+        "job_ready_3",
+        "job_ready_inbox",
+    ]
+    .iter()
+    .enumerate()
+    {
+        out[i] = count(conn, &format!("SELECT COUNT(*) AS n FROM {table}")).await;
+    }
+    out
+}
+
+async fn current_slot(conn: &mut AsyncMysqlConnection) -> i64 {
+    count(
+        conn,
+        "SELECT CAST(slot AS SIGNED) AS n FROM queue_ready_ring",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_upgrade_keeps_pending_leased_and_scheduled_jobs_where_they_belong() {
+    let db = TestDatabase::create().await;
+    let mut conn = connect(&db).await;
+    // The schema as migration 0005 left it, holding a pending job of each
+    // of two priorities, a leased one and one due in an hour.
+    conn.batch_execute(
+        "CREATE TABLE queue_schema_migrations (version INT NOT NULL PRIMARY KEY, \
+         name VARCHAR(191) NOT NULL, checksum BIGINT NOT NULL, applied_at DATETIME(6) NOT NULL)",
+    )
+    .await
+    .expect("ledger");
+    for migration in &MIGRATIONS[..5] {
+        for statement in migration.statements() {
+            conn.batch_execute(statement).await.expect("old migration");
+        }
+        conn.batch_execute(&format!(
+            "INSERT INTO queue_schema_migrations VALUES ({}, '{}', {}, UTC_TIMESTAMP(6))",
+            migration.version,
+            migration.name,
+            migration.checksum()
+        ))
+        .await
+        .expect("record it");
+    }
+    conn.batch_execute(
+        "INSERT INTO job_queue (queue_name, priority, payload, max_attempts, available_at, \
+                                lease_until, locked_by, attempts, created_at, updated_at) VALUES \
+         ('up', 0, '\"low\"', 5, UTC_TIMESTAMP(6) - INTERVAL 2 SECOND, NULL, NULL, 0, \
+          UTC_TIMESTAMP(6) - INTERVAL 2 SECOND, UTC_TIMESTAMP(6) - INTERVAL 2 SECOND), \
+         ('up', 5, '\"high\"', 5, UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, NULL, NULL, 0, \
+          UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, UTC_TIMESTAMP(6) - INTERVAL 1 SECOND), \
+         ('up', 9, '\"leased\"', 5, UTC_TIMESTAMP(6) - INTERVAL 3 SECOND, \
+          UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, 'old-worker', 1, \
+          UTC_TIMESTAMP(6) - INTERVAL 3 SECOND, UTC_TIMESTAMP(6)), \
+         ('up', 9, '\"later\"', 5, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, NULL, NULL, 0, \
+          UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+    )
+    .await
+    .expect("jobs of the old schema");
+    drop(conn);
+
+    let storage = MySqlStorage::connect(&db.url()).expect("pool");
+    assert_eq!(storage.migrate().await.expect("upgrade"), [6]);
+    let mut conn = connect(&db).await;
+    assert_eq!(
+        entries(&mut conn).await,
+        [0, 0, 0, 0, 2],
+        "the two pending jobs"
+    );
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT CAST(COUNT(*) AS SIGNED) AS n FROM job_queue WHERE is_scheduled"
+        )
+        .await,
+        1,
+        "the job due in an hour"
+    );
+
+    let claimed = storage.dequeue(&request("up", 10)).await.expect("dequeue");
+    let payloads: Vec<_> = claimed.iter().map(|j| j.payload.clone()).collect();
+    assert_eq!(payloads, [json!("high"), json!("low")], "claim order kept");
+    assert_eq!(
+        entries(&mut conn).await,
+        [0; 5],
+        "the claim took their entries"
+    );
+
+    // The scheduled job, made due, and the old lease, given back, come
+    // through the triggers.
+    let later = storage
+        .run_now(&queue_core::JobFilter::default())
+        .await
+        .expect("run now");
+    assert_eq!(later, 1);
+    conn.batch_execute(
+        "UPDATE job_queue SET lease_until = NULL, locked_by = NULL WHERE locked_by = 'old-worker'",
+    )
+    .await
+    .expect("release by hand");
+    let claimed = storage.dequeue(&request("up", 10)).await.expect("dequeue");
+    let mut payloads: Vec<_> = claimed.iter().map(|j| j.payload.clone()).collect();
+    payloads.sort_by_key(|p| p.to_string());
+    assert_eq!(payloads, [json!("later"), json!("leased")]);
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn a_rotation_moves_what_is_left_and_claims_still_find_it() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let mut conn = connect(&db).await;
+    let jobs: Vec<NewJob> = (0..3).map(|i| NewJob::new("rot", json!(i))).collect();
+    storage.enqueue_batch(jobs).await.expect("enqueue");
+    assert_eq!(entries(&mut conn).await, [3, 0, 0, 0, 0]);
+
+    // Slots 1, 2 and 3 are empty and become current in turn; slot 0 is
+    // then the oldest, and its entries move to slot 2 (made current before
+    // the current one) before it is truncated.
+    for expected in [1, 2, 3, 0] {
+        let rotated = storage.rotate_ready_ring_now().await.expect("rotate");
+        assert_eq!(rotated, Some(expected));
+        assert_eq!(current_slot(&mut conn).await, i64::from(expected));
+    }
+    assert_eq!(entries(&mut conn).await, [0, 0, 3, 0, 0]);
+
+    // New entries go to the current slot, and a claim finds all.
+    storage
+        .enqueue(NewJob::new("rot", json!(3)))
+        .await
+        .expect("enqueue");
+    assert_eq!(entries(&mut conn).await, [1, 0, 3, 0, 0]);
+    let claimed = storage.dequeue(&request("rot", 10)).await.expect("dequeue");
+    let payloads: Vec<_> = claimed.iter().map(|j| j.payload.clone()).collect();
+    assert_eq!(payloads, [json!(0), json!(1), json!(2), json!(3)]);
+    assert_eq!(entries(&mut conn).await, [0; 5]);
+    drop(conn);
+    db.drop_database().await;
+}
+
+#[tokio::test]
+async fn a_rotation_passes_over_a_slot_an_open_enqueue_wrote_to() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let mut writer = connect(&db).await;
+    let (written_tx, written) = tokio::sync::oneshot::channel::<()>();
+    let (commit_tx, commit) = tokio::sync::oneshot::channel::<()>();
+    let enqueuer = storage.clone();
+    // An enqueue in the caller's transaction, left open: its entry in
+    // slot 0 is invisible, and the slot held by it.
+    let open = tokio::spawn(async move {
+        writer
+            .transaction::<_, diesel::result::Error, _>(async |conn| {
+                enqueuer
+                    .enqueue_in(conn, NewJob::new("open", json!("late")))
+                    .await
+                    .expect("enqueue in the open transaction");
+                written_tx.send(()).expect("signal");
+                commit.await.expect("told to commit");
+                Ok(())
+            })
+            .await
+            .expect("commit");
+    });
+    written.await.expect("enqueued");
+    let mut conn = connect(&db).await;
+    for expected in [1, 2, 3] {
+        let rotated = storage.rotate_ready_ring_now().await.expect("rotate");
+        assert_eq!(rotated, Some(expected));
+    }
+    // Slot 0 is the oldest now, but held: the rotation, which does not
+    // wait, empties slot 1 instead.
+    let started = std::time::Instant::now();
+    let rotated = storage.rotate_ready_ring_now().await.expect("rotate");
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "the rotation waited"
+    );
+    assert_eq!(rotated, Some(1));
+    commit_tx.send(()).expect("commit");
+    open.await.expect("the open transaction");
+    assert_eq!(entries(&mut conn).await, [1, 0, 0, 0, 0], "the entry kept");
+    let claimed = storage
+        .dequeue(&request("open", 10))
+        .await
+        .expect("dequeue");
+    assert_eq!(claimed.len(), 1);
+    drop(conn);
+    db.drop_database().await;
+}
