@@ -68,9 +68,13 @@ pub(crate) struct Level {
     pub(crate) priority: i32,
 }
 
-/// How many times a claim looks again when racing claims locked some of
-/// the jobs it picked.
-const ROUNDS: usize = 3;
+/// How many times a claim looks at most: again when racing claims locked
+/// some of the jobs it picked, or when stale entries it deleted may have
+/// hidden claimable ones.
+const ROUNDS: usize = 4;
+
+/// The most entries a claim reads from one source in one round.
+const MAX_PEEK: usize = 4_096;
 
 /// What one round of a claim found: claimable entries (in claim order,
 /// within each queue's cap), and the entries to delete.
@@ -133,63 +137,54 @@ impl MySqlStorage {
         let mut locked: Vec<Candidate> = Vec::new();
         let mut tried: HashSet<i64> = HashSet::new();
         let mut taken: HashMap<String, usize> = HashMap::new();
-        let mut spent: HashMap<u8, Vec<i64>> = HashMap::new();
-        for _ in 0..ROUNDS {
+        let mut leased: Vec<(u8, i64)> = Vec::new();
+        for round in 0..ROUNDS {
             let wanted = (request.limit() as usize).saturating_sub(locked.len());
             if wanted == 0 {
                 break;
             }
-            let found = self.peek(conn, request, top, &tried, &taken).await?;
-            for entry in &found.stale {
-                spent.entry(entry.source()).or_default().push(entry.id);
-            }
-            let picks: Vec<(String, Entry)> = found.picks.into_iter().take(wanted).collect();
-            if picks.is_empty() {
-                break;
-            }
-            let ids: Vec<i64> = picks.iter().map(|(_, e)| e.id).collect();
-            let padded = id_list(&ids);
-            let mut params = vec![Param::OptTime(fixed)];
-            params.extend(padded.iter().map(|id| Param::Int(*id)));
-            params.push(Param::OptTime(fixed));
-            let got = cached(sql::dequeue_lock_picked(padded.len()), params)
-                .load::<Candidate>(conn)
+            // Each round reads twice as deep as the last.
+            let found = self
+                .peek(conn, request, top, &tried, &taken, 1 << round)
                 .await?;
-            tried.extend(ids);
-            let complete = got.len() == picks.len();
-            for candidate in got {
-                *taken.entry(candidate.job.queue_name.clone()).or_default() += 1;
-                for source in found.sources.get(&candidate.job.id).into_iter().flatten() {
-                    if *source != SCHEDULED_SOURCE {
-                        spent.entry(*source).or_default().push(candidate.job.id);
+            // Stale entries go at once: the next round reads past them.
+            let stale: Vec<(u8, i64)> = found.stale.iter().map(|e| (e.source(), e.id)).collect();
+            delete_entries(conn, stale.clone()).await?;
+            let picks: Vec<(String, Entry)> = found.picks.into_iter().take(wanted).collect();
+            let short = picks.len() < wanted;
+            let mut raced = false;
+            if !picks.is_empty() {
+                let ids: Vec<i64> = picks.iter().map(|(_, e)| e.id).collect();
+                let padded = id_list(&ids);
+                let mut params = vec![Param::OptTime(fixed)];
+                params.extend(padded.iter().map(|id| Param::Int(*id)));
+                params.push(Param::OptTime(fixed));
+                let got = cached(sql::dequeue_lock_picked(padded.len()), params)
+                    .load::<Candidate>(conn)
+                    .await?;
+                tried.extend(ids);
+                raced = got.len() < picks.len();
+                for candidate in got {
+                    *taken.entry(candidate.job.queue_name.clone()).or_default() += 1;
+                    for source in found.sources.get(&candidate.job.id).into_iter().flatten() {
+                        if *source != SCHEDULED_SOURCE {
+                            leased.push((*source, candidate.job.id));
+                        }
                     }
+                    locked.push(candidate);
                 }
-                locked.push(candidate);
             }
-            if complete || request.over_subscribed() {
+            // Again when racing claims took some of the picks, or when
+            // stale entries may have hidden claimable ones.
+            let again = (raced && !request.over_subscribed()) || (short && !stale.is_empty());
+            if !again {
                 break;
             }
         }
         let mut candidates = locked;
         candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
         let result = self.lease(conn, request, candidates).await?;
-        let mut sources: Vec<(u8, Vec<i64>)> = spent.into_iter().collect();
-        // One order for every claim, so two never wait on each other's
-        // entries the other way round.
-        sources.sort_by_key(|(source, _)| *source);
-        for (source, mut ids) in sources {
-            ids.sort_unstable();
-            ids.dedup();
-            for chunk in ids.chunks(1_000) {
-                let padded = id_list(chunk);
-                cached(
-                    sql::ready_delete(source, padded.len()),
-                    padded.iter().map(|id| Param::Int(*id)).collect(),
-                )
-                .execute(conn)
-                .await?;
-            }
-        }
+        delete_entries(conn, leased).await?;
         Ok(result)
     }
 
@@ -239,8 +234,9 @@ impl MySqlStorage {
 
     /// The claimable entries of each queue of `request` not in `tried`, up
     /// to the queue's cap less what this claim `taken` there, from the
-    /// ring ([`READY_PEEK`]) and the scheduled jobs ([`SCHEDULED_DUE`]),
-    /// merged in claim order, one per job; and the stale entries seen.
+    /// ring ([`READY_PEEK`], reading `depth` times that far into each
+    /// source) and the scheduled jobs ([`SCHEDULED_DUE`]), merged in claim
+    /// order, one per job; and the stale entries seen.
     async fn peek(
         &self,
         conn: &mut AsyncMysqlConnection,
@@ -248,6 +244,7 @@ impl MySqlStorage {
         top: &TopLevels,
         tried: &HashSet<i64>,
         taken: &HashMap<String, usize>,
+        depth: usize,
     ) -> Result<Found, Failure> {
         let fixed = self.now_override();
         let mut found = Found {
@@ -264,7 +261,8 @@ impl MySqlStorage {
                 continue;
             }
             // Entries already tried come back: read past them.
-            let limit = i64::try_from(room + tried.len()).unwrap_or(i64::MAX);
+            let limit =
+                i64::try_from(((room + tried.len()) * depth).min(MAX_PEEK)).unwrap_or(i64::MAX);
             let mut params = vec![Param::OptTime(fixed)];
             for _ in 0..=sql::INBOX_SOURCE {
                 params.extend([name(), Param::Int(limit)]);
@@ -340,4 +338,28 @@ impl MySqlStorage {
         }
         Ok(entries)
     }
+}
+
+/// Deletes ring entries by (source, job id), per source in source order
+/// and by id, so that two claims take the rows of one round in one order.
+async fn delete_entries(
+    conn: &mut AsyncMysqlConnection,
+    mut entries: Vec<(u8, i64)>,
+) -> Result<(), Failure> {
+    entries.sort_unstable();
+    entries.dedup();
+    for group in entries.chunk_by(|a, b| a.0 == b.0) {
+        let source = group[0].0;
+        let ids: Vec<i64> = group.iter().map(|(_, id)| *id).collect();
+        for chunk in ids.chunks(1_000) {
+            let padded = id_list(chunk);
+            cached(
+                sql::ready_delete(source, padded.len()),
+                padded.iter().map(|id| Param::Int(*id)).collect(),
+            )
+            .execute(conn)
+            .await?;
+        }
+    }
+    Ok(())
 }

@@ -241,3 +241,28 @@ async fn a_rotation_passes_over_a_slot_an_open_enqueue_wrote_to() {
     drop(conn);
     db.drop_database().await;
 }
+
+#[tokio::test]
+async fn a_claim_reads_past_the_entries_of_discarded_jobs() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let outcomes = storage
+        .enqueue_batch((0..40).map(|i| NewJob::new("gone", json!(i))).collect())
+        .await
+        .expect("enqueue");
+    // The 35 oldest go: their entries, at the head of the slot, stay
+    // behind until something deletes them.
+    for outcome in &outcomes[..35] {
+        storage.discard(outcome.id).await.expect("discard");
+    }
+    let claimed = storage.dequeue(&request("gone", 5)).await.expect("dequeue");
+    let payloads: Vec<_> = claimed.iter().map(|j| j.payload.clone()).collect();
+    assert_eq!(payloads, (35..40).map(|i| json!(i)).collect::<Vec<_>>());
+    let mut conn = connect(&db).await;
+    assert_eq!(
+        entries(&mut conn).await,
+        [0; 5],
+        "the stale entries went too"
+    );
+    drop(conn);
+    db.drop_database().await;
+}
