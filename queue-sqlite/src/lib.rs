@@ -64,3 +64,8 @@ mod storage;
 pub use error::{OpenError, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};
 pub use storage::{Durability, SqliteStorage};
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
