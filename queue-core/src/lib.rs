@@ -52,3 +52,8 @@ pub use url::{redact_secrets, redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};
 
 pub use async_trait::async_trait;
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -218,3 +218,8 @@ pub fn router<S: Storage>(
     }
     Ok(app)
 }
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

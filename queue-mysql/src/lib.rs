@@ -50,3 +50,8 @@ pub use diesel_async::AsyncMysqlConnection;
 pub use error::{interpret_connection_error, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};
 pub use storage::{MySqlPool, MySqlStorage, SESSION_SETUP};
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

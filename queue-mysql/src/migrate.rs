@@ -8,37 +8,37 @@ use queue_core::{QueueError, Result};
 
 use crate::interpret_error;
 
-/// Every migration of `migrations/mysql`, in order, embedded at compile time.
+/// Every migration of `queue-mysql/migrations`, in order, embedded at compile time.
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "job_queue",
-        sql: include_str!("../../migrations/mysql/0001_job_queue.sql"),
+        sql: include_str!("../migrations/0001_job_queue.sql"),
     },
     Migration {
         version: 2,
         name: "reclaim_indexes",
-        sql: include_str!("../../migrations/mysql/0002_reclaim_indexes.sql"),
+        sql: include_str!("../migrations/0002_reclaim_indexes.sql"),
     },
     Migration {
         version: 3,
         name: "plain_sql",
-        sql: include_str!("../../migrations/mysql/0003_plain_sql.sql"),
+        sql: include_str!("../migrations/0003_plain_sql.sql"),
     },
     Migration {
         version: 4,
         name: "flow_control",
-        sql: include_str!("../../migrations/mysql/0004_flow_control.sql"),
+        sql: include_str!("../migrations/0004_flow_control.sql"),
     },
     Migration {
         version: 5,
         name: "throughput_counters",
-        sql: include_str!("../../migrations/mysql/0005_throughput_counters.sql"),
+        sql: include_str!("../migrations/0005_throughput_counters.sql"),
     },
     Migration {
         version: 6,
         name: "ready_ring",
-        sql: include_str!("../../migrations/mysql/0006_ready_ring.sql"),
+        sql: include_str!("../migrations/0006_ready_ring.sql"),
     },
 ];
 

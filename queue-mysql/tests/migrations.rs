@@ -57,7 +57,7 @@ async fn migrated() -> (TestDatabase, AsyncMysqlConnection) {
 
 #[test]
 fn every_migration_file_is_embedded_unchanged() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/mysql");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
     assert_migrations_match_dir(&dir, MIGRATIONS);
 }
 

@@ -64,3 +64,8 @@ pub use migrate::{MIGRATIONS, migrate};
 pub use notify::PgWakeups;
 pub use queue_core::backend::PING_IDLE_AFTER;
 pub use storage::{DEFAULT_SCHEMA, PgStorage, pool_options};
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -6,72 +6,72 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use crate::interpret_error;
 
-/// Every migration of `migrations/postgres`, in order, embedded at compile time.
+/// Every migration of `queue-postgres/migrations`, in order, embedded at compile time.
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "job_queue",
-        sql: include_str!("../../migrations/postgres/0001_job_queue.sql"),
+        sql: include_str!("../migrations/0001_job_queue.sql"),
     },
     Migration {
         version: 2,
         name: "reclaim_indexes",
-        sql: include_str!("../../migrations/postgres/0002_reclaim_indexes.sql"),
+        sql: include_str!("../migrations/0002_reclaim_indexes.sql"),
     },
     Migration {
         version: 3,
         name: "plain_sql",
-        sql: include_str!("../../migrations/postgres/0003_plain_sql.sql"),
+        sql: include_str!("../migrations/0003_plain_sql.sql"),
     },
     Migration {
         version: 4,
         name: "flow_control",
-        sql: include_str!("../../migrations/postgres/0004_flow_control.sql"),
+        sql: include_str!("../migrations/0004_flow_control.sql"),
     },
     Migration {
         version: 5,
         name: "throughput_counters",
-        sql: include_str!("../../migrations/postgres/0005_throughput_counters.sql"),
+        sql: include_str!("../migrations/0005_throughput_counters.sql"),
     },
     Migration {
         version: 6,
         name: "limited_claim",
-        sql: include_str!("../../migrations/postgres/0006_limited_claim.sql"),
+        sql: include_str!("../migrations/0006_limited_claim.sql"),
     },
     Migration {
         version: 7,
         name: "claim_pick",
-        sql: include_str!("../../migrations/postgres/0007_claim_pick.sql"),
+        sql: include_str!("../migrations/0007_claim_pick.sql"),
     },
     Migration {
         version: 8,
         name: "leased_index",
-        sql: include_str!("../../migrations/postgres/0008_leased_index.sql"),
+        sql: include_str!("../migrations/0008_leased_index.sql"),
     },
     Migration {
         version: 9,
         name: "by_id_functions",
-        sql: include_str!("../../migrations/postgres/0009_by_id_functions.sql"),
+        sql: include_str!("../migrations/0009_by_id_functions.sql"),
     },
     Migration {
         version: 10,
         name: "ready_ring",
-        sql: include_str!("../../migrations/postgres/0010_ready_ring.sql"),
+        sql: include_str!("../migrations/0010_ready_ring.sql"),
     },
     Migration {
         version: 11,
         name: "ready_slots",
-        sql: include_str!("../../migrations/postgres/0011_ready_slots.sql"),
+        sql: include_str!("../migrations/0011_ready_slots.sql"),
     },
     Migration {
         version: 12,
         name: "no_dequeue_index",
-        sql: include_str!("../../migrations/postgres/0012_no_dequeue_index.sql"),
+        sql: include_str!("../migrations/0012_no_dequeue_index.sql"),
     },
     Migration {
         version: 13,
         name: "ready_rotation_by_size",
-        sql: include_str!("../../migrations/postgres/0013_ready_rotation_by_size.sql"),
+        sql: include_str!("../migrations/0013_ready_rotation_by_size.sql"),
     },
 ];
 

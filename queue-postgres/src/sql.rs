@@ -30,7 +30,7 @@ const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, st
 /// ON CONFLICT's speculative insertion. Its `WHERE unique_key IS NOT NULL`
 /// (here and in [`ENQUEUE_ONE`]) lets it infer either form of
 /// `job_queue_unique_key`: plain, as migrated, or partial
-/// (`migrations/postgres/optional/keyless_jobs_unindexed.sql`). And only keyed rows that were not
+/// (`queue-postgres/migrations/optional/keyless_jobs_unindexed.sql`). And only keyed rows that were not
 /// inserted look up the live job holding their key (a scalar subquery
 /// evaluated for those rows alone, instead of a join that probed the index
 /// for every row). Both INSERTs take their ids from `input` (one `nextval`

@@ -1,5 +1,5 @@
 //! The optional form of `job_queue_unique_key` that leaves keyless jobs
-//! out (`migrations/postgres/optional`; why and what it costs:
+//! out (`queue-postgres/migrations/optional`; why and what it costs:
 //! docs/operations.md, "Keyless jobs out of the unique-key index").
 
 use queue_core::Result;
@@ -9,11 +9,10 @@ use crate::PgStorage;
 use crate::error::retrying;
 
 /// Makes the index partial (keyed jobs only).
-const UNINDEXED: &str =
-    include_str!("../../migrations/postgres/optional/keyless_jobs_unindexed.sql");
+const UNINDEXED: &str = include_str!("../migrations/optional/keyless_jobs_unindexed.sql");
 
 /// Makes it plain again, as migration 0001 created it.
-const INDEXED: &str = include_str!("../../migrations/postgres/optional/keyless_jobs_indexed.sql");
+const INDEXED: &str = include_str!("../migrations/optional/keyless_jobs_indexed.sql");
 
 /// The definition of this schema's `job_queue_unique_key`.
 const DEFINITION: &str = "SELECT indexdef FROM pg_indexes \
@@ -64,7 +63,7 @@ impl PgStorage {
     /// works with either; an application's own `INSERT ... ON CONFLICT
     /// (queue_name, unique_key)` infers the partial one only with `WHERE
     /// unique_key IS NOT NULL`. Runs the statements of
-    /// `migrations/postgres/optional/keyless_jobs_{unindexed,indexed}.sql`
+    /// `queue-postgres/migrations/optional/keyless_jobs_{unindexed,indexed}.sql`
     /// on one connection, each on its own (`CONCURRENTLY`: enqueues and
     /// claims go on, and a unique index on the key exists throughout).
     ///

@@ -1,6 +1,6 @@
 //! Every conformance case of queue-testkit against PostgreSQL: as
 //! migrated, again with the optional partial unique-key index
-//! (`migrations/postgres/optional/keyless_jobs_unindexed.sql`), which the
+//! (`queue-postgres/migrations/optional/keyless_jobs_unindexed.sql`), which the
 //! storage supports as well, and again with claims committing
 //! asynchronously (`PgStorage::with_async_claims`).
 

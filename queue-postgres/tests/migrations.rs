@@ -39,7 +39,7 @@ fn all_versions() -> Vec<u32> {
 
 #[test]
 fn every_migration_file_is_embedded_unchanged() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations/postgres");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
     assert_migrations_match_dir(&dir, MIGRATIONS);
 }
 
@@ -171,7 +171,7 @@ async fn unique_key_index(pool: &PgPool, schema: &str) -> Vec<String> {
 /// An application's own upsert on the unique key: the bare `ON CONFLICT
 /// (queue_name, unique_key)` infers the plain index the migrations create
 /// (as the design asks); `PgStorage::index_keyless_jobs`
-/// (`migrations/postgres/optional`) makes it partial and plain again, each
+/// (`queue-postgres/migrations/optional`) makes it partial and plain again, each
 /// leaving exactly one unique index on the key, twice in a row a no-op,
 /// and with the partial form only the upsert naming its predicate works.
 #[tokio::test]

@@ -13,7 +13,7 @@
 //!
 //! # Flow control, snooze, cancel, periodic fires
 //!
-//! Migration 0002 (`migrations/sqlite/0002_flow_control.sql`) adds what
+//! Migration 0002 (`queue-sqlite/migrations/0002_flow_control.sql`) adds what
 //! migration 0004 adds on PostgreSQL and MySQL (SQLite's versions count on
 //! their own: its first release folded the others' 0001 to 0003 into one
 //! file): the limits and token bucket of `queue_config`, `snoozes` on
@@ -64,3 +64,8 @@ mod storage;
 pub use error::{OpenError, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};
 pub use storage::{Durability, SqliteStorage};
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -7,17 +7,17 @@ use sqlx::{Row, SqlitePool};
 use crate::error::open_error;
 use crate::sql;
 
-/// Every migration of `migrations/sqlite`, in order, embedded at compile time.
+/// Every migration of `queue-sqlite/migrations`, in order, embedded at compile time.
 pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "job_queue",
-        sql: include_str!("../../migrations/sqlite/0001_job_queue.sql"),
+        sql: include_str!("../migrations/0001_job_queue.sql"),
     },
     Migration {
         version: 2,
         name: "flow_control",
-        sql: include_str!("../../migrations/sqlite/0002_flow_control.sql"),
+        sql: include_str!("../migrations/0002_flow_control.sql"),
     },
 ];
 

@@ -21,3 +21,8 @@ pub mod model;
 pub mod suite;
 
 pub use memory::{MemoryFactory, MemoryStorage};
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

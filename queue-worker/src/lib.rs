@@ -72,3 +72,8 @@ pub use handler::{Handler, HandlerResult, JobContext, JobError};
 pub use periodic::{LATE_AFTER, Missed, Periodic, ScheduleInfo};
 pub use typed::{Typed, TypedJob, typed};
 pub use worker::{ShutdownReport, Waker, Worker, WorkerBuilder};
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

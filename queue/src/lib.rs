@@ -74,3 +74,8 @@ pub use queue_redis as redis;
 /// The SQLite backend (`queue-sqlite`).
 #[cfg(feature = "sqlite")]
 pub use queue_sqlite as sqlite;
+
+// The README's examples, compiled (and the runnable ones run) as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
