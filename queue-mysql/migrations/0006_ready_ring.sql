@@ -35,13 +35,21 @@
 -- Every statement can run again after a partial failure (MySQL commits DDL
 -- on its own).
 
+-- The primary key is the claim order, so a claim reads a slot's clustered
+-- index: each record there carries the id of the transaction that wrote or
+-- deleted it, and a delete-marked one that every read view sees deleted is
+-- stepped over in place. Through a secondary index every delete-marked
+-- entry under a page newer than the oldest read view cost a visit to the
+-- clustered index (two page reads): with 2,000 such entries per slot, a
+-- claim read 4,000 pages and a queue at 2,000 jobs/s fell to 300 under an
+-- idle transaction. Entries are deleted and moved by id (job_ready_id).
 CREATE TABLE IF NOT EXISTS job_ready_0 (
-    id           BIGINT       NOT NULL,
     queue_name   VARCHAR(191) NOT NULL,
     priority     INT          NOT NULL,
     available_at DATETIME(6)  NOT NULL,
-    PRIMARY KEY (id),
-    KEY job_ready_claim (queue_name, priority DESC, available_at, id)
+    id           BIGINT       NOT NULL,
+    PRIMARY KEY (queue_name, priority DESC, available_at, id),
+    UNIQUE KEY job_ready_id (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS job_ready_1 LIKE job_ready_0;

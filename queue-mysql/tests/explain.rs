@@ -61,7 +61,7 @@ async fn claims_read_the_ready_ring_and_lock_few_rows_on_a_100k_backlog() {
         .collect();
     assert_eq!(slots.len(), 5, "four slots and the inbox: {plan:?}");
     for slot in slots {
-        assert_eq!(slot.index.as_deref(), Some("job_ready_claim"), "{plan:?}");
+        assert_eq!(slot.index.as_deref(), Some("PRIMARY"), "{plan:?}");
         assert!(
             matches!(slot.operation.as_str(), "range" | "ref"),
             "a full or index scan: {plan:?}"

@@ -113,25 +113,48 @@ async fn a_claim_does_not_step_over_jobs_claimed_while_purge_is_held() {
             storage.rotate_ready_ring_now().await.expect("rotate");
         }
     }
-    // Four rotations later every slot was truncated since: what a claim
-    // steps over now is what the ring took since, whatever was claimed
-    // before. (Before migration 0006 a claim here stepped over the
-    // dequeue index's entries of all 20,000 jobs.)
-    for _ in 0..4 {
-        storage.rotate_ready_ring_now().await.expect("rotate");
+    // A slot that took 2,000 jobs since it was last truncated, every one
+    // claimed and acked under the held purge: the claim steps over their
+    // delete-marked entries in the slot's clustered index, in place.
+    storage
+        .enqueue_batch((0..2_000).map(|i| NewJob::new("held", json!(i))).collect())
+        .await
+        .expect("enqueue");
+    loop {
+        let jobs = storage
+            .dequeue(&request("held", 500))
+            .await
+            .expect("dequeue");
+        if jobs.is_empty() {
+            break;
+        }
+        ack_all(&storage, &jobs).await;
     }
     storage
         .enqueue_batch((0..10).map(|i| NewJob::new("held", json!(i))).collect())
         .await
         .expect("enqueue");
+    let in_slot = claim_reads(&storage, &mut conn).await;
+    // Four rotations later every slot was truncated since: what a claim
+    // steps over now is what the ring took since, whatever was claimed
+    // before. (Before migration 0006 a claim here stepped over the
+    // dequeue index's entries of all 22,000 jobs.)
+    for _ in 0..4 {
+        storage.rotate_ready_ring_now().await.expect("rotate");
+    }
     let held = claim_reads(&storage, &mut conn).await;
     holder.batch_execute("ROLLBACK").await.expect("release");
     eprintln!(
-        "page reads of a claim of 10: {baseline} alone, {held} after 20,000 under a held purge"
+        "page reads of a claim of 10: {baseline} alone; under a held purge, {in_slot} beside \
+         2,000 claimed in its slot, {held} after 22,000 and four rotations"
+    );
+    assert!(
+        in_slot <= baseline * 3 + 200,
+        "a claim read {in_slot} pages beside 2,000 entries claimed in its slot, {baseline} before"
     );
     assert!(
         held <= baseline * 3 + 100,
-        "a claim read {held} pages after 20,000 claims under a held purge, {baseline} before"
+        "a claim read {held} pages after 22,000 claims under a held purge, {baseline} before"
     );
     drop((conn, holder));
     db.drop_database().await;

@@ -36,7 +36,7 @@ macro_rules! ready_branch {
             $source,
             " AS src, id, queue_name, priority, available_at FROM ",
             $table,
-            " WHERE queue_name = ? ORDER BY priority DESC, available_at, id LIMIT ?)"
+            " FORCE INDEX (PRIMARY) WHERE queue_name = ? ORDER BY priority DESC, available_at, id LIMIT ?)"
         )
     };
 }
