@@ -89,15 +89,22 @@ INSERT IGNORE INTO job_ready_inbox (id, queue_name, priority, available_at)
 SELECT id, queue_name, priority, available_at FROM job_queue
 WHERE lease_until IS NULL AND available_at <= updated_at AND attempts < max_attempts;
 
+-- The triggers test their condition in an IF: a statement that inserts
+-- nothing (INSERT ... SELECT ... FROM DUAL WHERE ...) cost 9 us a row, an
+-- IF 2 us, on every row every INSERT and UPDATE of job_queue writes. (The
+-- migration runner ends a statement at a line ending in a semicolon: the
+-- inner ones stay mid-line.)
+
 -- A due job inserted by anything but our enqueue.
 DROP TRIGGER IF EXISTS job_queue_ready_insert;
 CREATE TRIGGER job_queue_ready_insert AFTER INSERT ON job_queue FOR EACH ROW
-    INSERT INTO job_ready_inbox (id, queue_name, priority, available_at)
-    SELECT NEW.id, NEW.queue_name, NEW.priority, NEW.available_at FROM DUAL
-    WHERE NEW.ready_slot IS NULL AND NEW.lease_until IS NULL
-      AND NEW.available_at <= NEW.updated_at AND NEW.attempts < NEW.max_attempts
-    ON DUPLICATE KEY UPDATE queue_name = VALUES(queue_name), priority = VALUES(priority),
-                            available_at = VALUES(available_at);
+BEGIN
+    IF NEW.ready_slot IS NULL AND NEW.lease_until IS NULL
+       AND NEW.available_at <= NEW.updated_at AND NEW.attempts < NEW.max_attempts THEN
+        INSERT INTO job_ready_inbox (id, queue_name, priority, available_at)
+        VALUES (NEW.id, NEW.queue_name, NEW.priority, NEW.available_at)
+        ON DUPLICATE KEY UPDATE queue_name = VALUES(queue_name), priority = VALUES(priority),
+                                available_at = VALUES(available_at); END IF; END;
 
 -- A job an UPDATE makes due-at-write and unleased (a release, a reclaim, a
 -- retry without backoff, a run-now), or whose place in the claim order
@@ -106,13 +113,14 @@ CREATE TRIGGER job_queue_ready_insert AFTER INSERT ON job_queue FOR EACH ROW
 -- place would make the claim drop it).
 DROP TRIGGER IF EXISTS job_queue_ready_update;
 CREATE TRIGGER job_queue_ready_update AFTER UPDATE ON job_queue FOR EACH ROW
-    INSERT INTO job_ready_inbox (id, queue_name, priority, available_at)
-    SELECT NEW.id, NEW.queue_name, NEW.priority, NEW.available_at FROM DUAL
-    WHERE NEW.lease_until IS NULL AND NEW.available_at <= NEW.updated_at
-      AND NEW.attempts < NEW.max_attempts
-      AND (OLD.lease_until IS NOT NULL OR OLD.available_at > OLD.updated_at
-           OR OLD.attempts >= OLD.max_attempts
-           OR OLD.available_at <> NEW.available_at OR OLD.priority <> NEW.priority
-           OR OLD.queue_name <> NEW.queue_name)
-    ON DUPLICATE KEY UPDATE queue_name = VALUES(queue_name), priority = VALUES(priority),
-                            available_at = VALUES(available_at);
+BEGIN
+    IF NEW.lease_until IS NULL AND NEW.available_at <= NEW.updated_at
+       AND NEW.attempts < NEW.max_attempts
+       AND (OLD.lease_until IS NOT NULL OR OLD.available_at > OLD.updated_at
+            OR OLD.attempts >= OLD.max_attempts
+            OR OLD.available_at <> NEW.available_at OR OLD.priority <> NEW.priority
+            OR OLD.queue_name <> NEW.queue_name) THEN
+        INSERT INTO job_ready_inbox (id, queue_name, priority, available_at)
+        VALUES (NEW.id, NEW.queue_name, NEW.priority, NEW.available_at)
+        ON DUPLICATE KEY UPDATE queue_name = VALUES(queue_name), priority = VALUES(priority),
+                                available_at = VALUES(available_at); END IF; END;
