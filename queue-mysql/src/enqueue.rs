@@ -459,6 +459,7 @@ async fn insert<'a>(
             Param::Time(available_at),
             Param::Time(now),
             Param::Time(now),
+            Param::OptText(job.trace_context.as_ref().map(|ctx| ctx.to_stored())),
         ]);
         count += 1;
     }

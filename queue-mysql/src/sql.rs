@@ -63,7 +63,7 @@ SELECT
 /// The history columns filled by archiving statements.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at, snoozes";
+     started_at, finished_at, snoozes, trace_context";
 
 /// The highest priority below a bound among the unleased jobs of a queue:
 /// one step of the claim's walk over priority levels, one probe of
@@ -83,7 +83,7 @@ macro_rules! dequeue_scan {
 SELECT id, queue_name, priority, unique_key,
        CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until,
        locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at,
-       snoozes, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
+       snoozes, trace_context, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts
 FROM job_queue FORCE INDEX (job_queue_dequeue)
 WHERE queue_name = ?
   AND lease_until IS NULL
@@ -387,7 +387,7 @@ pub(crate) fn ack_archive(rows: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
                 j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
-                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes \
+                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes, j.trace_context \
          FROM ({results}) r STRAIGHT_JOIN job_queue j ON j.id = r.rid"
     )
 }
@@ -420,7 +420,7 @@ pub(crate) fn nack_dead_letter(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
-                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes \
+                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes, trace_context \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -449,7 +449,8 @@ pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
                 CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes, \
+                trace_context \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -484,12 +485,13 @@ pub(crate) fn list_history() -> String {
 }
 
 /// Inserts `rows` new jobs. Binds per row: queue, priority, unique key,
-/// payload, max_attempts, available_at, created_at, updated_at.
+/// payload, max_attempts, available_at, created_at, updated_at, trace
+/// context.
 pub(crate) fn enqueue_insert(rows: usize) -> String {
     format!(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at) VALUES {}",
-        tuples(rows, 8)
+         available_at, created_at, updated_at, trace_context) VALUES {}",
+        tuples(rows, 9)
     )
 }
 
@@ -620,7 +622,8 @@ pub(crate) fn discard_jobs(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, ?, NULL, last_error, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes, \
+                trace_context \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -646,10 +649,10 @@ FOR UPDATE SKIP LOCKED";
 pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
     format!(
         "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
-         max_attempts, available_at, last_error, created_at, updated_at, snoozes) \
+         max_attempts, available_at, last_error, created_at, updated_at, snoozes, trace_context) \
          SELECT id, queue_name, priority, unique_key, payload, 0, \
                 CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
-                created_at, ?, snoozes \
+                created_at, ?, snoozes, trace_context \
          FROM job_history FORCE INDEX (PRIMARY) WHERE id IN {}",
         placeholders(ids)
     )
