@@ -80,7 +80,10 @@ impl TraceContext {
     /// or parent id is invalid), or `tracestate` when it is longer than
     /// [`MAX_TRACESTATE_BYTES`], holds a character outside printable ASCII,
     /// or has a list member without `=`.
-    pub fn new(traceparent: impl Into<String>, tracestate: Option<impl Into<String>>) -> Result<Self> {
+    pub fn new(
+        traceparent: impl Into<String>,
+        tracestate: Option<impl Into<String>>,
+    ) -> Result<Self> {
         let traceparent = traceparent.into();
         check_traceparent(&traceparent)
             .map_err(|reason| QueueError::invalid("traceparent", reason))?;
@@ -163,7 +166,11 @@ fn check_traceparent(value: &str) -> std::result::Result<(), String> {
     let (version, trace_id, parent_id, flags) =
         (&value[0..2], &value[3..35], &value[36..52], &value[53..55]);
     let dashes = [2, 35, 52].iter().all(|&i| value.as_bytes()[i] == b'-');
-    if !dashes || ![version, trace_id, parent_id, flags].iter().all(|s| is_lower_hex(s)) {
+    if !dashes
+        || ![version, trace_id, parent_id, flags]
+            .iter()
+            .all(|s| is_lower_hex(s))
+    {
         return Err(format!("is {value:?}, it {shape}"));
     }
     if version == "ff" {
@@ -224,7 +231,9 @@ mod tests {
         assert_eq!(bare.to_stored(), PARENT);
         assert_eq!(TraceContext::from_stored(PARENT.into()).ok(), Some(bare));
         assert_eq!(
-            TraceContext::new(PARENT, Some("")).ok().and_then(|c| c.tracestate().map(String::from)),
+            TraceContext::new(PARENT, Some(""))
+                .ok()
+                .and_then(|c| c.tracestate().map(String::from)),
             None
         );
     }

@@ -94,13 +94,7 @@ mod otel {
             .tracestate()
             .and_then(|s| TraceState::from_str(s).ok())
             .unwrap_or_default();
-        let remote = SpanContext::new(
-            trace_id,
-            span_id,
-            TraceFlags::new(ctx.flags()),
-            true,
-            state,
-        );
+        let remote = SpanContext::new(trace_id, span_id, TraceFlags::new(ctx.flags()), true, state);
         let parent = Context::new().with_remote_span_context(remote);
         // Err only when no OpenTelemetry layer listens: nothing to link.
         let _ = span.set_parent(parent);

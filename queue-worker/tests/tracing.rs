@@ -98,7 +98,11 @@ async fn handler_spans_are_children_of_the_enqueuer<S: Storage>(storage: Arc<S>)
     let until = Instant::now() + Duration::from_secs(20);
     loop {
         let filter = HistoryFilter::default();
-        let done = storage.list_history(&filter).await.expect("history").records;
+        let done = storage
+            .list_history(&filter)
+            .await
+            .expect("history")
+            .records;
         if done.len() == 3 {
             break;
         }
@@ -132,7 +136,11 @@ async fn handler_spans_are_children_of_the_enqueuer<S: Storage>(storage: Arc<S>)
     };
     for id in [direct, through_worker] {
         let span = job_span(id);
-        assert_eq!(span.span_context.trace_id(), enqueuer.trace_id(), "job {id}");
+        assert_eq!(
+            span.span_context.trace_id(),
+            enqueuer.trace_id(),
+            "job {id}"
+        );
         assert_eq!(span.parent_span_id, enqueuer.span_id(), "job {id}");
         assert!(
             span.attributes
@@ -151,11 +159,10 @@ async fn handler_spans_are_children_of_the_enqueuer<S: Storage>(storage: Arc<S>)
     let work = traced.named("handler work");
     assert_eq!(work.len(), 3);
     let traced_job = job_span(direct);
-    assert!(
-        work.iter()
-            .any(|span| span.parent_span_id == traced_job.span_context.span_id()
-                && span.span_context.trace_id() == enqueuer.trace_id())
-    );
+    assert!(work.iter().any(
+        |span| span.parent_span_id == traced_job.span_context.span_id()
+            && span.span_context.trace_id() == enqueuer.trace_id()
+    ));
 }
 
 #[tokio::test]

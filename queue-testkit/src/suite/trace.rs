@@ -19,9 +19,7 @@ fn context(span: &str, state: Option<&str>) -> TraceContext {
 /// from `get_job`, `list_jobs`, `dequeue`, `get_history`, `list_history`,
 /// after a retry and after `retry_dead_letter`, whether it was enqueued
 /// alone or in a batch.
-pub async fn trace_context_round_trips_through_enqueue_claim_and_history<S: Storage>(
-    ctx: Ctx<S>,
-) {
+pub async fn trace_context_round_trips_through_enqueue_claim_and_history<S: Storage>(ctx: Ctx<S>) {
     let with_state = context("00f067aa0ba902b7", Some("vendor=a1b2,other=x y"));
     let bare = context("b7ad6b7169203331", None);
     let alone = ctx
@@ -47,7 +45,11 @@ pub async fn trace_context_round_trips_through_enqueue_claim_and_history<S: Stor
     };
 
     for id in [alone, in_batch, untraced] {
-        assert_eq!(ctx.live(id).await.trace_context, expected(id), "get_job {id}");
+        assert_eq!(
+            ctx.live(id).await.trace_context,
+            expected(id),
+            "get_job {id}"
+        );
     }
     let listed = ctx
         .storage
@@ -84,7 +86,11 @@ pub async fn trace_context_round_trips_through_enqueue_claim_and_history<S: Stor
     assert_eq!(ctx.live(alone).await.trace_context, expected(alone));
     let again = ctx.claim_one("t").await;
     assert_eq!(again.id, alone);
-    assert_eq!(again.trace_context, expected(alone), "dequeue after a retry");
+    assert_eq!(
+        again.trace_context,
+        expected(alone),
+        "dequeue after a retry"
+    );
     ctx.storage
         .ack(&lease_of(&again), Some(json!("done")))
         .await
@@ -113,5 +119,9 @@ pub async fn trace_context_round_trips_through_enqueue_claim_and_history<S: Stor
         .expect("retry_dead_letter");
     assert_eq!(ctx.live(in_batch).await.trace_context, expected(in_batch));
     let revived = ctx.claim_one("t").await;
-    assert_eq!(revived.trace_context, expected(in_batch), "dequeue after retry_dead_letter");
+    assert_eq!(
+        revived.trace_context,
+        expected(in_batch),
+        "dequeue after retry_dead_letter"
+    );
 }
