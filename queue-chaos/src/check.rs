@@ -161,6 +161,7 @@ mod tests {
             created_at: Utc::now(),
             started_at: None,
             finished_at: Utc::now(),
+            trace_context: None,
         }
     }
 

@@ -87,6 +87,12 @@ pub(crate) fn job(job: &Job, now: DateTime<Utc>) {
     );
     optional("first locked:", job.first_locked_at.map(|t| t.to_rfc3339()));
     println!("created at:    {}", job.created_at.to_rfc3339());
+    optional(
+        "traceparent:",
+        job.trace_context
+            .as_ref()
+            .map(|t| t.traceparent().to_owned()),
+    );
     value("payload:", Some(&job.payload));
     value("last error:", job.last_error.as_ref());
 }
@@ -112,6 +118,13 @@ pub(crate) fn record(record: &HistoryRecord) {
     println!("created at:    {}", record.created_at.to_rfc3339());
     optional("started at:", record.started_at.map(|t| t.to_rfc3339()));
     println!("finished at:   {}", record.finished_at.to_rfc3339());
+    optional(
+        "traceparent:",
+        record
+            .trace_context
+            .as_ref()
+            .map(|t| t.traceparent().to_owned()),
+    );
     value("payload:", Some(&record.payload));
     value("result:", record.result.as_ref());
     value("last error:", record.last_error.as_ref());

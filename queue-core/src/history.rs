@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::time::validate_duration;
-use crate::{JobId, QueueError, QueueName, Result, UniqueKey, WorkerId};
+use crate::{JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId};
 
 /// How a job left the live table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -96,6 +96,9 @@ pub struct HistoryRecord {
     pub started_at: Option<DateTime<Utc>>,
     /// When it was archived.
     pub finished_at: DateTime<Utc>,
+    /// The trace context of the code that enqueued it, if it gave one.
+    #[serde(default)]
+    pub trace_context: Option<TraceContext>,
 }
 
 /// The largest page a listing returns.

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{JobId, JobState, QueueName, UniqueKey, WorkerId, derive_state};
+use crate::{JobId, JobState, QueueName, TraceContext, UniqueKey, WorkerId, derive_state};
 
 /// One row of `job_queue`: a job that has not finished yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,6 +41,10 @@ pub struct Job {
     pub created_at: DateTime<Utc>,
     /// When the row last changed.
     pub updated_at: DateTime<Utc>,
+    /// The trace context of the code that enqueued it, if it gave one
+    /// ([`crate::NewJob::trace_context`]).
+    #[serde(default)]
+    pub trace_context: Option<TraceContext>,
 }
 
 impl Job {

@@ -25,6 +25,7 @@ mod state;
 mod stats;
 mod storage;
 pub mod time;
+mod trace;
 mod url;
 mod wakeup;
 
@@ -48,6 +49,7 @@ pub use periodic::{PeriodicFire, ScheduleRecord, ValidFire};
 pub use state::{JobState, derive_state};
 pub use stats::{DEFAULT_COUNT_CAP, QueueStats, validate_count_cap};
 pub use storage::Storage;
+pub use trace::{MAX_TRACESTATE_BYTES, TraceContext};
 pub use url::{redact_secrets, redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::time::{truncate_to_micros, validate_duration, validate_instant};
-use crate::{QueueError, QueueName, Result, UniqueKey};
+use crate::{QueueError, QueueName, Result, TraceContext, UniqueKey};
 
 /// Attempts a job gets when the caller does not say: the first run plus 19 retries.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
@@ -49,6 +49,7 @@ pub struct NewJob {
     unique_key: Option<String>,
     max_attempts: u32,
     schedule: Schedule,
+    trace_context: Option<TraceContext>,
 }
 
 impl NewJob {
@@ -63,6 +64,7 @@ impl NewJob {
             unique_key: None,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             schedule: Schedule::Now,
+            trace_context: None,
         }
     }
 
@@ -95,6 +97,19 @@ impl NewJob {
     pub fn run_at(mut self, at: DateTime<Utc>) -> Self {
         self.schedule = Schedule::At(at);
         self
+    }
+
+    /// Stores the enqueuer's trace context with the job: the worker makes
+    /// the handler's span its child. `queue-worker`'s feature
+    /// `opentelemetry` fills it from the current span.
+    pub fn trace_context(mut self, trace_context: TraceContext) -> Self {
+        self.trace_context = Some(trace_context);
+        self
+    }
+
+    /// The trace context set so far, if any.
+    pub fn current_trace_context(&self) -> Option<&TraceContext> {
+        self.trace_context.as_ref()
     }
 
     /// Checks every field and returns the form backends write.
@@ -146,6 +161,7 @@ impl NewJob {
             unique_key,
             max_attempts: self.max_attempts,
             schedule,
+            trace_context: self.trace_context.clone(),
         })
     }
 }
@@ -165,6 +181,8 @@ pub struct ValidJob {
     pub max_attempts: u32,
     /// When the job first becomes available; instants are microsecond-exact.
     pub schedule: Schedule,
+    /// The enqueuer's trace context (checked when it was built).
+    pub trace_context: Option<TraceContext>,
 }
 
 impl ValidJob {

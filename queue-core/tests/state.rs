@@ -33,6 +33,7 @@ fn job(
         last_error: None,
         created_at: now(),
         updated_at: now(),
+        trace_context: None,
     }
 }
 

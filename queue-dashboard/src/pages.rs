@@ -204,6 +204,7 @@ pub(crate) async fn job<S: Storage>(
                 dt { "unique key" } dd { (job.unique_key.as_ref().map_or("-", |k| k.as_str())) }
                 dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
                 dt { "snoozes" } dd { (job.snoozes) }
+                dt { "traceparent" } dd { (job.trace_context.as_ref().map_or("-", |t| t.traceparent())) }
                 dt { "available at" } dd { (job.available_at.to_rfc3339()) }
                 dt { "lease until" } dd { (job.lease_until.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }
                 dt { "locked by" } dd { (job.locked_by.as_ref().map_or("-", |w| w.as_str())) }
@@ -235,6 +236,7 @@ pub(crate) async fn job<S: Storage>(
             dt { "unique key" } dd { (record.unique_key.as_ref().map_or("-", |k| k.as_str())) }
             dt { "attempts" } dd { (record.attempts) " of " (record.max_attempts) }
             dt { "snoozes" } dd { (record.snoozes) }
+            dt { "traceparent" } dd { (record.trace_context.as_ref().map_or("-", |t| t.traceparent())) }
             dt { "processed by" } dd { (record.processed_by.as_ref().map_or("-", |w| w.as_str())) }
             dt { "created at" } dd { (record.created_at.to_rfc3339()) }
             dt { "started at" } dd { (record.started_at.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }

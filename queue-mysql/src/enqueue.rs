@@ -31,9 +31,9 @@ use crate::{MySqlStorage, sql};
 /// prepared statement may have.
 const CHUNK: usize = 1_000;
 
-/// Rows per INSERT at most: eight placeholders each, under the 65,535 a
+/// Rows per INSERT at most: nine placeholders each, under the 65,535 a
 /// prepared statement may have.
-const MAX_ROWS: usize = 8_000;
+const MAX_ROWS: usize = 7_000;
 
 /// The first id of a multi-row INSERT and the auto-increment step.
 #[derive(QueryableByName)]
@@ -471,6 +471,7 @@ async fn insert<'a>(
             Param::Time(available_at(job, now)),
             Param::Time(now),
             Param::Time(now),
+            Param::OptText(job.trace_context.as_ref().map(|ctx| ctx.to_stored())),
         ]);
         count += 1;
     }

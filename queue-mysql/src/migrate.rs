@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ready_ring",
         sql: include_str!("../migrations/0006_ready_ring.sql"),
     },
+    Migration {
+        version: 7,
+        name: "trace_context",
+        sql: include_str!("../migrations/0007_trace_context.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -8,20 +8,20 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
 use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
-use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, UniqueKey, WorkerId};
+use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, TraceContext, UniqueKey, WorkerId};
 use serde_json::Value;
 
 /// The select list of a live job, matching [`JobRow`].
 pub(crate) const JOB_SELECT: &str = "id, queue_name, priority, unique_key, \
      CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until, \
      locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at, \
-     snoozes";
+     snoozes, trace_context";
 
 /// The select list of a history row, matching [`HistoryRow`].
 pub(crate) const HISTORY_SELECT: &str = "id, queue_name, priority, unique_key, \
      CAST(payload AS CHAR) AS payload, status_final, CAST(result AS CHAR) AS result, \
      CAST(last_error AS CHAR) AS last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at, snoozes";
+     started_at, finished_at, snoozes, trace_context";
 
 #[derive(QueryableByName, Debug)]
 pub(crate) struct JobRow {
@@ -55,6 +55,8 @@ pub(crate) struct JobRow {
     pub(crate) updated_at: NaiveDateTime,
     #[diesel(sql_type = Integer)]
     pub(crate) snoozes: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) trace_context: Option<String>,
 }
 
 #[derive(QueryableByName, Debug)]
@@ -89,6 +91,8 @@ pub(crate) struct HistoryRow {
     finished_at: NaiveDateTime,
     #[diesel(sql_type = Integer)]
     snoozes: i32,
+    #[diesel(sql_type = Nullable<Text>)]
+    trace_context: Option<String>,
 }
 
 /// A row holding one id.
@@ -136,6 +140,11 @@ impl JobRow {
             last_error: optional_json("last_error", self.last_error)?,
             created_at: utc(self.created_at),
             updated_at: utc(self.updated_at),
+            trace_context: stored_optional(
+                "trace_context",
+                self.trace_context,
+                TraceContext::from_stored,
+            )?,
         })
     }
 }
@@ -161,6 +170,11 @@ impl HistoryRow {
             created_at: utc(self.created_at),
             started_at: self.started_at.map(utc),
             finished_at: utc(self.finished_at),
+            trace_context: stored_optional(
+                "trace_context",
+                self.trace_context,
+                TraceContext::from_stored,
+            )?,
         })
     }
 }

@@ -69,7 +69,7 @@ SELECT
 /// The history columns filled by archiving statements.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at, snoozes";
+     started_at, finished_at, snoozes, trace_context";
 
 /// Releases a current lease without counting its attempt.
 /// Binds: now, now, id, worker, attempt.
@@ -333,7 +333,7 @@ pub(crate) fn ack_archive(rows: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
                 j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
-                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes \
+                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes, j.trace_context \
          FROM ({results}) r STRAIGHT_JOIN job_queue j ON j.id = r.rid"
     )
 }
@@ -366,7 +366,7 @@ pub(crate) fn nack_dead_letter(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
-                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes \
+                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes, trace_context \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -395,7 +395,8 @@ pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
                 CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes, \
+                trace_context \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -433,12 +434,12 @@ pub(crate) fn list_history() -> String {
 /// into `slot` itself ([`ready_insert`]; `ready_slot` keeps the insert
 /// trigger from writing them into the inbox too). Binds per row: queue,
 /// priority, unique key, payload, max_attempts, available_at, created_at,
-/// updated_at.
+/// updated_at, trace context.
 pub(crate) fn enqueue_insert(rows: usize, slot: u8) -> String {
-    let one = format!("(?, ?, ?, ?, ?, ?, ?, ?, {slot})");
+    let one = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, {slot})");
     format!(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at, ready_slot) VALUES {}",
+         available_at, created_at, updated_at, trace_context, ready_slot) VALUES {}",
         vec![one; rows].join(", ")
     )
 }
@@ -570,7 +571,8 @@ pub(crate) fn discard_jobs(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, ?, NULL, last_error, \
-                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes \
+                attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes, \
+                trace_context \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -596,10 +598,10 @@ FOR UPDATE SKIP LOCKED";
 pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
     format!(
         "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
-         max_attempts, available_at, last_error, created_at, updated_at, snoozes) \
+         max_attempts, available_at, last_error, created_at, updated_at, snoozes, trace_context) \
          SELECT id, queue_name, priority, unique_key, payload, 0, \
                 CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
-                created_at, ?, snoozes \
+                created_at, ?, snoozes, trace_context \
          FROM job_history FORCE INDEX (PRIMARY) WHERE id IN {}",
         placeholders(ids)
     )

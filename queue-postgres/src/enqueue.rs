@@ -175,6 +175,7 @@ impl PgStorage {
             .bind(columns.max_attempts)
             .bind(columns.delay_us)
             .bind(columns.run_at)
+            .bind(columns.trace_context)
     }
 }
 
@@ -210,6 +211,7 @@ impl PgStorage {
             .bind(columns.max_attempts[0])
             .bind(columns.delay_us[0])
             .bind(columns.run_at[0])
+            .bind(columns.trace_context[0].as_deref())
             .fetch_one(conn)
             .await?;
         let id: Option<i64> = row.try_get("id")?;
@@ -231,6 +233,8 @@ struct Columns<'j> {
     max_attempts: Vec<i32>,
     delay_us: Vec<Option<i64>>,
     run_at: Vec<Option<DateTime<Utc>>>,
+    /// `TraceContext::to_stored` of each job's context.
+    trace_context: Vec<Option<String>>,
 }
 
 impl<'j> Columns<'j> {
@@ -243,6 +247,7 @@ impl<'j> Columns<'j> {
             max_attempts: Vec::with_capacity(jobs.len()),
             delay_us: Vec::with_capacity(jobs.len()),
             run_at: Vec::with_capacity(jobs.len()),
+            trace_context: Vec::with_capacity(jobs.len()),
         };
         for job in jobs {
             columns.queue.push(job.queue.as_str());
@@ -262,6 +267,9 @@ impl<'j> Columns<'j> {
             };
             columns.delay_us.push(delay);
             columns.run_at.push(at);
+            columns
+                .trace_context
+                .push(job.trace_context.as_ref().map(|ctx| ctx.to_stored()));
         }
         columns
     }

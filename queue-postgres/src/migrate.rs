@@ -73,6 +73,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "ready_rotation_by_size",
         sql: include_str!("../migrations/0013_ready_rotation_by_size.sql"),
     },
+    Migration {
+        version: 14,
+        name: "trace_context",
+        sql: include_str!("../migrations/0014_trace_context.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

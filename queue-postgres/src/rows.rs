@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
-use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, UniqueKey, WorkerId};
+use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, TraceContext, UniqueKey, WorkerId};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -51,6 +51,7 @@ pub(crate) fn job(row: &PgRow) -> Result<Job> {
         last_error: get(row, "last_error")?,
         created_at: get(row, "created_at")?,
         updated_at: get(row, "updated_at")?,
+        trace_context: optional_name(row, "trace_context", TraceContext::from_stored)?,
     })
 }
 
@@ -75,5 +76,6 @@ pub(crate) fn record(row: &PgRow) -> Result<HistoryRecord> {
         created_at: get(row, "created_at")?,
         started_at: get(row, "started_at")?,
         finished_at: get(row, "finished_at")?,
+        trace_context: optional_name(row, "trace_context", TraceContext::from_stored)?,
     })
 }

@@ -12,12 +12,13 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 /// The columns of a live job, in the order `rows::job` reads them.
 const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
-     available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, snoozes";
+     available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, snoozes, \
+     trace_context";
 
 /// The columns of a history row, in the order `rows::record` reads them.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, status_final, \
      result, last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at, \
-     snoozes";
+     snoozes, trace_context";
 
 /// Inserts one batch; per input row: its ordinal, the id, whether it existed.
 /// A NULL id means the conflicting row committed after this statement's
@@ -50,24 +51,26 @@ const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, st
 const ENQUEUE: &str = "
 WITH input AS (
     SELECT u.*, nextval('{s}.job_queue_id_seq') AS new_id
-    FROM UNNEST($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::int[], $7::bigint[], $8::timestamptz[])
-        WITH ORDINALITY AS u(queue_name, priority, unique_key, payload, max_attempts, delay_us, run_at, ord)
+    FROM UNNEST($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::int[], $7::bigint[], $8::timestamptz[],
+                $9::text[])
+        WITH ORDINALITY AS u(queue_name, priority, unique_key, payload, max_attempts, delay_us, run_at,
+                             trace_context, ord)
 ),
 plain AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, trace_context)
     SELECT new_id, queue_name, priority, NULL, payload, max_attempts,
            COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
-           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now())
+           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), trace_context
     FROM input WHERE unique_key IS NULL
     RETURNING id, queue_name
 ),
 keyed AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, trace_context)
     SELECT new_id, queue_name, priority, unique_key, payload, max_attempts,
            COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
-           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now())
+           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), trace_context
     FROM input WHERE unique_key IS NOT NULL
     ORDER BY ord
     ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
@@ -91,11 +94,11 @@ ORDER BY i.ord";
 const ENQUEUE_ONE: &str = "
 WITH ins AS (
     INSERT INTO {s}.job_queue (queue_name, priority, unique_key, payload, max_attempts,
-                               available_at, created_at, updated_at)
+                               available_at, created_at, updated_at, trace_context)
     VALUES ($2::text, $3::int, $4::text, $5::jsonb, $6::int,
             COALESCE($8::timestamptz,
                      COALESCE($1::timestamptz, now()) + COALESCE($7::bigint, 0) * interval '1 microsecond'),
-            COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()))
+            COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), $9::text)
     ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
     RETURNING id
 )
@@ -334,7 +337,7 @@ archived AS (
                 ELSE jsonb_build_object('kind', 'lease_expired', 'worker_id', locked_by,
                                         'attempt', attempts) END,
            attempts, max_attempts, NULL, created_at, first_locked_at,
-           COALESCE($1::timestamptz, now()), snoozes
+           COALESCE($1::timestamptz, now()), snoozes, trace_context
     FROM dead
     RETURNING id
 )
@@ -348,7 +351,8 @@ WITH gone AS (DELETE FROM {s}.job_queue WHERE id = $2 RETURNING *),
 archived AS (
     INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, $3::text, NULL, last_error, attempts,
-           max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes
+           max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes,
+           trace_context
     FROM gone
     RETURNING id
 )
@@ -360,12 +364,12 @@ SELECT (SELECT count(*) FROM archived) AS removed,
 /// from history) inserted live under their ids, pending now, attempts 0.
 const RESTORE_DEAD_LETTERS: &str = "back AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
-                               available_at, last_error, created_at, updated_at, snoozes)
+                               available_at, last_error, created_at, updated_at, snoozes, trace_context)
     -- max_attempts 0: archived by hand without it; the default allowance (20).
     SELECT id, queue_name, priority, unique_key, payload, 0,
            CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END,
            COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now()),
-           snoozes
+           snoozes, trace_context
     FROM dl
     RETURNING queue_name
 )";
@@ -619,7 +623,8 @@ WITH picked AS (
 gone AS (DELETE FROM {s}.job_queue j USING picked p WHERE j.id = p.id RETURNING j.*)
 INSERT INTO {s}.job_history ({history})
 SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
-       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes
+       max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes,
+       trace_context
 FROM gone";
 
 /// Moves up to $4 dead letters (queue $2, ids below $3) whose unique key is

@@ -90,7 +90,7 @@ impl RedisStorage {
     }
 }
 
-/// Adds the enqueue script's seven arguments for one job (see
+/// Adds the enqueue script's eight arguments for one job (see
 /// `scripts/enqueue.lua`) to `cmd`: numbers are written in place, nothing
 /// is allocated per field.
 pub(crate) fn push_job(cmd: &mut Cmd, job: &ValidJob, id: JobId, payload: &str) {
@@ -108,6 +108,10 @@ pub(crate) fn push_job(cmd: &mut Cmd, job: &ValidJob, id: JobId, payload: &str) 
         Schedule::At(at) => cmd.arg("at").arg(at.timestamp_micros()),
     };
     cmd.arg(payload);
+    match &job.trace_context {
+        Some(ctx) => cmd.arg(ctx.to_stored()),
+        None => cmd.arg(""),
+    };
 }
 
 /// The outcomes of one enqueue script's jobs, sent with `ids` in this

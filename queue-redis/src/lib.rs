@@ -35,6 +35,10 @@
 //! `P:config`, `P:schedules`, `snoozes` and the `cancelled` status came
 //! with flow control (issue 15) and are additive: layout 1 still holds,
 //! and data written before reads as "no limits, no snoozes".
+//! `trace_context` (issue 34) is additive too: a job hash holds it only
+//! when its enqueuer gave one (the stored form of
+//! `queue_core::TraceContext`), and history keeps it as it keeps every
+//! field, by renaming the hash.
 //!
 //! # Flow control
 //!

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
 use queue_core::{
-    FinalStatus, HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId,
+    FinalStatus, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey,
+    WorkerId,
 };
 use serde_json::Value;
 
@@ -128,6 +129,7 @@ pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
         last_error: f.json("last_error")?,
         created_at: f.time("created_at")?,
         updated_at: f.time("updated_at")?,
+        trace_context: f.name("trace_context", TraceContext::from_stored)?,
     })
 }
 
@@ -164,6 +166,7 @@ pub(crate) fn claimed(
                 first_locked_at,
                 last_error,
                 created_at,
+                trace_context,
             ] = row.as_slice()
             else {
                 return Err(QueueError::backend(format!(
@@ -196,6 +199,11 @@ pub(crate) fn claimed(
                     .transpose()?,
                 created_at: time("created_at", created_at)?,
                 updated_at,
+                trace_context: stored_optional(
+                    "trace_context",
+                    (!trace_context.is_empty()).then(|| trace_context.clone()),
+                    TraceContext::from_stored,
+                )?,
             })
         })
         .collect()
@@ -224,6 +232,7 @@ pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord>
         // A history row is the job's hash renamed: started_at is its first claim.
         started_at: f.optional_time("first_locked_at")?,
         finished_at: f.time("finished_at")?,
+        trace_context: f.name("trace_context", TraceContext::from_stored)?,
     })
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::{first_occurrences, validate_batch};
-use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, ValidJob};
+use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, TraceContext, ValidJob};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use crate::rows::{instant, json_text};
@@ -132,7 +132,8 @@ async fn insert_chunk(
             .bind(i64::from(job.max_attempts))
             .bind(job.available_at(start).timestamp_micros())
             .bind(now)
-            .bind(now);
+            .bind(now)
+            .bind(job.trace_context.as_ref().map(TraceContext::to_stored));
     }
     if !keyed {
         let done = query.execute(&mut *conn).await?;

@@ -19,6 +19,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "flow_control",
         sql: include_str!("../migrations/0002_flow_control.sql"),
     },
+    Migration {
+        version: 3,
+        name: "trace_context",
+        sql: include_str!("../migrations/0003_trace_context.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

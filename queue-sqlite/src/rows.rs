@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
-use queue_core::{HistoryRecord, Job, JobId, QueueError, QueueName, Result, UniqueKey, WorkerId};
+use queue_core::{
+    HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId,
+};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -69,6 +71,7 @@ pub(crate) fn job(row: &SqliteRow) -> Result<Job> {
         last_error: json(row, "last_error")?,
         created_at: time(row, "created_at")?,
         updated_at: time(row, "updated_at")?,
+        trace_context: optional_name(row, "trace_context", TraceContext::from_stored)?,
     })
 }
 
@@ -93,6 +96,7 @@ pub(crate) fn record(row: &SqliteRow) -> Result<HistoryRecord> {
         created_at: time(row, "created_at")?,
         started_at: optional_time(row, "started_at")?,
         finished_at: time(row, "finished_at")?,
+        trace_context: optional_name(row, "trace_context", TraceContext::from_stored)?,
     })
 }
 

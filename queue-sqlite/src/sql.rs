@@ -26,7 +26,8 @@ pub(crate) const NOW_MICROS: &str = "SELECT CAST(unixepoch('subsec') * 1000000 A
 macro_rules! job_columns {
     () => {
         "id, queue_name, priority, unique_key, payload, attempts, max_attempts, snoozes, \
-         available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at"
+         available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, \
+         trace_context"
     };
 }
 
@@ -48,12 +49,13 @@ macro_rules! job_filter {
 macro_rules! history_columns {
     () => {
         "id, queue_name, priority, unique_key, payload, status_final, result, last_error, \
-         attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at"
+         attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at, \
+         trace_context"
     };
 }
 
 /// Rows per multi-row statement. SQLite's bundled library takes at most
-/// 32,766 parameters per statement; the widest row below has 8, so a chunk
+/// 32,766 parameters per statement; the widest row below has 9, so a chunk
 /// stays far under it while one statement still carries a whole usual batch.
 ///
 /// The multi-row statements number their parameters by position (plain
@@ -75,7 +77,8 @@ fn tuples(sql: &mut String, rows: usize, width: usize) {
 
 /// Inserts `rows` jobs, skipping each whose unique key is live in its queue;
 /// returns `id, queue_name, unique_key` of the rows inserted. Binds per row:
-/// queue, priority, key, payload, max attempts, available at, now, now.
+/// queue, priority, key, payload, max attempts, available at, now, now,
+/// trace context.
 ///
 /// The rows are inserted in the order of the VALUES list inside one write
 /// transaction, and AUTOINCREMENT hands out increasing ids, so the ids of
@@ -90,9 +93,9 @@ fn tuples(sql: &mut String, rows: usize, width: usize) {
 pub(crate) fn enqueue_many(rows: usize, keyed: bool) -> String {
     let mut sql = String::from(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at)\nVALUES ",
+         available_at, created_at, updated_at, trace_context)\nVALUES ",
     );
-    tuples(&mut sql, rows, 8);
+    tuples(&mut sql, rows, 9);
     if keyed {
         sql.push_str(
             "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
@@ -165,9 +168,9 @@ RETURNING ",
 /// last error ?5 (NULL keeps the row's own); `processed_by` from ?6. ?1 now.
 pub(crate) const ARCHIVE: &str = "INSERT INTO job_history (id, queue_name, priority, unique_key,
     payload, status_final, result, last_error, attempts, max_attempts, snoozes, processed_by,
-    created_at, started_at, finished_at)
+    created_at, started_at, finished_at, trace_context)
 SELECT id, queue_name, priority, unique_key, payload, ?3, ?4, COALESCE(?5, last_error), attempts,
-       max_attempts, snoozes, ?6, created_at, first_locked_at, ?1
+       max_attempts, snoozes, ?6, created_at, first_locked_at, ?1, trace_context
 FROM job_queue WHERE id = ?2";
 
 /// Deletes a live row.
@@ -187,10 +190,11 @@ pub(crate) fn ack_many(rows: usize) -> String {
     sql.push_str(
         ")
 INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final, result,
-    last_error, attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at)
+    last_error, attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at,
+    trace_context)
 SELECT q.id, q.queue_name, q.priority, q.unique_key, q.payload, 'completed', a.a_result,
        q.last_error, q.attempts, q.max_attempts, q.snoozes, a.a_worker, q.created_at,
-       q.first_locked_at, ?
+       q.first_locked_at, ?, q.trace_context
 FROM acked a JOIN job_queue q
   ON q.id = a.a_id AND q.locked_by = a.a_worker AND q.attempts = a.a_attempt
  AND q.lease_until IS NOT NULL
@@ -251,10 +255,11 @@ pub(crate) const RETRY_FIND: &str =
 /// Moves dead letter ?2 back to the live table under its id. ?1 now.
 pub(crate) const RETRY_RESTORE: &str =
     "INSERT INTO job_queue (id, queue_name, priority, unique_key,
-    payload, attempts, max_attempts, snoozes, available_at, last_error, created_at, updated_at)
+    payload, attempts, max_attempts, snoozes, available_at, last_error, created_at, updated_at,
+    trace_context)
 SELECT id, queue_name, priority, unique_key, payload, 0,
        CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, snoozes, ?1, last_error,
-       created_at, ?1
+       created_at, ?1, trace_context
 FROM job_history WHERE id = ?2";
 
 /// Deletes a history row.

@@ -113,6 +113,7 @@ macro_rules! for_each_case {
             flow::configure_queue_takes_effect_at_the_next_claim,
             snooze::snooze_puts_the_job_off_without_counting_an_attempt,
             snooze::snooze_needs_the_current_lease_and_a_valid_delay,
+            trace::trace_context_round_trips_through_enqueue_claim_and_history,
             cancel::cancel_moves_a_waiting_job_to_history_as_cancelled,
             cancel::cancel_of_a_running_job_makes_its_lease_lost,
             cancel::cancel_of_a_job_that_is_not_live_is_not_found,

@@ -8,7 +8,7 @@ use queue_core::{Job, Retry, Storage};
 use serde_json::json;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info_span, warn};
+use tracing::{Instrument, warn};
 
 use crate::complete::lease_lost;
 use crate::handler::{HandlerResult, JobContext};
@@ -41,7 +41,7 @@ pub(crate) fn spawn<S: Storage>(
             abort: Arc::clone(&abort),
         },
     );
-    let span = info_span!("job", queue = %job.queue, job_id = %job.id, attempt = lease.attempt);
+    let span = crate::trace::job_span(&job, lease.attempt);
     let available_at = job.available_at;
     let shared = Arc::clone(shared);
     let waiting = permit

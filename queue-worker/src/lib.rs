@@ -52,6 +52,27 @@
 //!   `queue_job_run_seconds`, `queue_fetch_seconds`, and
 //!   `queue_job_wait_seconds`, from `available_at` to start by the worker's
 //!   clock, so approximate).
+//!
+//! # Traces across the queue
+//!
+//! A job may carry its enqueuer's W3C trace context
+//! ([`queue_core::TraceContext`], set by [`queue_core::NewJob::trace_context`]),
+//! stored by every backend. Each run's `job` span records its traceparent
+//! as the field `traceparent`. With the feature `opentelemetry`:
+//!
+//! - [`NewJobTraceExt::with_current_trace`] fills a job's context from the
+//!   current `tracing` span's OpenTelemetry context
+//!   ([`current_trace_context`]); [`Worker::enqueue`] does so for a job
+//!   that has none.
+//! - The `job` span is made a child of the stored context (the remote
+//!   parent set with tracing-opentelemetry's `set_parent` before the span
+//!   is first entered), so the enqueuer's trace continues in the handler:
+//!   same trace id, the enqueuing span as the parent, the handler's own
+//!   spans below it. Without an OpenTelemetry layer in the subscriber this
+//!   does nothing.
+//!
+//! The versions that fit together: tracing-opentelemetry 0.34 on
+//! opentelemetry 0.33 (and opentelemetry_sdk 0.33 for the exporter).
 
 mod complete;
 mod config;
@@ -63,6 +84,7 @@ mod maintenance;
 mod periodic;
 mod settings;
 mod shared;
+mod trace;
 mod typed;
 mod wakeups;
 mod worker;
@@ -70,6 +92,8 @@ mod worker;
 pub use config::{QueueOptions, WorkerOptions};
 pub use handler::{Handler, HandlerResult, JobContext, JobError};
 pub use periodic::{LATE_AFTER, Missed, Periodic, ScheduleInfo};
+#[cfg(feature = "opentelemetry")]
+pub use trace::{NewJobTraceExt, current_trace_context};
 pub use typed::{Typed, TypedJob, typed};
 pub use worker::{ShutdownReport, Waker, Worker, WorkerBuilder};
 

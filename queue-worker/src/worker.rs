@@ -231,11 +231,18 @@ impl<S: Storage> Worker<S> {
         Waker(Arc::new(move || shared.wake.notify_one()))
     }
 
-    /// Enqueues through this worker's storage and wakes it at once.
+    /// Enqueues through this worker's storage and wakes it at once. With
+    /// the feature `opentelemetry`, a job without a trace context gets the
+    /// current span's ([`crate::NewJobTraceExt::with_current_trace`]).
     ///
     /// # Errors
     /// As [`Storage::enqueue`].
     pub async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        #[cfg(feature = "opentelemetry")]
+        let job = match job.current_trace_context() {
+            Some(_) => job,
+            None => crate::NewJobTraceExt::with_current_trace(job),
+        };
         let outcome = self.shared.storage.enqueue(job).await?;
         metrics::counter!("queue_jobs_enqueued_total").increment(1);
         self.shared.wake.notify_one();

@@ -61,6 +61,10 @@ pub use queue_worker::{
     ScheduleInfo, ShutdownReport, Typed, TypedJob, Waker, Worker, WorkerBuilder, WorkerOptions,
     typed,
 };
+/// Trace propagation: capture the current span's OpenTelemetry context
+/// into a job (feature `opentelemetry`).
+#[cfg(feature = "opentelemetry")]
+pub use queue_worker::{NewJobTraceExt, current_trace_context};
 
 /// The MySQL / MariaDB backend (`queue-mysql`).
 #[cfg(feature = "mysql")]

@@ -2,5 +2,9 @@
 
 pub use crate::{
     AnyStorage, Backoff, JobContext, JobError, Missed, NewJob, Periodic, QueueLimits, QueueOptions,
-    RateLimit, Retry, Storage, TypedJob, Worker, WorkerBuilder, WorkerOptions, connect,
+    RateLimit, Retry, Storage, TraceContext, TypedJob, Worker, WorkerBuilder, WorkerOptions,
+    connect,
 };
+
+#[cfg(feature = "opentelemetry")]
+pub use crate::NewJobTraceExt;

@@ -10,9 +10,10 @@
 -- of its row that the caller does not know (it knows the worker, and the
 -- header gives updated_at and lease_until), by position: {id, priority,
 -- unique_key, payload, attempts, max_attempts, snoozes, available_at,
--- first_locked_at, last_error, created_at}, '' for an absent unique_key
--- or last_error. Positions rather than HGETALL's names and values: half
--- the strings to convert, here and in the caller.
+-- first_locked_at, last_error, created_at, trace_context}, '' for an
+-- absent unique_key, last_error or trace_context. Positions rather than
+-- HGETALL's names and values: half the strings to convert, here and in
+-- the caller.
 local now = clock(ARGV[1])
 if redis.call('EXISTS', PAUSED) == 1 then
   return {}
@@ -45,14 +46,15 @@ for i = 1, #picked, 2 do
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
   local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
-    'max_attempts', 'snoozes', 'available_at', 'first_locked_at', 'last_error', 'created_at')
+    'max_attempts', 'snoozes', 'available_at', 'first_locked_at', 'last_error', 'created_at',
+    'trace_context')
   local attempts = fmt(tonumber(f[4]) + 1)
   -- Set on the first claim; later ones write back the same value.
   local first = f[8] or now_text
   redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
     'updated_at', now_text, 'first_locked_at', first)
   out[#out + 1] = {id, f[1], f[2] or '', f[3], attempts, f[5], f[6] or '0', f[7], first,
-    f[9] or '', f[10]}
+    f[9] or '', f[10], f[11] or ''}
 end
 if #out == 1 then
   return {}

@@ -3,7 +3,8 @@
 -- was added.
 -- ARGV: now, channel, queue name, then per job: id, priority, unique key
 -- ('' for none), max attempts, schedule kind (now | after | at), schedule
--- value (micros: a delay or an instant), payload.
+-- value (micros: a delay or an instant), payload, trace context ('' for
+-- none).
 -- Returns {position, existing id, ...} for the jobs whose key was live
 -- (positions count this script's jobs from 1); every other job was added
 -- under the id it came with. Only the exceptions travel back: a reply per
@@ -24,8 +25,8 @@ local i = 4
 local position = 0
 while i <= #ARGV do
   local id, priority, key, max_attempts = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local kind, value, payload = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6]
-  i = i + 7
+  local kind, value, payload, trace = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+  i = i + 8
   position = position + 1
   local existing = false
   if key ~= '' then
@@ -53,6 +54,9 @@ while i <= #ARGV do
       redis.call('HSET', k, 'priority', priority, 'payload', payload, 'attempts', '0',
         'max_attempts', max_attempts, 'available_at', at, 'created_at', now_text,
         'updated_at', now_text)
+    end
+    if trace ~= '' then
+      redis.call('HSET', k, 'trace_context', trace)
     end
     -- Indexes are written below, in bulk (as `place` would).
     if kind == 'now' or tonumber(at) <= now then

@@ -6,7 +6,7 @@ local now = clock(ARGV[1])
 local id = ARGV[2]
 local h = hist_key(id)
 local f = redis.call('HMGET', h, 'status', 'priority', 'unique_key', 'payload',
-  'max_attempts', 'last_error', 'created_at', 'snoozes')
+  'max_attempts', 'last_error', 'created_at', 'snoozes', 'trace_context')
 if f[1] ~= 'dead_letter' then
   return {0}
 end
@@ -25,6 +25,9 @@ if f[6] then
 end
 if f[8] then
   redis.call('HSET', k, 'snoozes', f[8])
+end
+if f[9] then
+  redis.call('HSET', k, 'trace_context', f[9])
 end
 to_ready(id, f[2], fmt(now))
 forget(id, 'dead_letter')

@@ -143,11 +143,15 @@ pub enum Bug {
     /// claimer skips them and takes worse jobs. Caught by
     /// `concurrency::racing_claims_on_several_queues_take_only_the_best_jobs`.
     ClaimLocksWhatItDoesNotTake,
+    /// Claims answer each job without its trace context (a claim statement
+    /// that lists its columns and misses the new one). Caught by
+    /// `trace::trace_context_round_trips_through_enqueue_claim_and_history`.
+    ClaimDropsTheTraceContext,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 38] = [
+    pub const ALL: [Bug; 39] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -186,6 +190,7 @@ impl Bug {
         Bug::SnoozeCountsTheAttempt,
         Bug::PeriodicFiresAgainAfterFinish,
         Bug::ClaimLocksWhatItDoesNotTake,
+        Bug::ClaimDropsTheTraceContext,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -255,6 +260,9 @@ impl Bug {
             }
             Bug::ClaimLocksWhatItDoesNotTake => {
                 "concurrency::racing_claims_on_several_queues_take_only_the_best_jobs"
+            }
+            Bug::ClaimDropsTheTraceContext => {
+                "trace::trace_context_round_trips_through_enqueue_claim_and_history"
             }
         }
     }

@@ -209,6 +209,13 @@ impl Storage for BrokenStorage {
                 }
                 Ok(jobs)
             }
+            Bug::ClaimDropsTheTraceContext => {
+                let mut jobs = self.inner.dequeue(request).await?;
+                for job in &mut jobs {
+                    job.trace_context = None;
+                }
+                Ok(jobs)
+            }
             _ => self.inner.dequeue(request).await,
         }
     }

@@ -100,6 +100,7 @@ impl State {
                 last_error: None,
                 created_at: now,
                 updated_at: now,
+                trace_context: job.trace_context,
             },
         );
         EnqueueOutcome { id, existed: false }
@@ -137,6 +138,7 @@ impl State {
                 created_at: job.created_at,
                 started_at: job.first_locked_at,
                 finished_at: now,
+                trace_context: job.trace_context,
             },
         );
     }

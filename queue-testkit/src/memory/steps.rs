@@ -123,6 +123,7 @@ impl State {
                 last_error: record.last_error,
                 created_at: record.created_at,
                 updated_at: now,
+                trace_context: record.trace_context,
             },
         );
         Ok(())

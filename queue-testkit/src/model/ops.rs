@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use queue_core::{FinalStatus, NewJob, QueueLimits, RateLimit, Retry};
+use queue_core::{FinalStatus, NewJob, QueueLimits, RateLimit, Retry, TraceContext};
 use serde_json::json;
 
 /// Queue names the operations use: few, so that they collide.
@@ -128,6 +128,14 @@ impl JobSpec {
         }
         if let Some(delay) = self.delay_secs {
             job = job.delay(Duration::from_secs(delay));
+        }
+        // Every other job carries a trace context, made from its serial
+        // (so a printed spec still stands for the same job).
+        if serial % 2 == 1 {
+            let traceparent = format!("00-{serial:032x}-{serial:016x}-01");
+            if let Ok(ctx) = TraceContext::new(traceparent, Some(format!("model={serial}"))) {
+                job = job.trace_context(ctx);
+            }
         }
         job
     }

@@ -24,6 +24,7 @@ pub mod periodic;
 pub mod reclaim;
 pub mod release;
 pub mod snooze;
+pub mod trace;
 
 use std::future::Future;
 use std::pin::Pin;
