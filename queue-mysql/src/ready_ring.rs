@@ -23,12 +23,13 @@
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Integer};
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use queue_core::backend::Turn;
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, query};
@@ -54,10 +55,9 @@ const MOVE_AT_MOST: i64 = 10_000;
 /// What a handle remembers of the ring.
 #[derive(Debug)]
 pub(crate) struct RingState {
-    epoch: Instant,
-    /// When this handle last tried to rotate (ms since `epoch`).
-    last_try_ms: AtomicU64,
-    /// The current slot as last read, and when (ms since `epoch`; 0: never).
+    /// This handle's turns to try a rotation.
+    turn: Turn,
+    /// The current slot as last read, and when (`turn`'s clock; 0: never).
     slot: AtomicU8,
     slot_read_ms: AtomicU64,
     /// Whether the server is MariaDB, asked by the first rotation.
@@ -67,8 +67,7 @@ pub(crate) struct RingState {
 impl Default for RingState {
     fn default() -> Self {
         Self {
-            epoch: Instant::now(),
-            last_try_ms: AtomicU64::new(0),
+            turn: Turn::new(ROTATE_EVERY),
             slot: AtomicU8::new(0),
             slot_read_ms: AtomicU64::new(0),
             mariadb: OnceLock::new(),
@@ -77,34 +76,18 @@ impl Default for RingState {
 }
 
 impl RingState {
-    fn now_ms(&self) -> u64 {
-        // Never 0, which marks "never read".
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX) + 1
-    }
-
-    /// Whether a rotation try is due now, marking it taken (one caller wins).
-    fn take_turn(&self) -> bool {
-        let now = self.now_ms();
-        let last = AtomicU64::load(&self.last_try_ms, Ordering::Relaxed);
-        let period = u64::try_from(ROTATE_EVERY.as_millis()).unwrap_or(u64::MAX);
-        now.saturating_sub(last) >= period
-            && self
-                .last_try_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-
     /// The current slot as read less than [`SLOT_FRESH`] ago, if it was.
     fn fresh_slot(&self) -> Option<u8> {
         let read = AtomicU64::load(&self.slot_read_ms, Ordering::Relaxed);
         let fresh = u64::try_from(SLOT_FRESH.as_millis()).unwrap_or(u64::MAX);
-        (read != 0 && self.now_ms().saturating_sub(read) < fresh)
+        (read != 0 && self.turn.now_ms().saturating_sub(read) < fresh)
             .then(|| AtomicU8::load(&self.slot, Ordering::Relaxed))
     }
 
     fn remember_slot(&self, slot: u8) {
         self.slot.store(slot, Ordering::Relaxed);
-        self.slot_read_ms.store(self.now_ms(), Ordering::Relaxed);
+        self.slot_read_ms
+            .store(self.turn.now_ms(), Ordering::Relaxed);
     }
 }
 
@@ -172,7 +155,7 @@ impl MySqlStorage {
     /// handle's turn has come. A failed rotation (the schema not migrated
     /// yet, the server gone) is logged and tried again a period later.
     pub(crate) fn rotate_ready_ring(&self) {
-        if !self.ring.take_turn() {
+        if !self.ring.turn.take() {
             return;
         }
         let storage = self.clone();

@@ -5,36 +5,19 @@
 
 mod common;
 
-use std::time::Duration;
+use common::{connect, request};
 
 use diesel::QueryableByName;
 use diesel::sql_types::Text;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use queue_core::{Ack, DequeueRequest, Job, NewJob, QueueName, Storage, WorkerId};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
+use queue_core::{Ack, Job, NewJob, Storage};
 use queue_mysql::MySqlStorage;
-use queue_testkit::harness::mysql::TestDatabase;
 use serde_json::json;
 
 #[derive(QueryableByName)]
 struct Status {
     #[diesel(sql_type = Text, column_name = "Value")]
     value: String,
-}
-
-fn request(queue: &str, limit: u32) -> DequeueRequest {
-    DequeueRequest::new(
-        vec![QueueName::new(queue).expect("valid")],
-        limit,
-        Duration::from_secs(60),
-        WorkerId::new("ring").expect("valid"),
-    )
-    .expect("valid request")
-}
-
-async fn connect(db: &TestDatabase) -> AsyncMysqlConnection {
-    AsyncMysqlConnection::establish(&db.url())
-        .await
-        .expect("connect to the test database")
 }
 
 async fn ack_all(storage: &MySqlStorage, jobs: &[Job]) {
@@ -73,6 +56,28 @@ async fn claim_reads(storage: &MySqlStorage, conn: &mut AsyncMysqlConnection) ->
     least
 }
 
+/// `n` jobs enqueued, then claimed and acked 500 at a time, the ring
+/// rotated after each claim if `rotate`.
+async fn run_through(storage: &MySqlStorage, n: usize, rotate: bool) {
+    storage
+        .enqueue_batch((0..n).map(|i| NewJob::new("held", json!(i))).collect())
+        .await
+        .expect("enqueue");
+    loop {
+        let jobs = storage
+            .dequeue(&request("held", 500))
+            .await
+            .expect("dequeue");
+        if jobs.is_empty() {
+            break;
+        }
+        ack_all(storage, &jobs).await;
+        if rotate {
+            storage.rotate_ready_ring_now().await.expect("rotate");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_claim_does_not_step_over_jobs_claimed_while_purge_is_held() {
     let (db, storage) = common::storage_in_new_database_of(4).await;
@@ -97,39 +102,12 @@ async fn a_claim_does_not_step_over_jobs_claimed_while_purge_is_held() {
     // 20,000 jobs through the queue while purge stands still, the ring
     // rotating after every 500 as claims rotate it (about every 250 ms).
     for _ in 0..10 {
-        storage
-            .enqueue_batch((0..2_000).map(|i| NewJob::new("held", json!(i))).collect())
-            .await
-            .expect("enqueue");
-        loop {
-            let jobs = storage
-                .dequeue(&request("held", 500))
-                .await
-                .expect("dequeue");
-            if jobs.is_empty() {
-                break;
-            }
-            ack_all(&storage, &jobs).await;
-            storage.rotate_ready_ring_now().await.expect("rotate");
-        }
+        run_through(&storage, 2_000, true).await;
     }
     // A slot that took 2,000 jobs since it was last truncated, every one
     // claimed and acked under the held purge: the claim steps over their
     // delete-marked entries in the slot's clustered index, in place.
-    storage
-        .enqueue_batch((0..2_000).map(|i| NewJob::new("held", json!(i))).collect())
-        .await
-        .expect("enqueue");
-    loop {
-        let jobs = storage
-            .dequeue(&request("held", 500))
-            .await
-            .expect("dequeue");
-        if jobs.is_empty() {
-            break;
-        }
-        ack_all(&storage, &jobs).await;
-    }
+    run_through(&storage, 2_000, false).await;
     storage
         .enqueue_batch((0..10).map(|i| NewJob::new("held", json!(i))).collect())
         .await

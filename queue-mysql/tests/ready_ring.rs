@@ -5,12 +5,14 @@
 
 mod common;
 
+use common::{connect, request};
+
 use std::time::Duration;
 
 use diesel::QueryableByName;
 use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
+use queue_core::{NewJob, Storage};
 use queue_mysql::{MIGRATIONS, MySqlStorage};
 use queue_testkit::harness::mysql::TestDatabase;
 use serde_json::json;
@@ -19,22 +21,6 @@ use serde_json::json;
 struct Count {
     #[diesel(sql_type = BigInt)]
     n: i64,
-}
-
-fn request(queue: &str, limit: u32) -> DequeueRequest {
-    DequeueRequest::new(
-        vec![QueueName::new(queue).expect("valid")],
-        limit,
-        Duration::from_secs(60),
-        WorkerId::new("ring").expect("valid"),
-    )
-    .expect("valid request")
-}
-
-async fn connect(db: &TestDatabase) -> AsyncMysqlConnection {
-    AsyncMysqlConnection::establish(&db.url())
-        .await
-        .expect("connect to the test database")
 }
 
 async fn count(conn: &mut AsyncMysqlConnection, sql: &str) -> i64 {

@@ -10,8 +10,7 @@
 //! `TRUNCATE` makes every session plan its claims again, which four
 //! rotations a second of a quiet queue paid in start latency for nothing.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sqlx::PgPool;
 
@@ -38,42 +37,12 @@ const LOCK_WAIT: Duration = Duration::from_millis(20);
 /// rotation waits for them.
 const MOVE_AT_MOST: i64 = 10_000;
 
-/// When this handle last tried to rotate, in milliseconds since `epoch`.
-#[derive(Debug)]
-pub(crate) struct RingRotation {
-    epoch: Instant,
-    last_try_ms: AtomicU64,
-}
-
-impl Default for RingRotation {
-    fn default() -> Self {
-        Self {
-            epoch: Instant::now(),
-            last_try_ms: AtomicU64::new(0),
-        }
-    }
-}
-
-impl RingRotation {
-    /// Whether a try is due now, marking it taken (one caller wins).
-    fn take_turn(&self) -> bool {
-        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let last = self.last_try_ms.load(Ordering::Relaxed);
-        let period = u64::try_from(ROTATE_EVERY.as_millis()).unwrap_or(u64::MAX);
-        now.saturating_sub(last) >= period
-            && self
-                .last_try_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-}
-
 impl PgStorage {
     /// After a claim: rotates the ring in the background when this
     /// handle's turn has come. A failed rotation (the schema not migrated
     /// yet, the server gone) is logged and tried again a period later.
     pub(crate) fn rotate_ready_ring(&self) {
-        if !self.ring.take_turn() {
+        if !self.ring.take() {
             return;
         }
         let pool = self.pool.clone();

@@ -44,7 +44,7 @@ pub struct PgStorage {
     /// Which queues have claim limits, read at most once a second.
     pub(crate) limited: Arc<LimitedQueues>,
     /// When this handle last rotated the ready ring (`ready_ring.rs`).
-    pub(crate) ring: Arc<crate::ready_ring::RingRotation>,
+    pub(crate) ring: Arc<queue_core::backend::Turn>,
     /// Claims commit without waiting for the WAL flush ([`PgStorage::with_async_claims`]).
     async_claims: bool,
 }
@@ -166,7 +166,9 @@ impl PgStorage {
             cancel_channel: cancel_channel.into(),
             signals: Arc::default(),
             limited: Arc::default(),
-            ring: Arc::default(),
+            ring: Arc::new(queue_core::backend::Turn::new(
+                crate::ready_ring::ROTATE_EVERY,
+            )),
             async_claims,
         }
     }

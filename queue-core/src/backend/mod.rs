@@ -21,6 +21,7 @@ mod order;
 mod plan;
 mod retry;
 mod stored;
+mod turn;
 
 pub use batch::{first_occurrences, validate_batch};
 pub use flow::LimitedQueues;
@@ -29,3 +30,4 @@ pub use order::claim_order;
 pub use plan::PlanStep;
 pub use retry::{PING_IDLE_AFTER, RetryPolicy, retrying};
 pub use stored::{corrupt, stored, stored_count, stored_millis, stored_optional};
+pub use turn::Turn;

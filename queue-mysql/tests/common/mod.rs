@@ -33,3 +33,22 @@ pub(crate) async fn storage_in_new_database_of(size: usize) -> (TestDatabase, My
     storage.migrate().await.expect("migrate the test database");
     (db, storage)
 }
+
+/// A claim of up to `limit` jobs of `queue`, leases of a minute.
+pub(crate) fn request(queue: &str, limit: u32) -> queue_core::DequeueRequest {
+    queue_core::DequeueRequest::new(
+        vec![queue_core::QueueName::new(queue).expect("valid")],
+        limit,
+        std::time::Duration::from_secs(60),
+        queue_core::WorkerId::new("ring").expect("valid"),
+    )
+    .expect("valid request")
+}
+
+/// A connection of its own to the test database.
+pub(crate) async fn connect(db: &TestDatabase) -> diesel_async::AsyncMysqlConnection {
+    use diesel_async::AsyncConnection;
+    diesel_async::AsyncMysqlConnection::establish(&db.url())
+        .await
+        .expect("connect to the test database")
+}
