@@ -35,7 +35,7 @@ pub const MAX_TRACESTATE_BYTES: usize = 512;
 /// assert_eq!(ctx.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
 /// assert_eq!(ctx.parent_id(), "00f067aa0ba902b7");
 /// assert!(ctx.sampled());
-/// assert!(TraceContext::new("00-not-a-trace", None).is_err());
+/// assert!(TraceContext::new("00-not-a-trace", None::<&str>).is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "RawTraceContext", into = "RawTraceContext")]
