@@ -1,0 +1,215 @@
+"""Tables of a public-benchmark sweep, in the shape of the harness's own
+published summaries (results/2026-05-09-full-sweep/SUMMARY.md upstream).
+
+    python bench/portable/summarize.py RUN_INDEX.tsv
+
+RUN_INDEX.tsv is the index scripts/public-bench.sh writes: one row per cell
+with its run directory and exit code. Each run directory holds the
+harness's summary.json. Prints Markdown:
+
+- throughput sweep: the median completion rate of the `clean` phase per
+  system and worker count, and each system's peak;
+- chaos: the recovery phase's median completion rate over the baseline's,
+  the harness's estimate of jobs lost, and its recovery time;
+- pressure: the stressed phase's median completion rate over the clean
+  phase's, or the exit code of a cell that did not complete (137: the
+  cell's timeout killed it).
+
+Only the standard library; runs with any Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+CHAOS = [
+    ("chaos_postgres_restart", "postgres_restart"),
+    ("chaos_pg_backend_kill", "pg_backend_kill"),
+    ("chaos_pool_exhaustion", "pool_exhaustion"),
+    ("chaos_crash_recovery", "crash_recovery"),
+    ("chaos_repeated_kills", "repeated_kills"),
+]
+PRESSURE = [
+    ("idle_in_tx", "idle_1"),
+    ("sustained_high_load", "pressure_1"),
+    ("active_readers", "readers_1"),
+    ("event_burst", "pressure_1"),
+]
+
+
+def phase_value(summary: dict, system: str, label: str, key: str):
+    block = summary.get("systems", {}).get(system, {}).get("phases", {}).get(label)
+    if not block:
+        return None
+    if key in block:
+        return block[key]
+    return block.get("metrics", {}).get(key)
+
+
+def load(index_path: Path) -> list[dict]:
+    cells = []
+    with index_path.open() as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            summary = None
+            run_dir = row.get("run_dir") or ""
+            if run_dir and (Path(run_dir) / "summary.json").exists():
+                summary = json.loads((Path(run_dir) / "summary.json").read_text())
+            cells.append({**row, "summary": summary})
+    return cells
+
+
+def fmt_rate(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:,.1f}"
+
+
+def fmt_pct(num, den) -> str:
+    if num is None or not den:
+        return "—"
+    return f"{100.0 * num / den:.0f}%"
+
+
+def throughput(cells: list[dict]) -> list[str]:
+    rates: dict[str, dict[int, float | None]] = {}
+    workers: set[int] = set()
+    for cell in cells:
+        if cell["phase"] != "A":
+            continue
+        w = int(cell["workers"])
+        workers.add(w)
+        for system in cell["systems"].split(","):
+            value = None
+            if cell["summary"]:
+                value = phase_value(cell["summary"], system, "clean", "median_throughput_per_s")
+            rates.setdefault(system, {})[w] = value
+    if not rates:
+        return []
+    ws = sorted(workers)
+    out = [
+        "### Throughput sweep: median completion rate (jobs/s)",
+        "",
+        "| System | " + " | ".join(f"W={w}" for w in ws) + " | Peak (at) |",
+        "|---|" + "---:|" * len(ws) + "---|",
+    ]
+    for system, by_w in rates.items():
+        known = [(v, w) for w, v in by_w.items() if v is not None]
+        peak = f"**{fmt_rate(max(known)[0])}** (1×{max(known)[1]} w)" if known else "—"
+        out.append(
+            f"| {system} | " + " | ".join(fmt_rate(by_w.get(w)) for w in ws) + f" | {peak} |"
+        )
+    return out + [""]
+
+
+def by_system(cells: list[dict], phase: str) -> dict[str, dict[str, dict]]:
+    found: dict[str, dict[str, dict]] = {}
+    for cell in cells:
+        if cell["phase"] != phase:
+            continue
+        system = cell["systems"]
+        name = cell["cell"][: -(len(system) + 1)] if cell["cell"].endswith("_" + system) else cell["cell"]
+        found.setdefault(system, {})[name] = cell
+    return found
+
+
+def chaos(cells: list[dict]) -> list[str]:
+    found = by_system(cells, "B")
+    if not found:
+        return []
+    systems = list(found)
+    out = [
+        "### Chaos: recovery / baseline completion rate, jobs lost, recovery time",
+        "",
+        "| scenario | " + " | ".join(systems) + " |",
+        "|---|" + "---:|" * len(systems) + "",
+    ]
+    recovered = {s: 0 for s in systems}
+    for scenario, short in CHAOS:
+        row = []
+        for system in systems:
+            cell = found[system].get(scenario)
+            if cell is None:
+                row.append("not run")
+                continue
+            s = cell["summary"]
+            if cell["exit_code"] != "0" or s is None:
+                row.append(f"(rc={cell['exit_code']})")
+                continue
+            base = phase_value(s, system, "baseline", "median_throughput_per_s")
+            rec = phase_value(s, system, "recovery", "median_throughput_per_s")
+            lost = phase_value(s, system, "recovery", "jobs_lost")
+            secs = phase_value(s, system, "recovery", "chaos_recovery_time_s")
+            if rec and base and rec >= 0.9 * base:
+                recovered[system] += 1
+            detail = []
+            if lost is not None:
+                detail.append(f"lost {lost:,.0f}")
+            if secs is not None:
+                detail.append(f"{secs:.0f} s")
+            row.append(fmt_pct(rec, base) + (f" ({', '.join(detail)})" if detail else ""))
+        out.append(f"| {short} | " + " | ".join(row) + " |")
+    out.append(
+        "| **recovered (≥ 90% of baseline)** | "
+        + " | ".join(f"{recovered[s]}/{len(found[s])}" for s in systems)
+        + " |"
+    )
+    return out + [""]
+
+
+def pressure(cells: list[dict]) -> list[str]:
+    found = by_system(cells, "C")
+    if not found:
+        return []
+    systems = list(found)
+    out = [
+        "### Pressure: stressed / clean completion rate (cells that completed)",
+        "",
+        "| scenario | " + " | ".join(systems) + " |",
+        "|---|" + "---:|" * len(systems) + "",
+    ]
+    completed = {s: 0 for s in systems}
+    for scenario, stress_label in PRESSURE:
+        row = []
+        for system in systems:
+            cell = found[system].get(scenario)
+            if cell is None:
+                row.append("not run")
+                continue
+            s = cell["summary"]
+            if cell["exit_code"] != "0" or s is None:
+                row.append(f"(rc={cell['exit_code']})")
+                continue
+            completed[system] += 1
+            clean = phase_value(s, system, "clean_1", "median_throughput_per_s")
+            stressed = phase_value(s, system, stress_label, "median_throughput_per_s")
+            p99 = phase_value(s, system, stress_label, "median_claim_p99_ms")
+            extra = f" (p99 {p99:,.0f} ms)" if p99 is not None else ""
+            row.append(fmt_pct(stressed, clean) + extra)
+        out.append(f"| {scenario} | " + " | ".join(row) + " |")
+    out.append(
+        "| **completed** | "
+        + " | ".join(f"{completed[s]}/{len(found[s])}" for s in systems)
+        + " |"
+    )
+    return out + [""]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: summarize.py RUN_INDEX.tsv", file=sys.stderr)
+        return 2
+    index = Path(argv[1])
+    if not index.exists():
+        print(f"summarize.py: no run index at {index}", file=sys.stderr)
+        return 2
+    cells = load(index)
+    lines = throughput(cells) + chaos(cells) + pressure(cells)
+    print("\n".join(lines) if lines else "no cell has run yet")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
