@@ -12,40 +12,10 @@
 //! # }
 //! ```
 //!
-//! Pages: the overview (per queue: counts by state, oldest pending job,
-//! completed and dead-lettered in the last 24 hours, an SVG chart of the
-//! last hour, pause and resume), live jobs by queue, state and unique key
-//! (paged; run now and discard in bulk), finished jobs and dead letters
-//! (filtered, paged, retry one or all), a job's detail (payload, last
-//! error, result; run now, discard, retry), an enqueue form. `/metrics`
-//! (Prometheus text) and `/healthz`.
-//!
-//! Security:
-//! - every mutation is a POST that carries the page's CSRF token and is
-//!   refused without it; [`DashboardOptions::read_only`] refuses every
-//!   mutation;
-//! - without [`DashboardOptions::token`], a request is served only when its
-//!   `Host` is `localhost`, a loopback address (`127.0.0.1`, `[::1]`, any
-//!   port) or one of [`DashboardOptions::allowed_hosts`], and refused with
-//!   421 otherwise: a web page whose name an attacker re-points at
-//!   127.0.0.1 (DNS rebinding) cannot drive the dashboard. Behind a reverse
-//!   proxy, list the name the browser uses;
-//! - with a token, every request needs it: as `Authorization: Bearer …`, or
-//!   in the cookie that the login form (a POST to `/login`, never a query
-//!   string) sets. The cookie is `HttpOnly` and `SameSite=Strict`, and
-//!   `Secure` when [`DashboardOptions::secure_cookie`] is set or the login
-//!   request carries `X-Forwarded-Proto: https` (a TLS-terminating proxy
-//!   sets it; believing it from anyone is safe, since `Secure` only keeps
-//!   the cookie off plain HTTP). Tokens are compared in constant time;
-//!   [`router`] refuses a blank token;
-//! - every response carries `Content-Security-Policy: default-src 'self';
-//!   base-uri 'none'; form-action 'self'; frame-ancestors 'none'`,
-//!   `X-Frame-Options: DENY`, `X-Content-Type-Options: nosniff` and
-//!   `Referrer-Policy: no-referrer`: no page runs a script, loads anything
-//!   from elsewhere or can be framed;
-//! - everything read from the database is HTML-escaped and
-//!   percent-encoded in every URL a page emits, and request strings become
-//!   typed values, never SQL.
+//! Every mutation is a POST that carries the page's CSRF token; without
+//! [`DashboardOptions::token`] a request is served only for a loopback or
+//! allowed `Host`. The pages and the whole security model:
+//! docs/design-notes.md, "queue-dashboard".
 mod actions;
 mod auth;
 mod chart;

@@ -19,14 +19,8 @@
 //! [`MySqlStorage::nack_in`] run inside the caller's diesel-async
 //! transaction (as savepoints).
 //!
-//! MySQL has no LISTEN/NOTIFY: workers find new jobs by polling, so a job
-//! enqueued by another process starts within one poll interval of the
-//! worker (an in-process enqueue can wake it at once).
-//!
-//! Prefer `127.0.0.1` to `localhost` in URLs, or add
-//! `?prefer_socket=false`: for a local host the driver otherwise switches
-//! to the server's unix socket, which on a machine running several servers
-//! may be another one.
+//! No LISTEN/NOTIFY: workers poll. Connection advice (prefer `127.0.0.1`
+//! to `localhost`): docs/design-notes.md, "queue-mysql".
 
 mod admin;
 mod bind;

@@ -3,23 +3,8 @@
 //! never steps over more than the entries of the last few rotations,
 //! whatever holds InnoDB's purge back.
 //!
-//! - An enqueue writes its due jobs' entries into the slot it believes
-//!   current ([`MySqlStorage::ready_slot`], read again at most every
-//!   [`SLOT_FRESH`]). A stale belief costs nothing but order: the rotation
-//!   empties a slot only under a table lock, so an entry written into any
-//!   slot is either seen by it (and moved) or written after it (into an
-//!   empty slot).
-//! - After a claim, a handle tries to rotate at most once per
-//!   [`ROTATE_EVERY`], in a task of its own. One rotation per database at a
-//!   time (a named lock). The current slot rotates once it is
-//!   [`ROTATE_EVERY`] old and [`ROTATE_AT_JOBS`] jobs were inserted since,
-//!   or it is [`ROTATE_IDLE`] old. The oldest slot is then emptied: its
-//!   stale entries deleted, then, under `LOCK TABLES` on it and on the slot
-//!   made current before (claims and enqueues that hold either are waited
-//!   for; on MariaDB not at all: `NOWAIT`), its remaining entries moved to
-//!   that slot, and the table truncated; it becomes current. A slot with
-//!   more than [`MOVE_AT_MOST`] entries (a backlog that claims are draining)
-//!   is passed over for the next one.
+//! How enqueues pick a slot and how a rotation empties one:
+//! docs/design-notes.md, "queue-mysql: the ready ring".
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};

@@ -4,22 +4,10 @@
 //! IN lists or VALUES rows depend on the input are functions of the list's
 //! length, so the text of each still lives here.
 //!
-//! Dialect notes that shaped them:
-//! - no RETURNING (MySQL has none; MariaDB only on INSERT/DELETE): changed
-//!   rows are selected `FOR UPDATE` first, in the same transaction;
-//! - now is `COALESCE(?, UTC_TIMESTAMP(6))` (or a value read that way once
-//!   per transaction): the bound manual clock, or
-//!   the server's UTC time at microsecond precision, never the session time
-//!   zone and never a second-precision `CURRENT_TIMESTAMP`;
-//! - in a single-table UPDATE both servers assign left to right, so an
-//!   assignment that reads a column comes before the one that clears it;
-//! - a statement that names its rows by id reaches them through the
-//!   primary key whatever the table's size ([`LIVE_BY_ID`],
-//!   [`delete_by_id`]). On a small table (the end of a drain) the servers
-//!   otherwise scan it whole for an id list that is a good part of it, and
-//!   a scan that locks (an UPDATE, a DELETE, a `FOR UPDATE`) holds each row
-//!   it passes for a moment: a claim's `SKIP LOCKED` then passed over a due
-//!   job that no one was taking and claimed the one behind it first.
+//! Every statement is SQL that both servers accept, reads "now" as
+//! `COALESCE(?, UTC_TIMESTAMP(6))`, and reaches rows named by id through
+//! the primary key. The dialect notes behind them: docs/design-notes.md,
+//! "queue-mysql: the statements".
 
 use queue_core::JobState;
 

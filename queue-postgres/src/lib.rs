@@ -18,18 +18,9 @@
 //! ([`PgStorage::listen`]). [`PgStorage::enqueue_in`], [`PgStorage::ack_in`]
 //! and [`PgStorage::nack_in`] run on the caller's transaction.
 //!
-//! # Wake-ups
-//!
-//! A NOTIFY inside a transaction makes PostgreSQL serialize the commits of
-//! all notifying transactions (a cluster-wide lock held through the WAL
-//! flush): 16 clients inserting one row each fell from 7,500 to 900
-//! commits per second here when each also notified. So enqueues through
-//! the pool commit without a NOTIFY, and the storage sends the signals
-//! right after, from one task that sends the queues of all enqueues since
-//! its last round in one statement. Enqueues in the caller's transaction
-//! ([`PgStorage::enqueue_in`]) notify inside it, so the signal comes exactly
-//! on commit and never on rollback; many concurrent small transactions
-//! doing so will see the same serialization.
+//! Pooled enqueues signal after their commit, enqueues in the caller's
+//! transaction inside it (the `signals` module); why: docs/design-notes.md,
+//! "queue-postgres".
 
 mod admin;
 #[cfg(test)]

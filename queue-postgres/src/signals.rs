@@ -1,29 +1,9 @@
 //! Wake-up signals of pooled enqueues, sent after their commit.
 //!
-//! A NOTIFY inside a transaction makes its commit take a cluster-wide lock
-//! that is held through the commit's WAL flush, so notifying transactions
-//! commit one at a time: single-job enqueues from 16 clients fell from
-//! 7,500 to 900 per second here with one `pg_notify` each (pgbench, the
-//! same INSERT with and without it). Enqueues through the pool therefore
-//! commit without one, and this task sends the signals afterwards from one
-//! connection: each round sends every queue named since the last round in
-//! one statement, so concurrent enqueues share it.
-//!
-//! A one-job enqueue that is the only one of its storage in flight notifies
-//! in its own statement instead ([`Signals::begin`]): with nobody to serialize
-//! against, the cluster-wide lock costs nothing, and the workers hear of
-//! the job at its commit rather than one more round trip later (the
-//! after-commit signal is a statement, and a commit, of its own). Enqueues
-//! that overlap others of the storage, and batches (whose commits another
-//! process's producers may be serialized against, and whose start latency
-//! matters less), keep to the after-commit signal.
-//!
-//! Nothing is lost that a worker needs: a signal sent after the commit
-//! finds the job visible, and a signal lost (the process stopped between
-//! commit and signal, or the statement failed) delays the job only until
-//! the workers' next poll. Enqueues in the caller's transaction
-//! (`enqueue_in`) still notify inside it, the only way to signal exactly on
-//! its commit and never on its rollback.
+//! Nothing a worker needs is lost: a signal sent after the commit finds
+//! the job visible, and a lost one delays the job only until the workers'
+//! next poll. Why the signals wait for the commit, and when one does not:
+//! docs/design-notes.md, "queue-postgres: signals after the commit".
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,16 +1,9 @@
 //! WAL checkpoints off the write path.
 //!
-//! By default SQLite checkpoints a WAL file inside the commit that takes it
-//! past `wal_autocheckpoint` pages (1,000): that commit copies the WAL into
-//! the database file and syncs the file, and the enqueue, claim or ack
-//! behind it waits, tens of milliseconds on a disk. That was the p99 of the
-//! add-to-start latency (12-14 ms from the enqueue call's start, against a
-//! p50 of 0.6 ms). The storage's write connection therefore runs with
-//! automatic checkpoints off, and a task of the storage checkpoints on a
-//! pooled connection every [`CHECKPOINT_EVERY`], in `PASSIVE` mode (it never
-//! waits for a reader or the writer), for as long as a clone of the storage
-//! exists. Durability is unchanged: with `synchronous=NORMAL` the WAL is
-//! synced at checkpoints, now this task's.
+//! The write connection runs with automatic checkpoints off, and a task of
+//! the storage checkpoints in `PASSIVE` mode every [`CHECKPOINT_EVERY`]
+//! while a clone of the storage exists. Durability is unchanged. Why, with
+//! the figures: docs/design-notes.md, "queue-sqlite: checkpoints".
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -24,20 +24,9 @@
 //! # Ok(()) }
 //! ```
 //!
-//! | feature | URL | storage |
-//! |---|---|---|
-//! | `sqlite` (default) | `sqlite://path?mode=rwc`, `sqlite::memory:` | [`sqlite::SqliteStorage`] |
-//! | `postgres` (default) | `postgres://…`, `postgresql://…` | [`postgres::PgStorage`] |
-//! | `mysql` (default) | `mysql://…`, `mariadb://…` | [`mysql::MySqlStorage`] |
-//! | `redis` (default) | `redis://…`, `redis+cluster://host:port,host:port` | [`redis::RedisStorage`] |
-//!
-//! Every backend is on by default, so that a URL alone picks one; an
-//! application trims the others with `default-features = false`.
-//!
-//! What needs a backend's own types (enqueue or ack in your transaction,
-//! a schema other than the default) is reached through the backend's
-//! module, [`AnyStorage::as_postgres`] and its siblings, or by building the
-//! backend's storage and converting it with `AnyStorage::from`.
+//! Each backend is a feature, all on by default, so that a URL alone picks
+//! one. The features, their URL schemes, and how to reach a backend's own
+//! types: docs/design-notes.md, "queue (the facade)".
 
 #[cfg(not(any(
     feature = "postgres",

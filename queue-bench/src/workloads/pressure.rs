@@ -1,23 +1,9 @@
 //! The soak's pressure phases (PostgreSQL and MySQL / MariaDB), each on
-//! connections of its own, never the storage's pool:
-//!
-//! - `--idle-in-tx FROM..TO`: one REPEATABLE READ transaction opened at
-//!   FROM and left idle until TO, as a forgotten reporting session would
-//!   leave it. It writes one row into a scratch table of the run's schema
-//!   (`soak_holder`), so it has a transaction id (a read-write transaction
-//!   on InnoDB), and reads `count(*)` of `job_queue`, so it has a snapshot
-//!   (InnoDB: a read view). It touches no other table. That holds back
-//!   PostgreSQL's xmin horizon (vacuum cannot remove the rows dead since)
-//!   and InnoDB's purge. At TO it rolls back by itself; when the run stops
-//!   early (an error, Ctrl-C, SIGTERM) [`Pressure::finish`] makes it roll
-//!   back then. The scratch table is dropped at the end of the run.
-//! - `--readers N` (`--readers-window FROM..TO`, default the whole run): N
-//!   connections, each repeating a REPEATABLE READ transaction that counts
-//!   `job_queue` and the last minute of `job_history`, stays open a second
-//!   ([`READER_HOLD`]) and commits, until the window ends.
-//!
-//! [`PressureState`] tells the sampler when the holder was open and how
-//! many readers ran.
+//! connections of its own, never the storage's pool: an idle REPEATABLE
+//! READ transaction (`--idle-in-tx FROM..TO`) and reading sessions
+//! (`--readers N`). [`PressureState`] tells the sampler when the holder was
+//! open and how many readers ran. What each phase does:
+//! docs/design-notes.md, "queue-bench: the soak's pressure phases".
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -1,33 +1,10 @@
 //! `soak`: jobs enqueued at a steady rate and drained by one worker for a
 //! long time (default 30 minutes), with the worker's history pruning on as
 //! in production (`--retention`, `--prune-interval`).
-//!
-//! Every `--sample` (default a minute) one row: jobs enqueued and
-//! completed, the jobs still waiting, start lag (enqueue call to handler
-//! start, this machine's clock), the queue table's and the history table's
-//! sizes with their indexes and dead rows (PostgreSQL: `pg_relation_size`,
-//! `pg_indexes_size`, `pg_total_relation_size`, `pg_stat_user_tables`;
-//! MySQL / MariaDB: `information_schema.TABLES`, the tablespace files and
-//! InnoDB's purge lag `trx_rseg_history_len`), and the machine's load
-//! average. Then one summary row: the throughput of the first and last five
-//! samples and the queue table's growth after the first sample, and the run
-//! verifies itself (every job ran exactly once, none left).
-//!
-//! On PostgreSQL `--autovacuum on` (the default) turns autovacuum on for
-//! the run, and `--autovacuum-naptime` sets how often it visits each
-//! database (`ALTER SYSTEM` and `pg_reload_conf()`, no restart); both are
-//! restored afterwards, also after an error, Ctrl-C or SIGTERM, printing
-//! what was restored ([`ServerSettings`]). Only a killed process (SIGKILL)
-//! leaves them set.
-//!
-//! `--idle-in-tx FROM..TO` and `--readers N` add pressure on both servers
-//! ([`Pressure`]): an idle REPEATABLE READ transaction holding the MVCC
-//! horizon or InnoDB's purge for part of the run, and reporting sessions
-//! scanning the queue tables throughout. The rows then show whether the
-//! holder was open (`holder`), how many readers ran, the oldest snapshot's
-//! age (PostgreSQL `xmin_age`, MySQL `oldest_trx_s`), and the summary the
-//! start lag and the queue table's size before, during and after the
-//! holder.
+//! One sample row a minute, one summary row, and a run that verifies itself
+//! (every job ran exactly once, none left); server settings it changes are
+//! restored ([`ServerSettings`]). What each row holds and the pressure
+//! options: docs/design-notes.md, "queue-bench: the soak workload".
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,20 +1,7 @@
 //! Databases started with testcontainers when no URL is given: one
 //! container per server kind per test binary, shared by its tests.
-//!
-//! Images come from `QUEUE_TEST_POSTGRES_IMAGE` / `QUEUE_TEST_MYSQL_IMAGE`
-//! (defaults: the official `postgres:15` and `mysql:8`). Any image works
-//! that listens on the usual port with trust (PostgreSQL, user `postgres`)
-//! or empty-password (MySQL, user `root`) authentication and logs the usual
-//! ready line to stderr; `scripts/build-test-images.sh` builds such images
-//! from Debian's packages where no registry is reachable.
-//!
-//! The server's data directory is a tmpfs inside the container: nothing
-//! is written to the host's disk, and start-up does not depend on its
-//! free space.
-//!
-//! A container lives in a static, so it outlives the test binary: each one
-//! carries the label `queue-testkit=1`, and
-//! `docker rm -f $(docker ps -aq --filter label=queue-testkit)` removes them.
+//! Containers carry the label `queue-testkit=1`. Images, storage and
+//! clean-up: docs/writing-a-backend.md, "4. A real database in tests".
 
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -1,33 +1,12 @@
 //! The model-based property test: the same random operations applied to a
 //! backend and to [`crate::MemoryStorage`], compared after every step.
+//! Only ids may differ. The sequences come from [`SEEDS`] unless
+//! `QUEUE_MODEL_SEEDS` / `QUEUE_MODEL_CASES` say otherwise; what is compared
+//! and how to explore further: docs/writing-a-backend.md, "5. The model
+//! test".
 //!
-//! Ids are the one thing allowed to differ (databases burn sequence values
-//! on conflicts and failed inserts), so the test keeps a map between the
-//! model's ids and the backend's and compares everything else exactly:
-//! outcomes, error kinds, claimed jobs in order (and claims by racing
-//! workers, which must never share a job), `next_due`, history pages,
-//! per-queue stats (exact and capped at 2) after every step, and every live job and history row at
-//! the end and every [`FULL_COMPARE_EVERY`] steps. Both storages read manual
-//! clocks that move together. On a difference proptest shrinks the sequence
-//! and the panic shows the smallest one it found.
-//!
-//! # Deterministic by default
-//!
-//! The sequences come from a fixed list of seeds ([`SEEDS`]), so a run
-//! that passes passes again, and a failure names its seed. Two environment
-//! variables explore further:
-//!
-//! - `QUEUE_MODEL_SEEDS`: a comma-separated list of seeds to use instead of
-//!   [`SEEDS`], or `random` for fresh ones (printed on stderr, and in the
-//!   panic message on failure).
-//! - `QUEUE_MODEL_CASES`: sequences per seed, instead of the configured
-//!   [`ModelConfig::cases`].
-//!
-//! # Replaying a failure
-//!
-//! The panic prints the shrunk sequence as Rust values (`Debug` output:
-//! variants without the `Op::` prefix, statuses without `FinalStatus::`);
-//! paste it into a regression test that calls [`replay`]:
+//! A failure prints the shrunk sequence; paste it into a regression test
+//! that calls [`replay`]:
 //!
 //! ```ignore
 //! use queue_core::FinalStatus::*;
