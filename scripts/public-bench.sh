@@ -21,6 +21,8 @@
 #   SYSTEMS         adapters (default queue-rs,awa,pgboss,procrastinate)
 #   A_WORKERS       phase a's worker counts (default "4 16 64 128 256")
 #   A_SYSTEMS       phase a's adapters (default: SYSTEMS)
+#   A_TAG           phase a's cell names end in it (default shared): a
+#                   second set of adapters or worker counts needs its own
 #   B_SYSTEMS, C_SYSTEMS   the same for phases b and c (default: SYSTEMS)
 #   WARMUP, CLEAN   phase a's durations (default 30s and 180s, as upstream)
 #   PUBLIC_BENCH_DIR   where the harness, awa and the results go
@@ -140,7 +142,7 @@ cell() {
 phase_a() {
     local w
     for w in ${A_WORKERS:-4 16 64 128 256}; do
-        cell A "perf_w$w" "$w" "${A_SYSTEMS:-$systems}" 60m "" -- \
+        cell A "perf_w${w}_${A_TAG:-shared}" "$w" "${A_SYSTEMS:-$systems}" 60m "" -- \
             --producer-rate 50000 --producer-mode depth-target --target-depth 4000 \
             --worker-count "$w" --phase "warmup=warmup:$warmup" --phase "clean=clean:$clean"
     done
@@ -186,4 +188,4 @@ for p in "${phases[@]}"; do
     setup | summary) ;;
     esac
 done
-"${BENCH_SUMMARY_PYTHON:-$harness/.venv/bin/python}" "$root/bench/portable/summarize.py" "$index"
+"${BENCH_SUMMARY_PYTHON:-$harness/.venv/bin/python}" "$root/bench/portable/summarize.py" "$index" --plots "$results/plots"

@@ -1,7 +1,7 @@
 """Tables of a public-benchmark sweep, in the shape of the harness's own
 published summaries (results/2026-05-09-full-sweep/SUMMARY.md upstream).
 
-    python bench/portable/summarize.py RUN_INDEX.tsv
+    python bench/portable/summarize.py RUN_INDEX.tsv [--plots DIR]
 
 RUN_INDEX.tsv is the index scripts/public-bench.sh writes: one row per cell
 with its run directory and exit code. Each run directory holds the
@@ -15,7 +15,10 @@ harness's summary.json. Prints Markdown:
   phase's, or the exit code of a cell that did not complete (137: the
   cell's timeout killed it).
 
-Only the standard library; runs with any Python >= 3.8.
+The tables need only the standard library. `--plots DIR` also writes
+`throughput_scaling.svg` (completion rate over worker count, per system)
+and `chaos_recovery.svg` (recovery / baseline per scenario and system)
+with matplotlib, which the harness's own environment has.
 """
 
 from __future__ import annotations
@@ -73,22 +76,25 @@ def fmt_pct(num, den) -> str:
     return f"{100.0 * num / den:.0f}%"
 
 
-def throughput(cells: list[dict]) -> list[str]:
+def throughput_rates(cells: list[dict]) -> dict[str, dict[int, float | None]]:
     rates: dict[str, dict[int, float | None]] = {}
-    workers: set[int] = set()
     for cell in cells:
         if cell["phase"] != "A":
             continue
         w = int(cell["workers"])
-        workers.add(w)
         for system in cell["systems"].split(","):
             value = None
             if cell["summary"]:
                 value = phase_value(cell["summary"], system, "clean", "median_throughput_per_s")
             rates.setdefault(system, {})[w] = value
+    return rates
+
+
+def throughput(cells: list[dict]) -> list[str]:
+    rates = throughput_rates(cells)
     if not rates:
         return []
-    ws = sorted(workers)
+    ws = sorted({w for by_w in rates.values() for w in by_w})
     out = [
         "### Throughput sweep: median completion rate (jobs/s)",
         "",
@@ -113,6 +119,66 @@ def by_system(cells: list[dict], phase: str) -> dict[str, dict[str, dict]]:
         name = cell["cell"][: -(len(system) + 1)] if cell["cell"].endswith("_" + system) else cell["cell"]
         found.setdefault(system, {})[name] = cell
     return found
+
+
+def chaos_ratios(cells: list[dict]) -> dict[str, dict[str, float]]:
+    """Recovery / baseline completion rate per system and scenario."""
+    ratios: dict[str, dict[str, float]] = {}
+    for system, by_scenario in by_system(cells, "B").items():
+        for scenario, short in CHAOS:
+            cell = by_scenario.get(scenario)
+            if cell is None:
+                continue
+            s = cell["summary"]
+            ratio = 0.0
+            if cell["exit_code"] == "0" and s is not None:
+                base = phase_value(s, system, "baseline", "median_throughput_per_s")
+                rec = phase_value(s, system, "recovery", "median_throughput_per_s")
+                ratio = (rec or 0.0) / base if base else 0.0
+            ratios.setdefault(system, {})[short] = ratio
+    return ratios
+
+
+def plots(cells: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    rates = throughput_rates(cells)
+    if rates:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for system, by_w in rates.items():
+            points = sorted((w, v) for w, v in by_w.items() if v is not None)
+            if points:
+                ax.plot([w for w, _ in points], [v for _, v in points], marker="o", label=system)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers (WORKER_COUNT)")
+        ax.set_ylabel("median completion rate, jobs/s")
+        ax.set_title("Throughput sweep (depth-target 4,000)")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "throughput_scaling.svg")
+        plt.close(fig)
+    ratios = chaos_ratios(cells)
+    if ratios:
+        scenarios = [short for _, short in CHAOS]
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        width = 0.8 / len(ratios)
+        for i, (system, by_scenario) in enumerate(ratios.items()):
+            xs = [j + i * width for j in range(len(scenarios))]
+            ax.bar(xs, [100 * by_scenario.get(sc, 0.0) for sc in scenarios], width, label=system)
+        ax.axhline(90, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_xticks([j + width * (len(ratios) - 1) / 2 for j in range(len(scenarios))])
+        ax.set_xticklabels(scenarios, rotation=15)
+        ax.set_ylabel("recovery / baseline completion rate, %")
+        ax.set_title("Chaos scenarios (dashed: 90%)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "chaos_recovery.svg")
+        plt.close(fig)
 
 
 def chaos(cells: list[dict]) -> list[str]:
@@ -198,8 +264,12 @@ def pressure(cells: list[dict]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    plot_dir = None
+    if len(argv) == 4 and argv[2] == "--plots":
+        plot_dir = Path(argv[3])
+        argv = argv[:2]
     if len(argv) != 2:
-        print("usage: summarize.py RUN_INDEX.tsv", file=sys.stderr)
+        print("usage: summarize.py RUN_INDEX.tsv [--plots DIR]", file=sys.stderr)
         return 2
     index = Path(argv[1])
     if not index.exists():
@@ -208,6 +278,8 @@ def main(argv: list[str]) -> int:
     cells = load(index)
     lines = throughput(cells) + chaos(cells) + pressure(cells)
     print("\n".join(lines) if lines else "no cell has run yet")
+    if plot_dir is not None:
+        plots(cells, plot_dir)
     return 0
 
 
