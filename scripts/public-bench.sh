@@ -24,6 +24,8 @@
 #   A_TAG           phase a's cell names end in it (default shared): a
 #                   second set of adapters or worker counts needs its own
 #   B_SYSTEMS, C_SYSTEMS   the same for phases b and c (default: SYSTEMS)
+#   C_SCENARIOS     phase c's cells (default "idle_in_tx sustained_high_load
+#                   active_readers event_burst")
 #   WARMUP, CLEAN   phase a's durations (default 30s and 180s, as upstream)
 #   PUBLIC_BENCH_DIR   where the harness, awa and the results go
 #                   (default target/public-bench)
@@ -163,19 +165,25 @@ phase_b() {
 }
 
 phase_c() {
-    local sys mode
+    local sys mode scenario
+    local idle='--phase warmup=warmup:30s --phase clean_1=clean:60s --phase idle_1=idle-in-tx:240s --phase recovery_1=clean:180s'
+    local load='--phase warmup=warmup:30s --phase clean_1=clean:60s --phase pressure_1=high-load:240s --phase recovery_1=clean:120s'
+    local readers='--phase warmup=warmup:30s --phase clean_1=clean:60s --phase readers_1=active-readers:240s --phase recovery_1=clean:120s'
+    local burst='--phase warmup=warmup:30s --phase clean_1=clean:60s --phase pressure_1=high-load:300s --phase recovery_1=clean:240s'
     for sys in ${C_SYSTEMS:-${systems//,/ }}; do
         # awa runs depth-target in these cells upstream; the others fixed.
         mode=(--producer-mode fixed)
         [ "$sys" = awa ] && mode=(--producer-mode depth-target --target-depth 2000)
-        cell C "idle_in_tx_$sys" 32 "$sys" 15m "" -- "${mode[@]}" --producer-rate 800 --worker-count 32 \
-            --phase warmup=warmup:30s --phase clean_1=clean:60s --phase idle_1=idle-in-tx:240s --phase recovery_1=clean:180s
-        cell C "sustained_high_load_$sys" 32 "$sys" 15m "" -- "${mode[@]}" --producer-rate 800 --worker-count 32 \
-            --phase warmup=warmup:30s --phase clean_1=clean:60s --phase pressure_1=high-load:240s --phase recovery_1=clean:120s
-        cell C "active_readers_$sys" 32 "$sys" 15m "" -- "${mode[@]}" --producer-rate 800 --worker-count 32 \
-            --phase warmup=warmup:30s --phase clean_1=clean:60s --phase readers_1=active-readers:240s --phase recovery_1=clean:120s
-        cell C "event_burst_$sys" 64 "$sys" 15m "" -- "${mode[@]}" --producer-rate 1200 --worker-count 64 \
-            --phase warmup=warmup:30s --phase clean_1=clean:60s --phase pressure_1=high-load:300s --phase recovery_1=clean:240s
+        for scenario in ${C_SCENARIOS:-idle_in_tx sustained_high_load active_readers event_burst}; do
+            # shellcheck disable=SC2086
+            case "$scenario" in
+            idle_in_tx) cell C "${scenario}_$sys" 32 "$sys" 15m "" -- "${mode[@]}" --producer-rate 800 --worker-count 32 $idle ;;
+            sustained_high_load) cell C "${scenario}_$sys" 32 "$sys" 15m "" -- "${mode[@]}" --producer-rate 800 --worker-count 32 $load ;;
+            active_readers) cell C "${scenario}_$sys" 32 "$sys" 15m "" -- "${mode[@]}" --producer-rate 800 --worker-count 32 $readers ;;
+            event_burst) cell C "${scenario}_$sys" 64 "$sys" 15m "" -- "${mode[@]}" --producer-rate 1200 --worker-count 64 $burst ;;
+            *) die "unknown pressure scenario '$scenario'" ;;
+            esac
+        done
     done
 }
 

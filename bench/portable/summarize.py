@@ -76,8 +76,17 @@ def fmt_pct(num, den) -> str:
     return f"{100.0 * num / den:.0f}%"
 
 
+def sweep_tag(cell: dict) -> str:
+    """What follows `perf_w<N>_` in a throughput cell's name."""
+    prefix = f"perf_w{cell['workers']}_"
+    return cell["cell"][len(prefix):] if cell["cell"].startswith(prefix) else ""
+
+
 def throughput_rates(cells: list[dict]) -> dict[str, dict[int, float | None]]:
-    rates: dict[str, dict[int, float | None]] = {}
+    """Median completion rate per row and worker count. A row is a system;
+    a system run in throughput cells of several tags (A_TAG) gets one row
+    per tag, labelled `system [tag]`."""
+    rows: dict[tuple[str, str], dict[int, float | None]] = {}
     for cell in cells:
         if cell["phase"] != "A":
             continue
@@ -86,8 +95,25 @@ def throughput_rates(cells: list[dict]) -> dict[str, dict[int, float | None]]:
             value = None
             if cell["summary"]:
                 value = phase_value(cell["summary"], system, "clean", "median_throughput_per_s")
-            rates.setdefault(system, {})[w] = value
-    return rates
+            rows.setdefault((system, sweep_tag(cell)), {})[w] = value
+    tags: dict[str, int] = {}
+    for system, _ in rows:
+        tags[system] = tags.get(system, 0) + 1
+    return {
+        (f"{system} [{tag}]" if tags[system] > 1 else system): by_w
+        for (system, tag), by_w in rows.items()
+    }
+
+
+def claim_p99(cells: list[dict], row: str, workers: int):
+    """Median pickup p99 (ms) of a row's clean phase at `workers`."""
+    system, _, tag = row.partition(" [")
+    tag = tag.rstrip("]")
+    for cell in cells:
+        if cell["phase"] == "A" and int(cell["workers"]) == workers and cell["summary"]:
+            if system in cell["systems"].split(",") and (not tag or sweep_tag(cell) == tag):
+                return phase_value(cell["summary"], system, "clean", "median_claim_p99_ms")
+    return None
 
 
 def throughput(cells: list[dict]) -> list[str]:
@@ -98,14 +124,21 @@ def throughput(cells: list[dict]) -> list[str]:
     out = [
         "### Throughput sweep: median completion rate (jobs/s)",
         "",
-        "| System | " + " | ".join(f"W={w}" for w in ws) + " | Peak (at) |",
-        "|---|" + "---:|" * len(ws) + "---|",
+        "| System | " + " | ".join(f"W={w}" for w in ws) + " | Peak (at) | pickup p99 at peak |",
+        "|---|" + "---:|" * len(ws) + "---|---:|",
     ]
     for system, by_w in rates.items():
         known = [(v, w) for w, v in by_w.items() if v is not None]
-        peak = f"**{fmt_rate(max(known)[0])}** (1×{max(known)[1]} w)" if known else "—"
+        peak, p99 = "—", "—"
+        if known:
+            rate, at = max(known)
+            peak = f"**{fmt_rate(rate)}** (1×{at} w)"
+            value = claim_p99(cells, system, at)
+            p99 = f"{value:,.0f} ms" if value is not None else "—"
         out.append(
-            f"| {system} | " + " | ".join(fmt_rate(by_w.get(w)) for w in ws) + f" | {peak} |"
+            f"| {system} | "
+            + " | ".join(fmt_rate(by_w.get(w)) for w in ws)
+            + f" | {peak} | {p99} |"
         )
     return out + [""]
 

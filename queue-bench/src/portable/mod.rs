@@ -49,8 +49,13 @@ const LATENCY_WINDOW_S: u64 = 30;
 /// this number, and a read never scans more).
 const DEPTH_CAP: u64 = 1_000_000;
 
-/// How often the queue depth is read.
+/// How often the queue depth is read for the `queue_depth` metric.
 const DEPTH_EVERY: Duration = Duration::from_secs(1);
+
+/// How often it is read when the producer keeps a depth target: as the
+/// harness's awa adapter does (a read every 200 ms), so that the producer
+/// is not the bottleneck of a throughput cell.
+const DEPTH_EVERY_TARGET: Duration = Duration::from_millis(200);
 
 /// How long startup keeps trying to reach the server and migrate.
 const STARTUP_PATIENCE: Duration = Duration::from_secs(60);
@@ -65,11 +70,29 @@ pub(crate) struct Shared {
     /// Jobs whose enqueue committed.
     pub(crate) enqueued: AtomicU64,
     /// The last queue depth read (pending jobs of [`QUEUE`]).
-    pub(crate) depth: AtomicU64,
+    pub(crate) depth: Mutex<DepthRead>,
     /// The producer's current target rate, as `f64` bits.
     pub(crate) target_rate: AtomicU64,
     /// Pickup latencies.
     pub(crate) latency: Mutex<LatencyWindow>,
+}
+
+/// A depth read, and how many jobs had been enqueued when it began: the
+/// producer adds the jobs enqueued since to the read, so a read that is up
+/// to [`DEPTH_EVERY_TARGET`] old neither stalls nor overfills it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DepthRead {
+    /// Pending jobs of [`QUEUE`].
+    pub(crate) pending: u64,
+    /// [`Shared::enqueued`] just before the read.
+    pub(crate) enqueued_before: u64,
+}
+
+impl Shared {
+    /// The last depth read.
+    pub(crate) fn depth(&self) -> DepthRead {
+        *self.depth.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Whether the stop signal has been given.
@@ -153,7 +176,7 @@ async fn run(config: Config) -> Result<(), String> {
     let queue = QueueName::new(QUEUE).map_err(|e| e.to_string())?;
     let shared = Arc::new(Shared {
         enqueued: AtomicU64::new(0),
-        depth: AtomicU64::new(0),
+        depth: Mutex::new(DepthRead::default()),
         target_rate: AtomicU64::new(config.producer_rate.to_bits()),
         latency: Mutex::new(LatencyWindow::new(LATENCY_WINDOW_S)),
     });
@@ -187,10 +210,15 @@ async fn run(config: Config) -> Result<(), String> {
         )
         .run(),
     );
+    let depth_every = match config.producer_mode {
+        config::ProducerMode::Fixed => DEPTH_EVERY,
+        config::ProducerMode::DepthTarget => DEPTH_EVERY_TARGET,
+    };
     let depth = tokio::spawn(poll_depth(
         storage.clone(),
         queue,
         Arc::clone(&shared),
+        depth_every,
         stop_rx.clone(),
     ));
     let mut sampler = tokio::spawn(sample_every(
@@ -295,16 +323,18 @@ fn record_pickup(shared: &Shared, payload: &serde_json::Value) {
         .record(now.as_secs(), now_us.saturating_sub(enq_us));
 }
 
-/// Reads the queue's pending count every [`DEPTH_EVERY`]; a failed read
-/// (the server away) leaves the last value.
+/// Reads the queue's pending count every `every`; a failed read (the
+/// server away) leaves the last value.
 async fn poll_depth(
     storage: PgStorage,
     queue: QueueName,
     shared: Arc<Shared>,
+    every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut failing = false;
     while !stopped(&stop) {
+        let enqueued_before = shared.enqueued.load(Ordering::Relaxed);
         let read = tokio::time::timeout(DEPTH_EVERY * 2, storage.stats_capped(DEPTH_CAP)).await;
         match read {
             Ok(Ok(stats)) => {
@@ -312,7 +342,10 @@ async fn poll_depth(
                     .iter()
                     .find(|s| s.queue == queue)
                     .map_or(0, |s| s.pending);
-                shared.depth.store(pending, Ordering::Relaxed);
+                *shared.depth.lock().unwrap_or_else(PoisonError::into_inner) = DepthRead {
+                    pending,
+                    enqueued_before,
+                };
                 failing = false;
             }
             Ok(Err(error)) if !failing => {
@@ -326,7 +359,7 @@ async fn poll_depth(
             _ => {}
         }
         tokio::select! {
-            () = tokio::time::sleep(DEPTH_EVERY) => {}
+            () = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
     }
@@ -390,7 +423,7 @@ async fn sample_every(
         // which counts from the start, part of a period.
         emit(&sample(&t, id, "enqueue_rate", enqueue_rate, elapsed));
         emit(&sample(&t, id, "completion_rate", completion_rate, elapsed));
-        let depth = shared.depth.load(Ordering::Relaxed) as f64;
+        let depth = shared.depth().pending as f64;
         emit(&sample(&t, id, "queue_depth", depth, 0.0));
         let target = match config.producer_mode {
             config::ProducerMode::Fixed => load_rate(&shared.target_rate),

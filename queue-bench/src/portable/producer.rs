@@ -139,27 +139,27 @@ impl Producer {
     }
 
     /// Keeps `TARGET_DEPTH` jobs pending: tops the queue up by what is
-    /// missing, at most a batch at a time, and looks again 50 ms later when
-    /// nothing is.
+    /// missing, at most a batch at a time. What is pending is the last
+    /// depth read (`poll_depth`, every 200 ms in this mode) plus the jobs
+    /// enqueued since it began: never less than the truth, since jobs
+    /// completed since are not subtracted, so the queue is never
+    /// overfilled, and a read's age costs at most one read's worth of
+    /// completions. When nothing is missing it looks again 10 ms later.
     async fn depth_target(&mut self) {
         let target = self.config.target_depth;
         while !stopped(&self.stop) {
-            let depth = match self.storage.stats_capped(target).await {
-                Ok(stats) => stats
-                    .iter()
-                    .find(|s| s.queue == self.queue)
-                    .map_or(0, |s| s.pending),
-                Err(error) => {
-                    eprintln!("queue-bench portable: depth read failed: {error}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
-                }
-            };
-            if depth >= target {
-                tokio::time::sleep(Duration::from_millis(50)).await;
+            let read = self.shared.depth();
+            let since = self
+                .shared
+                .enqueued
+                .load(Ordering::Relaxed)
+                .saturating_sub(read.enqueued_before);
+            let pending = read.pending.saturating_add(since);
+            if pending >= target {
+                tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
-            let n = usize::try_from(target - depth)
+            let n = usize::try_from(target - pending)
                 .unwrap_or(usize::MAX)
                 .min(self.config.batch_max);
             if !self.insert(n).await {
