@@ -193,7 +193,7 @@ def plots(cells: list[dict], out: Path) -> None:
         ax.grid(True, alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "throughput_scaling.svg")
+        fig.savefig(out / "throughput_scaling.svg", metadata={"Date": None})
         plt.close(fig)
     ratios = chaos_ratios(cells)
     if ratios:
@@ -210,7 +210,7 @@ def plots(cells: list[dict], out: Path) -> None:
         ax.set_title("Chaos scenarios (dashed: 90%)")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "chaos_recovery.svg")
+        fig.savefig(out / "chaos_recovery.svg", metadata={"Date": None})
         plt.close(fig)
 
 
