@@ -214,86 +214,81 @@ def plots(cells: list[dict], out: Path) -> None:
         plt.close(fig)
 
 
-def chaos(cells: list[dict]) -> list[str]:
-    found = by_system(cells, "B")
+def scenario_table(cells, phase, title, scenarios, judge, tally) -> list[str]:
+    """One row per scenario, one column per system of `phase`'s cells.
+    `judge(system, summary, key)` gives a completed cell's text and whether
+    it counts towards the last row, `tally` (e.g. "recovered")."""
+    found = by_system(cells, phase)
     if not found:
         return []
     systems = list(found)
     out = [
+        title,
+        "",
+        "| scenario | " + " | ".join(systems) + " |",
+        "|---|" + "---:|" * len(systems) + "",
+    ]
+    counted = {s: 0 for s in systems}
+    for scenario, label, key in scenarios:
+        row = []
+        for system in systems:
+            cell = found[system].get(scenario)
+            if cell is None:
+                row.append("not run")
+            elif cell["exit_code"] != "0" or cell["summary"] is None:
+                row.append(f"(rc={cell['exit_code']})")
+            else:
+                text, counts = judge(system, cell["summary"], key)
+                counted[system] += counts
+                row.append(text)
+        out.append(f"| {label} | " + " | ".join(row) + " |")
+    out.append(
+        f"| **{tally}** | "
+        + " | ".join(f"{counted[s]}/{len(found[s])}" for s in systems)
+        + " |"
+    )
+    return out + [""]
+
+
+def chaos_cell(system: str, s: dict, _key) -> tuple[str, bool]:
+    base = phase_value(s, system, "baseline", "median_throughput_per_s")
+    rec = phase_value(s, system, "recovery", "median_throughput_per_s")
+    lost = phase_value(s, system, "recovery", "jobs_lost")
+    secs = phase_value(s, system, "recovery", "chaos_recovery_time_s")
+    detail = []
+    if lost is not None:
+        detail.append(f"lost {lost:,.0f}")
+    if secs is not None:
+        detail.append(f"{secs:.0f} s")
+    text = fmt_pct(rec, base) + (f" ({', '.join(detail)})" if detail else "")
+    return text, bool(rec and base and rec >= 0.9 * base)
+
+
+def pressure_cell(system: str, s: dict, stress_label: str) -> tuple[str, bool]:
+    clean = phase_value(s, system, "clean_1", "median_throughput_per_s")
+    stressed = phase_value(s, system, stress_label, "median_throughput_per_s")
+    p99 = phase_value(s, system, stress_label, "median_claim_p99_ms")
+    extra = f" (p99 {p99:,.0f} ms)" if p99 is not None else ""
+    return fmt_pct(stressed, clean) + extra, True
+
+
+# The chaos and pressure tables: (phase, title, scenarios, judge, tally).
+SCENARIO_TABLES = [
+    (
+        "B",
         "### Chaos: recovery / baseline completion rate, jobs lost, recovery time",
-        "",
-        "| scenario | " + " | ".join(systems) + " |",
-        "|---|" + "---:|" * len(systems) + "",
-    ]
-    recovered = {s: 0 for s in systems}
-    for scenario, short in CHAOS:
-        row = []
-        for system in systems:
-            cell = found[system].get(scenario)
-            if cell is None:
-                row.append("not run")
-                continue
-            s = cell["summary"]
-            if cell["exit_code"] != "0" or s is None:
-                row.append(f"(rc={cell['exit_code']})")
-                continue
-            base = phase_value(s, system, "baseline", "median_throughput_per_s")
-            rec = phase_value(s, system, "recovery", "median_throughput_per_s")
-            lost = phase_value(s, system, "recovery", "jobs_lost")
-            secs = phase_value(s, system, "recovery", "chaos_recovery_time_s")
-            if rec and base and rec >= 0.9 * base:
-                recovered[system] += 1
-            detail = []
-            if lost is not None:
-                detail.append(f"lost {lost:,.0f}")
-            if secs is not None:
-                detail.append(f"{secs:.0f} s")
-            row.append(fmt_pct(rec, base) + (f" ({', '.join(detail)})" if detail else ""))
-        out.append(f"| {short} | " + " | ".join(row) + " |")
-    out.append(
-        "| **recovered (≥ 90% of baseline)** | "
-        + " | ".join(f"{recovered[s]}/{len(found[s])}" for s in systems)
-        + " |"
-    )
-    return out + [""]
-
-
-def pressure(cells: list[dict]) -> list[str]:
-    found = by_system(cells, "C")
-    if not found:
-        return []
-    systems = list(found)
-    out = [
+        [(scenario, short, None) for scenario, short in CHAOS],
+        chaos_cell,
+        "recovered (≥ 90% of baseline)",
+    ),
+    (
+        "C",
         "### Pressure: stressed / clean completion rate (cells that completed)",
-        "",
-        "| scenario | " + " | ".join(systems) + " |",
-        "|---|" + "---:|" * len(systems) + "",
-    ]
-    completed = {s: 0 for s in systems}
-    for scenario, stress_label in PRESSURE:
-        row = []
-        for system in systems:
-            cell = found[system].get(scenario)
-            if cell is None:
-                row.append("not run")
-                continue
-            s = cell["summary"]
-            if cell["exit_code"] != "0" or s is None:
-                row.append(f"(rc={cell['exit_code']})")
-                continue
-            completed[system] += 1
-            clean = phase_value(s, system, "clean_1", "median_throughput_per_s")
-            stressed = phase_value(s, system, stress_label, "median_throughput_per_s")
-            p99 = phase_value(s, system, stress_label, "median_claim_p99_ms")
-            extra = f" (p99 {p99:,.0f} ms)" if p99 is not None else ""
-            row.append(fmt_pct(stressed, clean) + extra)
-        out.append(f"| {scenario} | " + " | ".join(row) + " |")
-    out.append(
-        "| **completed** | "
-        + " | ".join(f"{completed[s]}/{len(found[s])}" for s in systems)
-        + " |"
-    )
-    return out + [""]
+        [(scenario, scenario, label) for scenario, label in PRESSURE],
+        pressure_cell,
+        "completed",
+    ),
+]
 
 
 def main(argv: list[str]) -> int:
@@ -309,7 +304,9 @@ def main(argv: list[str]) -> int:
         print(f"summarize.py: no run index at {index}", file=sys.stderr)
         return 2
     cells = load(index)
-    lines = throughput(cells) + chaos(cells) + pressure(cells)
+    lines = throughput(cells)
+    for table in SCENARIO_TABLES:
+        lines += scenario_table(cells, *table)
     print("\n".join(lines) if lines else "no cell has run yet")
     if plot_dir is not None:
         plots(cells, plot_dir)
