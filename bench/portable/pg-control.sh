@@ -21,10 +21,11 @@ conf=${BENCH_PG_CONF:-$PWD/postgres.conf}
 
 exists() { pg_lsclusters -h | awk -v v="$version" -v c="$cluster" '$1 == v && $2 == c { found = 1 } END { exit !found }'; }
 ctl() { pg_ctlcluster --skip-systemctl-redirect "$version" "$cluster" "$@"; }
+drop() { if exists; then pg_dropcluster --stop "$version" "$cluster"; fi; }
 
 case "$action" in
 up)
-    if exists; then pg_dropcluster --stop "$version" "$cluster"; fi
+    drop
     [ -r "$conf" ] || { echo "pg-control.sh: no postgres.conf at $conf" >&2; exit 2; }
     pg_createcluster "$version" "$cluster" -p "$port" >/dev/null -- --auth-local=trust --auth-host=scram-sha-256
     confdir=/etc/postgresql/$version/$cluster
@@ -37,6 +38,6 @@ up)
     ;;
 stop) ctl stop -m fast ;;
 start) ctl start ;;
-down) if exists; then pg_dropcluster --stop "$version" "$cluster"; fi ;;
+down) drop ;;
 *) echo "pg-control.sh: unknown action '$action' (up, stop, start or down)" >&2; exit 2 ;;
 esac
