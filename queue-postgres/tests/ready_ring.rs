@@ -50,6 +50,23 @@ fn claim_buffers(steps: &[PlanStep]) -> f64 {
     steps.first().and_then(|s| s.buffers).unwrap_or(0.0)
 }
 
+/// The fewest buffers of three analyzed claims (each rolled back). A
+/// rotation started in the background by an earlier claim TRUNCATEs a
+/// slot, and the next claim plans again and reads the catalog: a cost of
+/// that claim alone, not of the entries it steps over, which every
+/// repeat reads again.
+async fn least_claim_buffers(storage: &PgStorage) -> f64 {
+    let mut least = f64::INFINITY;
+    for _ in 0..3 {
+        let plan = storage
+            .explain_dequeue_analyzed(&request(16))
+            .await
+            .expect("explain");
+        least = least.min(claim_buffers(&plan));
+    }
+    least
+}
+
 /// 20,000 jobs claimed while another session holds a REPEATABLE READ
 /// transaction with an xid open: VACUUM can remove none of their index
 /// entries (the scan in claim order over `job_queue_dequeue`, what claims
@@ -66,12 +83,7 @@ async fn a_claim_does_not_step_over_jobs_claimed_while_the_horizon_is_held() {
         .enqueue(NewJob::new("q", json!({ "first": true })))
         .await
         .expect("enqueue");
-    let baseline = claim_buffers(
-        &storage
-            .explain_dequeue_analyzed(&request(16))
-            .await
-            .expect("explain"),
-    );
+    let baseline = least_claim_buffers(&storage).await;
     assert_eq!(
         storage.dequeue(&request(16)).await.expect("dequeue").len(),
         1
@@ -141,11 +153,7 @@ async fn a_claim_does_not_step_over_jobs_claimed_while_the_horizon_is_held() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(rotations, 4, "rotations with nothing in their way rotate");
-    let plan = storage
-        .explain_dequeue_analyzed(&request(16))
-        .await
-        .expect("explain");
-    let claim = claim_buffers(&plan);
+    let claim = least_claim_buffers(&storage).await;
     eprintln!(
         "claim buffers: {baseline} with no history, {claim} after 20,000 claims under the holder (old scan {old_scan})"
     );
