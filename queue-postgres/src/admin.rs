@@ -54,7 +54,7 @@ impl PgStorage {
     pub(crate) async fn prune_pooled(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         let done = retrying(true, || {
-            sqlx::query(self.sql.prune.clone())
+            sqlx::query(self.sql.prune_history.clone())
                 .bind(self.now_override())
                 .bind(duration_micros(request.older_than))
                 .bind(request.status.map(|s| s.as_str()))
@@ -75,9 +75,9 @@ impl PgStorage {
 
     pub(crate) async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<()> {
         let sql = if paused {
-            self.sql.pause.clone()
+            self.sql.pause_queue.clone()
         } else {
-            self.sql.resume.clone()
+            self.sql.resume_queue.clone()
         };
         retrying(true, || {
             sqlx::query(sql.clone())

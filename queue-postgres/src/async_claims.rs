@@ -43,7 +43,7 @@ async fn async_claims_turn_synchronous_commit_off_for_the_claim_alone() {
     for (on, limited) in [(false, false), (false, true), (true, false), (true, true)] {
         let storage = storage.clone().with_async_claims(on);
         assert_eq!(storage.async_claims(), on);
-        let (statement, several) = storage.claim_statement(&request, limited);
+        let (statement, several) = storage.dequeue_statement(&request, limited);
         let mut tx = conn.begin().await.expect("begin");
         let claimed = storage
             .bind_claim(sqlx::query(statement), &request, &binds, several)

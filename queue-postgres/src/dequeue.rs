@@ -63,17 +63,17 @@ impl PgStorage {
     /// caps add up to the limit, else locking only the best). `limited`
     /// (a queue of the request has limits): the same with the limits
     /// applied first (`flow.rs`).
-    pub(crate) fn claim_statement(
+    pub(crate) fn dequeue_statement(
         &self,
         request: &DequeueRequest,
         limited: bool,
     ) -> (sqlx::SqlStr, bool) {
         let several = request.queues().len() > 1;
         let statement = match (limited, several, request.over_subscribed()) {
-            (false, false, _) => &self.sql.dequeue_one,
-            (false, true, false) => &self.sql.dequeue_many,
-            (false, true, true) => &self.sql.dequeue_many_over,
-            (true, false, _) => &self.sql.dequeue_limited_one,
+            (false, false, _) => &self.sql.dequeue_one_queue,
+            (false, true, false) => &self.sql.dequeue_many_queues,
+            (false, true, true) => &self.sql.dequeue_many_queues_over,
+            (true, false, _) => &self.sql.dequeue_limited_one_queue,
             (true, true, false) => &self.sql.dequeue_limited,
             (true, true, true) => &self.sql.dequeue_limited_over,
         };
@@ -82,7 +82,7 @@ impl PgStorage {
 
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let limited = self.claim_is_limited(request).await?;
-        let (statement, several) = self.claim_statement(request, limited);
+        let (statement, several) = self.dequeue_statement(request, limited);
         let binds = ClaimBinds::of(request);
         let rows = retrying(false, || {
             self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)

@@ -96,7 +96,7 @@ impl PgStorage {
     ) -> Result<Vec<PlanStep>> {
         let binds = ClaimBinds::of(request);
         let limited = self.claim_is_limited(request).await?;
-        let (statement, several) = self.claim_statement(request, limited);
+        let (statement, several) = self.dequeue_statement(request, limited);
         let explain = format!("EXPLAIN ({options}) {}", statement.as_str());
         let queue = request.queues()[0].as_str();
         let cap = i64::from(request.queue_limits()[0]);
@@ -225,7 +225,10 @@ impl PgStorage {
     /// # Errors
     /// As any query.
     pub async fn explain_reclaim(&self, limit: u32) -> Result<Vec<PlanStep>> {
-        let explain = format!("EXPLAIN (FORMAT JSON) {}", self.sql.reclaim.as_str());
+        let explain = format!(
+            "EXPLAIN (FORMAT JSON) {}",
+            self.sql.reclaim_stalled.as_str()
+        );
         let plan: Value = retrying(true, || {
             sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
                 .bind(self.now_override())

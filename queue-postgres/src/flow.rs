@@ -51,7 +51,7 @@ impl PgStorage {
         limits.validate()?;
         let backoff = limits.backoff;
         retrying(true, || {
-            sqlx::query(self.sql.configure.clone())
+            sqlx::query(self.sql.configure_queue.clone())
                 .bind(self.now_override())
                 .bind(queue.as_str())
                 .bind(limits.concurrency.map(limit_int))

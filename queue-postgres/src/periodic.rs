@@ -10,7 +10,7 @@ use crate::error::{Failure, retrying};
 use crate::{PgStorage, interpret_error};
 
 impl PgStorage {
-    /// One transaction: record the fire (`FIRE_RECORD`: only when no fire
+    /// One transaction: record the fire (`ENQUEUE_PERIODIC`: only when no fire
     /// at or after its time is recorded), and enqueue its job only if it
     /// was recorded.
     pub(crate) async fn enqueue_periodic_pooled(
@@ -20,7 +20,7 @@ impl PgStorage {
         let valid = fire.validate()?;
         retrying(false, || async {
             let mut tx = self.pool.begin().await?;
-            let recorded = sqlx::query(self.sql.fire_record.clone())
+            let recorded = sqlx::query(self.sql.enqueue_periodic.clone())
                 .bind(self.now_override())
                 .bind(valid.schedule.as_str())
                 .bind(valid.fire_at)

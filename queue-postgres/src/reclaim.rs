@@ -15,7 +15,7 @@ impl PgStorage {
     pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         let row = retrying(true, || {
-            sqlx::query(self.sql.reclaim.clone())
+            sqlx::query(self.sql.reclaim_stalled.clone())
                 .bind(self.now_override())
                 .bind(i64::from(limit))
                 .fetch_one(&self.pool)

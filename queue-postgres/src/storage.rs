@@ -195,7 +195,7 @@ impl PgStorage {
     }
 
     /// Creates the schema if needed and applies the embedded migrations not
-    /// yet applied there; returns their versions (see [`crate::migrate`]).
+    /// yet applied there; returns their versions (see [`crate::migrate()`]).
     pub async fn migrate(&self) -> Result<Vec<u32>> {
         crate::migrate(&self.pool, &self.schema).await
     }

@@ -1,0 +1,241 @@
+//! The statements of `Storage::dequeue` (the plain and the limited claim, over
+//! one queue or several), of `next_due`, and the ready ring's rotation.
+
+/// Up to `{cap}` claimable jobs of queue `{queue}` in claim order, locked
+/// unless `{lock}` is FALSE: `queue_pick` (migration 0011, first written in
+/// 0007). The jobs that were due when written come from the ready ring
+/// (`job_ready`, one ordered scan over its slots, each entry checked
+/// against its job by primary key), so a claim never steps over the index
+/// entries of jobs claimed since the last VACUUM; the jobs written with a
+/// future time come from `job_queue_scheduled`, priority by priority (a
+/// skip-scan), each level's due jobs as a range scan that ends at the
+/// first job not due yet. The two parts are merged in claim order. In a
+/// function because its settings (no bitmap scan, no sequential scan, no
+/// sort below the merge) leave the planner that one plan when the
+/// statistics say the table is empty, as they often do for a queue (the
+/// migrations say more).
+///
+/// The function's rows are in claim order and stop at `{cap}`. (The order
+/// of the claimed jobs is restored after RETURNING anyway; the conformance
+/// suite checks which are taken.) Each carries the ring slot its entry was
+/// read from (NULL for a scheduled job: migration 0011), for the lease to
+/// delete the entry from that partition alone.
+pub(super) const DEQUEUE_PICK: &str = "
+        SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at,
+               p.pick_slot AS slot
+        FROM {s}.queue_pick({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}) p";
+
+/// The one-queue claim's cap: $3 behind a subquery, so that the planner
+/// prices every call alike and keeps the generic plan. Bound as such, a
+/// small $3 (a worker with one or two free slots) makes each custom plan
+/// look cheaper than the generic one, and the claim was planned again on
+/// every call (0.5-0.7 ms of planning for a claim that runs in about as
+/// much).
+pub(super) const ONE_QUEUE_CAP: &str = "(SELECT $3::bigint)";
+
+/// Picks up to $3 claimable jobs of the one queue in $2 ([`DEQUEUE_PICK`]).
+pub(super) const DEQUEUE_ONE_QUEUE: &str = "
+WITH {limits}picked AS (
+    SELECT c.id, c.slot FROM ({pick}) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p
+                       WHERE p.queue_name = ($2::text[])[1] AND p.paused)
+)";
+
+/// Picks up to $3 claimable jobs of the queues in $2: per queue the best
+/// (its cap in $6, aligned with $2) by [`DEQUEUE_PICK`], then the best $3
+/// of those (a sort of at most the sum of the caps).
+pub(super) const DEQUEUE_MANY_QUEUES: &str = "
+WITH {limits}picked AS (
+    SELECT c.id, c.slot
+    FROM {queues}
+    CROSS JOIN LATERAL ({pick}) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
+    ORDER BY c.priority DESC, c.available_at, c.id
+    LIMIT $3
+)";
+
+/// [`DEQUEUE_MANY_QUEUES`] when the caps add up to more than $3: the
+/// per-queue scans only read (a scan that locked its cap would hold locks
+/// on jobs the final LIMIT drops, and a concurrent claim would skip them
+/// for worse ones), and the best $3 still claimable are locked last.
+pub(super) const DEQUEUE_MANY_QUEUES_OVER: &str = "
+WITH {limits}candidates AS (
+    SELECT c.id, c.slot
+    FROM {queues}
+    CROSS JOIN LATERAL ({pick_unlocked}) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
+),
+picked AS (
+    SELECT j.id, (SELECT c.slot FROM candidates c WHERE c.id = j.id LIMIT 1) AS slot
+    FROM {s}.job_queue j
+    WHERE j.id = ANY(ARRAY(SELECT id FROM candidates))
+      AND j.lease_until IS NULL
+      AND j.available_at <= COALESCE($1::timestamptz, now())
+      AND j.attempts < j.max_attempts
+    ORDER BY j.priority DESC, j.available_at, j.id
+    LIMIT $3
+    FOR UPDATE OF j SKIP LOCKED
+)";
+
+/// Leases the picked jobs for $4 microseconds to worker $5, through
+/// `queue_lease` (migration 0011, first written in 0009), which reads them
+/// by primary key however small the statistics say `job_queue` is, and
+/// deletes their ring entries from the slots the pick read them in; the
+/// ids and slots go in as arrays, built from `picked`. `{commit}` is [`ASYNC_COMMIT`] for a storage
+/// with asynchronous claims, else nothing.
+pub(super) const DEQUEUE_LEASE: &str = "
+SELECT {job}
+FROM {s}.queue_lease(ARRAY(SELECT id FROM picked), $1::timestamptz, $4::bigint, $5::text,
+                     ARRAY(SELECT DISTINCT slot FROM picked WHERE slot IS NOT NULL)){commit}";
+
+/// Makes the claim's transaction commit without waiting for its WAL to
+/// reach the disk (`SET LOCAL synchronous_commit = off`, as a join the
+/// statement evaluates once): `PgStorage::with_async_claims`.
+pub(super) const ASYNC_COMMIT: &str = "
+CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
+
+/// Microseconds until the earliest unleased job of the queues in $2 that is
+/// not due yet: per queue `queue_next_due` (migration 0007), a skip-scan
+/// from one distinct priority to the next (one index probe each) and the
+/// first future available_at within each (one more probe), a few lookups
+/// whatever the backlog (a plain min(available_at) would read every
+/// waiting row of the queue, the index ordering by priority first). In a
+/// function, as the claim's pick, so that statistics saying the table is
+/// empty cannot turn the probes into a scan and sort of the whole queue.
+pub(super) const NEXT_DUE: &str = "
+SELECT (EXTRACT(EPOCH FROM min({s}.queue_next_due(q.name, COALESCE($1::timestamptz, now())))
+                - COALESCE($1::timestamptz, now())) * 1000000)::bigint
+FROM unnest($2::text[]) AS q(name)";
+
+/// The queues whose claims are limited (what `LimitedQueues` remembers).
+pub(super) const LIMITED_QUEUES: &str = "
+SELECT queue_name FROM {s}.queue_config
+WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+
+/// The queues a claim takes from and their caps: $2 and $6 as given, for
+/// the plain claim ([`DEQUEUE_MANY_QUEUES`], [`DEQUEUE_MANY_QUEUES_OVER`]),
+/// through `queue_claim_queues` (migration 0006: `unnest` planned as one
+/// row, so that the statement's generic plan is kept).
+pub(super) const QUEUES_AS_GIVEN: &str =
+    "{s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)";
+
+/// The limited claim's caps: [`LIMITS_MANY`]' `limits`.
+pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap)";
+
+/// The limited claim's first CTEs: lock the config rows of the limited
+/// queues among $2 in name order (so concurrent claims over several
+/// queues never deadlock); count each one's held leases up to its
+/// concurrency limit with `queue_held_leases` (migration 0006: a VOLATILE
+/// function's query takes its own snapshot, after the lock, so it sees
+/// every claim that committed while this one waited; a query of this
+/// statement would not); refill each rate-limited queue's bucket on the
+/// database clock (`queue_core::Bucket::refill`: a missing bucket is
+/// full, a clock that went back adds nothing). Then `limits`
+/// ([`LIMITS_ONE`], [`LIMITS_MANY`]) narrows the caps to what both limits
+/// allow (`queue_core::QueueLimits::allowance`).
+pub(super) const LOCKED: &str = "locked AS MATERIALIZED (
+    SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at
+    FROM {s}.queue_config
+    WHERE queue_name = ANY($2::text[])
+      AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL)
+    ORDER BY queue_name COLLATE \"C\"
+    FOR UPDATE
+),
+buckets AS MATERIALIZED (
+    SELECT l.queue_name, l.concurrency_limit,
+           CASE WHEN l.concurrency_limit IS NOT NULL
+                THEN {s}.queue_held_leases(l.queue_name, l.concurrency_limit) END AS held,
+           CASE WHEN l.rate_per_second IS NULL THEN NULL
+                WHEN l.tokens IS NULL OR l.refilled_at IS NULL THEN l.rate_burst::float8
+                ELSE GREATEST(LEAST(l.tokens + l.rate_per_second * GREATEST(
+                         EXTRACT(EPOCH FROM COALESCE($1::timestamptz, now()) - l.refilled_at)::float8, 0),
+                     l.rate_burst::float8), 0) END AS tokens,
+           GREATEST(COALESCE($1::timestamptz, now()), l.refilled_at) AS refilled_at
+    FROM locked l
+),
+";
+
+/// The one queue's cap: $3 narrowed by its limits (none when it has no
+/// `buckets` row), never below 0.
+pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
+    SELECT GREATEST(LEAST($3::bigint, b.concurrency_limit - b.held,
+                          floor(b.tokens + 1e-9)::bigint), 0) AS cap
+    FROM (SELECT 1) o LEFT JOIN buckets b ON TRUE
+),
+";
+
+/// Each queue's cap in $6 narrowed by its limits (queues without a
+/// `buckets` row keep theirs), dropping the queues left with none (the
+/// queues through `queue_claim_queues`, as in [`QUEUES_AS_GIVEN`]).
+pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
+    SELECT name, cap FROM (
+        SELECT q.name, LEAST(q.cap, b.concurrency_limit - b.held,
+                             floor(b.tokens + 1e-9)::bigint) AS cap
+        FROM {s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)
+        LEFT JOIN buckets b ON b.queue_name = q.name
+    ) n
+    WHERE cap > 0
+),
+";
+
+/// The limited claim's end: [`DEQUEUE_LEASE`] as the CTE `claimed`, then
+/// the buckets of rate-limited queues stored less what the claim took
+/// (`queue_core::Bucket::after`), under the lock taken in [`LOCKED`].
+pub(super) const CHARGE: &str = ",
+claimed AS ({claim}),
+charged AS (
+    UPDATE {s}.queue_config c
+    SET tokens = GREATEST(b.tokens - (SELECT count(*) FROM claimed k
+                                       WHERE k.queue_name = b.queue_name), 0),
+        refilled_at = b.refilled_at
+    FROM buckets b
+    WHERE c.queue_name = b.queue_name AND b.tokens IS NOT NULL
+)
+SELECT * FROM claimed";
+
+/// Makes the ready ring's next slot current if the current one is $1 ms
+/// old and holds $3 bytes, or is $2 ms old, waiting $4 ms for the next
+/// slot's lock and moving at most $5 entries (`queue_ready_rotate`,
+/// migration 0013; `ready_ring.rs`).
+pub(super) const ROTATE_READY: &str =
+    "SELECT {s}.queue_ready_rotate($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint)";
+
+/// A claim: `template` with [`DEQUEUE_PICK`] for the queue
+/// and cap expressions given, then [`DEQUEUE_LEASE`].
+pub(super) fn dequeue_plain(template: &str, queue: &str, cap: &str) -> String {
+    let body = dequeue_template(template, queue, cap)
+        .replace("{limits}", "")
+        .replace("{queues}", QUEUES_AS_GIVEN);
+    format!("{body}{DEQUEUE_LEASE}")
+}
+
+/// The limited claim of a several-queue `template`: [`LOCKED`] and
+/// [`LIMITS_MANY`] first, [`CHARGE`] last.
+pub(super) fn dequeue_limited(template: &str) -> String {
+    let body = dequeue_template(template, "q.name", "q.cap")
+        .replace("{limits}", &format!("{LOCKED}{LIMITS_MANY}"))
+        .replace("{queues}", QUEUES_LIMITED);
+    format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
+}
+
+/// The limited claim of one queue: [`DEQUEUE_ONE_QUEUE`] with [`LOCKED`] and
+/// [`LIMITS_ONE`] first, [`CHARGE`] last.
+pub(super) fn dequeue_limited_one_queue() -> String {
+    let body = dequeue_template(
+        DEQUEUE_ONE_QUEUE,
+        "($2::text[])[1]",
+        "(SELECT cap FROM limits)",
+    )
+    .replace("{limits}", &format!("{LOCKED}{LIMITS_ONE}"));
+    format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
+}
+
+/// `template` with the pick ([`DEQUEUE_PICK`], locking and not) for the
+/// queue and cap expressions given.
+pub(super) fn dequeue_template(template: &str, queue: &str, cap: &str) -> String {
+    template
+        .replace("{pick}", &DEQUEUE_PICK.replace("{lock}", "TRUE"))
+        .replace("{pick_unlocked}", &DEQUEUE_PICK.replace("{lock}", "FALSE"))
+        .replace("{queue}", queue)
+        .replace("{cap}", cap)
+}

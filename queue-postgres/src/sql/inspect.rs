@@ -1,0 +1,246 @@
+//! The statements of the read-only views: `stats`, `get_job`, `get_history`,
+//! `list_history`, `list_jobs`, `throughput`, and the function source the
+//! `explain_*` methods read.
+
+use queue_core::JobState;
+
+/// Run before [`STATS`], in its transaction. The planner prices STATS by
+/// its LIMITs' worst case (millions of rows), so by default it would JIT-
+/// compile the statement (seconds on a busy machine) and start parallel
+/// workers for empty indexes; the statement reads a few index ranges, for
+/// which neither pays. Without sequential scans, hash or merge joins and
+/// bitmap scans, as in the claim's functions, so that each skip-scan
+/// probes an index whatever the statistics say (a ring slot just
+/// truncated, a table autovacuum found empty), and in a generic plan
+/// made once per connection (its many subqueries over the ring's four
+/// slots took milliseconds to plan on every call).
+pub(crate) const STATS_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL max_parallel_workers_per_gather = 0; \
+     SET LOCAL enable_seqscan = off; SET LOCAL enable_hashjoin = off; \
+     SET LOCAL enable_mergejoin = off; SET LOCAL enable_bitmapscan = off; \
+     SET LOCAL plan_cache_mode = force_generic_plan";
+
+/// Counts per queue and derived state, each up to $2, with paused queues,
+/// read from the claim's structures rather than from every live row
+/// (migration 0012 dropped `job_queue_dequeue`, which held every unleased
+/// job a second time beside the ring):
+/// - the queues with unleased jobs: a skip-scan of the ready ring
+///   (`job_ready`) and one of `job_queue_scheduled`, one probe per queue
+///   each (a queue with scheduled jobs that are all exhausted counts
+///   nothing there and is left out);
+/// - running and stalled, and the queues with leased jobs: the leased rows
+///   (`job_queue_leased`; as many as workers hold, so few);
+/// - exhausted: `job_queue_exhausted` (normally empty; reclaim empties it);
+/// - pending: the queue's ring entries (one per unleased, unexhausted job
+///   written due: migration 0012 keeps it so), up to the cap, plus per
+///   priority level ([`LEVELS`](super::LEVELS) over `job_queue_scheduled`) the range of
+///   scheduled jobs now due, up to the cap; scheduled: the same ranges
+///   after now (and ring entries after now, which only a clock that went
+///   back makes). So a queue of a million pending jobs costs the cap, not
+///   the million;
+/// - the oldest pending job: per level of the ring its first entry, per
+///   level of the scheduled jobs the first unexhausted one.
+pub(super) const STATS: &str = "
+WITH RECURSIVE {ring_queues}, {scheduled_queues},
+leased AS (
+    SELECT queue_name,
+        count(*) FILTER (WHERE lease_until > COALESCE($1::timestamptz, now())) AS running,
+        count(*) FILTER (WHERE lease_until <= COALESCE($1::timestamptz, now())) AS stalled
+    FROM {s}.job_queue WHERE lease_until IS NOT NULL
+    GROUP BY queue_name
+),
+exhausted AS (
+    SELECT queue_name, count(*) AS total
+    FROM {s}.job_queue WHERE lease_until IS NULL AND attempts >= max_attempts
+    GROUP BY queue_name
+),
+queues AS (
+    SELECT name FROM ring_queues WHERE name IS NOT NULL
+    UNION
+    SELECT name FROM scheduled_queues WHERE name IS NOT NULL
+),
+unleased AS (
+    SELECT q.name AS queue_name, c.due, c.waiting, c.oldest_pending
+    FROM queues q
+    CROSS JOIN LATERAL (
+        WITH RECURSIVE {levels}, {ring_levels}
+        SELECT
+            LEAST((SELECT count(*) FROM (
+                    SELECT 1 FROM {s}.job_ready r
+                    WHERE r.queue_name = q.name
+                      AND r.available_at <= COALESCE($1::timestamptz, now())
+                    LIMIT $2::bigint) x)
+                + (SELECT count(*) FROM (
+                    SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                        SELECT 1 FROM {s}.job_queue j
+                        WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                          AND j.available_at > j.updated_at AND j.priority = l.priority
+                          AND j.available_at <= COALESCE($1::timestamptz, now())
+                          AND j.attempts < j.max_attempts
+                        LIMIT $2::bigint) x
+                    WHERE l.priority IS NOT NULL
+                    LIMIT $2::bigint) d), $2::bigint) AS due,
+            LEAST((SELECT count(*) FROM (
+                    SELECT 1 FROM {s}.job_ready r
+                    WHERE r.queue_name = q.name
+                      AND r.available_at > COALESCE($1::timestamptz, now())
+                    LIMIT $2::bigint) x)
+                + (SELECT count(*) FROM (
+                    SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                        SELECT 1 FROM {s}.job_queue j
+                        WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                          AND j.available_at > j.updated_at AND j.priority = l.priority
+                          AND j.available_at > COALESCE($1::timestamptz, now())
+                          AND j.attempts < j.max_attempts
+                        LIMIT $2::bigint) x
+                    WHERE l.priority IS NOT NULL
+                    LIMIT $2::bigint) w), $2::bigint) AS waiting,
+            LEAST(
+                (SELECT min(o.available_at) FROM ring_levels l CROSS JOIN LATERAL (
+                    SELECT r.available_at FROM {s}.job_ready r
+                    WHERE r.queue_name = q.name AND r.priority = l.priority
+                    ORDER BY r.available_at LIMIT 1) o
+                 WHERE l.priority IS NOT NULL),
+                (SELECT min(o.available_at) FROM levels l CROSS JOIN LATERAL (
+                    SELECT j.available_at FROM {s}.job_queue j
+                    WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                      AND j.available_at > j.updated_at AND j.priority = l.priority
+                      AND j.attempts < j.max_attempts
+                    ORDER BY j.available_at LIMIT 1) o
+                 WHERE l.priority IS NOT NULL)) AS oldest_pending
+    ) c
+    WHERE c.due > 0 OR c.waiting > 0
+),
+live AS (
+    SELECT COALESCE(u.queue_name, l.queue_name, e.queue_name) AS queue_name,
+        COALESCE(u.due, 0) AS pending,
+        COALESCE(u.waiting, 0) AS scheduled,
+        LEAST(COALESCE(l.running, 0), $2::bigint) AS running,
+        LEAST(COALESCE(l.stalled, 0), $2::bigint) AS stalled,
+        LEAST(COALESCE(e.total, 0), $2::bigint) AS exhausted,
+        CASE WHEN u.oldest_pending <= COALESCE($1::timestamptz, now())
+             THEN u.oldest_pending END AS oldest_pending
+    FROM unleased u
+    FULL JOIN leased l ON l.queue_name = u.queue_name
+    FULL JOIN exhausted e ON e.queue_name = COALESCE(u.queue_name, l.queue_name)
+),
+paused AS (SELECT queue_name FROM {s}.queue_config WHERE paused)
+SELECT COALESCE(l.queue_name, p.queue_name) AS queue_name, p.queue_name IS NOT NULL AS paused,
+       COALESCE(l.pending, 0) AS pending, COALESCE(l.scheduled, 0) AS scheduled,
+       COALESCE(l.running, 0) AS running, COALESCE(l.stalled, 0) AS stalled,
+       COALESCE(l.exhausted, 0) AS exhausted, l.oldest_pending,
+       COALESCE($1::timestamptz, now()) AS now
+FROM live l FULL JOIN paused p ON p.queue_name = l.queue_name";
+
+pub(super) const GET_JOB: &str = "SELECT {job} FROM {s}.job_queue WHERE id = $1";
+
+pub(super) const GET_HISTORY: &str = "SELECT {history} FROM {s}.job_history WHERE id = $1";
+
+/// One page plus one row, to know whether another page follows.
+pub(super) const LIST_HISTORY: &str = "
+SELECT {history} FROM {s}.job_history
+WHERE ($1::text IS NULL OR queue_name = $1)
+  AND ($2::text IS NULL OR status_final = $2)
+  AND ($3::bigint IS NULL OR id < $3)
+ORDER BY id DESC
+LIMIT $4";
+
+/// The filters of a `JobFilter` on `job_queue j`: $2 queue, $3 state (as
+/// derived at now), $4 id, $5 unique key, $6 below this id. `{state}` is
+/// [`ANY_STATE`] or one of [`state_predicate`]'s.
+pub(super) const JOB_FILTER: &str = "
+    ($2::text IS NULL OR j.queue_name = $2)
+    AND {state}
+    AND ($4::bigint IS NULL OR j.id = $4)
+    AND ($5::text IS NULL OR j.unique_key = $5)
+    AND ($6::bigint IS NULL OR j.id < $6)";
+
+/// The state filter $3 of [`JOB_FILTER`] for any state or none, as
+/// [`queue_core::derive_state`] words it.
+pub(super) const ANY_STATE: &str = "($3::text IS NULL OR (CASE
+        WHEN j.lease_until > COALESCE($1::timestamptz, now()) THEN 'running'
+        WHEN j.lease_until IS NOT NULL THEN 'stalled'
+        WHEN j.attempts >= j.max_attempts THEN 'exhausted'
+        WHEN j.available_at <= COALESCE($1::timestamptz, now()) THEN 'pending'
+        ELSE 'scheduled' END) = $3)";
+
+/// The state filter of [`JOB_FILTER`] for one state ($3 bound to its
+/// name), written as the conditions an index can serve: a listing of
+/// running or stalled jobs reads the leased rows of
+/// `job_queue_leased`, of exhausted jobs `job_queue_exhausted`, in
+/// place of every row of the queue newest first.
+pub(super) fn state_predicate(state: JobState) -> &'static str {
+    match state {
+        JobState::Pending => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
+              AND j.available_at <= COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Scheduled => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
+              AND j.available_at > COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Running => {
+            "($3::text IS NOT NULL AND j.lease_until > COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Stalled => {
+            "($3::text IS NOT NULL AND j.lease_until <= COALESCE($1::timestamptz, now()))"
+        }
+        JobState::Exhausted => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts >= j.max_attempts)"
+        }
+    }
+}
+
+/// A page of live jobs (plus one row), newest first. $7: limit + 1.
+pub(super) const LIST_JOBS: &str = "
+SELECT {job} FROM {s}.job_queue j
+WHERE {job_filter}
+ORDER BY j.id DESC
+LIMIT $7";
+
+/// Completed and dead-lettered jobs per queue and UTC minute finished in
+/// `(lo, hi]`, the $2 microseconds before now. Every minute after the
+/// first comes from `job_throughput` (kept by triggers on history, see
+/// migration 0005; a sum over each minute's shards), the current one
+/// included: nothing has finished after now, so its counter holds exactly
+/// what finished in it up to now. The first minute, which the window
+/// covers only in part, comes from history through
+/// `job_history_finished_at`. So the cost is a row per queue, minute and
+/// writer plus what finished in one minute a window ago. (A window is at
+/// least a minute, so the first and the current minute differ.)
+pub(super) const THROUGHPUT: &str = "
+WITH w AS (
+    SELECT COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond' AS lo,
+           COALESCE($1::timestamptz, now()) AS hi
+),
+m AS (
+    SELECT lo, hi,
+           date_trunc('minute', lo AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS first_minute,
+           date_trunc('minute', hi AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS last_minute
+    FROM w
+),
+ends AS (
+    SELECT h.queue_name, h.finished_at, h.status_final FROM {s}.job_history h, m
+    WHERE h.finished_at > m.lo AND h.finished_at < m.first_minute + interval '1 minute'
+)
+SELECT t.queue_name, t.minute, sum(t.completed)::bigint AS completed, sum(t.failed)::bigint AS failed
+FROM {s}.job_throughput t, m
+WHERE t.minute > m.first_minute AND t.minute <= m.last_minute
+GROUP BY t.queue_name, t.minute
+HAVING sum(t.completed) <> 0 OR sum(t.failed) <> 0
+UNION ALL
+SELECT queue_name,
+       date_trunc('minute', finished_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS minute,
+       count(*) FILTER (WHERE status_final = 'completed') AS completed,
+       count(*) FILTER (WHERE status_final = 'dead_letter') AS failed
+FROM ends
+WHERE status_final IN ('completed', 'dead_letter')
+GROUP BY 1, 2";
+
+/// The body and settings, as stored, of function $2 of schema $1 (the
+/// claim's `queue_pick`, migration 0007; the limited claim's
+/// `queue_held_leases`, migration 0006): for `PgStorage`'s `explain_*`,
+/// which EXPLAIN a query of the body under the function's settings.
+pub(super) const FUNCTION_SOURCE: &str = "
+SELECT p.prosrc, COALESCE(p.proconfig, '{}') AS settings
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = $1 AND p.proname = $2";

@@ -1,0 +1,252 @@
+//! Every statement `PgStorage` runs, one per operation.
+//!
+//! Templates name tables as `{s}.table`, the wake-up channel as `{chan}`
+//! and the cancellation channel as `{cancel_chan}`;
+//! [`Statements::for_schema`] fills them in once per storage, so each
+//! statement is one stable string that sqlx prepares once per connection.
+//! `$1` is always the clock override: `COALESCE($1::timestamptz, now())`
+//! is the database's now unless a manual clock is bound.
+
+use queue_core::JobState;
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+
+mod dequeue;
+mod enqueue;
+mod inspect;
+mod lease;
+mod maintain;
+mod operate;
+mod periodic;
+mod queues;
+
+use dequeue::*;
+use enqueue::*;
+pub(crate) use inspect::STATS_SETTINGS;
+use inspect::*;
+use lease::*;
+use maintain::*;
+use operate::*;
+use periodic::*;
+use queues::*;
+
+/// The columns of a live job, in the order `rows::job` reads them.
+pub(super) const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
+     available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, snoozes, \
+     trace_context";
+
+/// The columns of a history row, in the order `rows::record` reads them.
+pub(super) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, status_final, \
+     result, last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at, \
+     snoozes, trace_context";
+
+/// The recursive CTE `{name}(priority)`: the distinct priorities of
+/// queue `{queue}`'s rows of `{table}` that match `{rows}`, highest first:
+/// a skip-scan, one index probe per priority however many rows share one,
+/// a NULL row last. Filled in by [`levels`].
+pub(super) const LEVELS: &str = "{name}(priority) AS (
+        (SELECT j.priority FROM {s}.{table} j
+          WHERE j.queue_name = {queue} AND {rows}
+          ORDER BY j.priority DESC LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.priority FROM {s}.{table} j
+                 WHERE j.queue_name = {queue} AND {rows} AND j.priority < l.priority
+                 ORDER BY j.priority DESC LIMIT 1)
+          FROM {name} l WHERE l.priority IS NOT NULL
+    )";
+
+/// [`LEVELS`] named `name` over the rows of `table` matching `rows`.
+pub(super) fn levels(name: &str, table: &str, rows: &str) -> String {
+    LEVELS
+        .replace("{name}", name)
+        .replace("{table}", table)
+        .replace("{rows}", rows)
+}
+
+/// The scheduled jobs (unleased, written with a future time): the rows of
+/// `job_queue_scheduled`.
+pub(super) const SCHEDULED_ROWS: &str = "j.lease_until IS NULL AND j.available_at > j.updated_at";
+
+/// The recursive CTE `{name}(name)`: the queues with rows of `{table}`
+/// that match `{rows}`, by a skip-scan (one index probe per queue, a NULL
+/// row last). Filled in by [`queues_with`].
+pub(super) const QUEUES_WITH: &str = "{name}(name) AS (
+    (SELECT j.queue_name FROM {s}.{table} j WHERE {rows}
+      ORDER BY j.queue_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue_name FROM {s}.{table} j
+             WHERE j.queue_name > q.name AND {rows}
+             ORDER BY j.queue_name LIMIT 1)
+    FROM {name} q WHERE q.name IS NOT NULL
+)";
+
+/// [`QUEUES_WITH`] named `name` over the rows of `table` matching `rows`.
+pub(super) fn queues_with(name: &str, table: &str, rows: &str) -> String {
+    QUEUES_WITH
+        .replace("{name}", name)
+        .replace("{table}", table)
+        .replace("{rows}", rows)
+}
+
+pub(super) const NOW: &str = "SELECT COALESCE($1::timestamptz, now())";
+
+/// The statements of one storage, with its schema filled in.
+#[derive(Debug, Clone)]
+pub(crate) struct Statements {
+    pub(crate) enqueue: SqlStr,
+    pub(crate) enqueue_quiet: SqlStr,
+    pub(crate) enqueue_one: SqlStr,
+    pub(crate) enqueue_one_quiet: SqlStr,
+    pub(crate) signal: SqlStr,
+    pub(crate) dequeue_one_queue: SqlStr,
+    pub(crate) dequeue_many_queues: SqlStr,
+    pub(crate) dequeue_many_queues_over: SqlStr,
+    pub(crate) ack: SqlStr,
+    pub(crate) nack: SqlStr,
+    pub(crate) release: SqlStr,
+    pub(crate) heartbeat: SqlStr,
+    pub(crate) reclaim_stalled: SqlStr,
+    pub(crate) discard: SqlStr,
+    pub(crate) retry_dead_letter: SqlStr,
+    pub(crate) prune_history: SqlStr,
+    pub(crate) prune_counters: SqlStr,
+    pub(crate) stats: SqlStr,
+    pub(crate) get_job: SqlStr,
+    pub(crate) get_history: SqlStr,
+    pub(crate) list_history: SqlStr,
+    list_jobs: SqlStr,
+    /// [`LIST_JOBS`] for one state, in the order of [`JobState::ALL`].
+    list_jobs_in: [SqlStr; 5],
+    pub(crate) run_now: SqlStr,
+    pub(crate) discard_jobs: SqlStr,
+    pub(crate) retry_dead_letters: SqlStr,
+    pub(crate) throughput: SqlStr,
+    pub(crate) pause_queue: SqlStr,
+    pub(crate) resume_queue: SqlStr,
+    pub(crate) now: SqlStr,
+    pub(crate) next_due: SqlStr,
+    pub(crate) snooze: SqlStr,
+    pub(crate) limited_queues: SqlStr,
+    pub(crate) dequeue_limited_one_queue: SqlStr,
+    pub(crate) dequeue_limited: SqlStr,
+    pub(crate) dequeue_limited_over: SqlStr,
+    pub(crate) function_source: SqlStr,
+    pub(crate) configure_queue: SqlStr,
+    pub(crate) queue_configs: SqlStr,
+    pub(crate) enqueue_periodic: SqlStr,
+    pub(crate) schedules: SqlStr,
+    pub(crate) rotate_ready: SqlStr,
+}
+
+impl Statements {
+    /// Fills the templates for `schema` (already validated as a plain
+    /// identifier), wake-up `channel` and cancellation channel `cancel`;
+    /// claims commit asynchronously when `async_claims`.
+    pub(crate) fn for_schema(
+        schema: &str,
+        channel: &str,
+        cancel: &str,
+        async_claims: bool,
+    ) -> Self {
+        let commit = if async_claims { ASYNC_COMMIT } else { "" };
+        let fill_state = |template: &str, state: &str| -> SqlStr {
+            AssertSqlSafe(
+                template
+                    .replace("{commit}", commit)
+                    .replace("{job_filter}", JOB_FILTER)
+                    .replace("{state}", state)
+                    .replace("{restore}", RESTORE_DEAD_LETTERS)
+                    .replace("{job}", JOB_COLUMNS)
+                    .replace("{history}", HISTORY_COLUMNS)
+                    .replace("{s}", &format!("\"{schema}\""))
+                    .replace("{cancel_chan}", cancel)
+                    .replace("{chan}", channel),
+            )
+            .into_sql_str()
+        };
+        let fill = |template: &str| fill_state(template, ANY_STATE);
+        Self {
+            enqueue: fill(&ENQUEUE.replace("{signal}", ENQUEUE_SIGNAL)),
+            enqueue_quiet: fill(&ENQUEUE.replace("{signal}", "")),
+            enqueue_one: fill(&ENQUEUE_ONE.replace("{signal_one}", ENQUEUE_ONE_SIGNAL)),
+            enqueue_one_quiet: fill(&ENQUEUE_ONE.replace("{signal_one}", "")),
+            signal: fill(SIGNAL),
+            dequeue_one_queue: fill(&dequeue_plain(
+                DEQUEUE_ONE_QUEUE,
+                "($2::text[])[1]",
+                ONE_QUEUE_CAP,
+            )),
+            dequeue_many_queues: fill(&dequeue_plain(DEQUEUE_MANY_QUEUES, "q.name", "q.cap")),
+            dequeue_many_queues_over: fill(&dequeue_plain(
+                DEQUEUE_MANY_QUEUES_OVER,
+                "q.name",
+                "q.cap",
+            )),
+            ack: fill(ACK),
+            nack: fill(NACK),
+            release: fill(RELEASE),
+            heartbeat: fill(HEARTBEAT),
+            reclaim_stalled: fill(&RECLAIM_STALLED.replace(
+                "{leased_queues}",
+                &queues_with("leased_queues", "job_queue", "j.lease_until IS NOT NULL"),
+            )),
+            discard: fill(DISCARD),
+            retry_dead_letter: fill(RETRY_DEAD_LETTER),
+            prune_history: fill(PRUNE_HISTORY),
+            prune_counters: fill(PRUNE_COUNTERS),
+            stats: fill(
+                &STATS
+                    .replace(
+                        "{ring_queues}",
+                        &queues_with("ring_queues", "job_ready", "TRUE"),
+                    )
+                    .replace(
+                        "{scheduled_queues}",
+                        &queues_with("scheduled_queues", "job_queue", SCHEDULED_ROWS),
+                    )
+                    .replace("{levels}", &levels("levels", "job_queue", SCHEDULED_ROWS))
+                    .replace("{ring_levels}", &levels("ring_levels", "job_ready", "TRUE"))
+                    .replace("{queue}", "q.name"),
+            ),
+            get_job: fill(GET_JOB),
+            get_history: fill(GET_HISTORY),
+            list_history: fill(LIST_HISTORY),
+            list_jobs: fill(LIST_JOBS),
+            list_jobs_in: JobState::ALL.map(|state| fill_state(LIST_JOBS, state_predicate(state))),
+            run_now: fill(RUN_NOW),
+            discard_jobs: fill(DISCARD_JOBS),
+            retry_dead_letters: fill(RETRY_DEAD_LETTERS),
+            throughput: fill(THROUGHPUT),
+            pause_queue: fill(PAUSE_QUEUE),
+            resume_queue: fill(RESUME_QUEUE),
+            now: fill(NOW),
+            next_due: fill(NEXT_DUE),
+            snooze: fill(SNOOZE),
+            limited_queues: fill(LIMITED_QUEUES),
+            dequeue_limited_one_queue: fill(&dequeue_limited_one_queue()),
+            dequeue_limited: fill(&dequeue_limited(DEQUEUE_MANY_QUEUES)),
+            dequeue_limited_over: fill(&dequeue_limited(DEQUEUE_MANY_QUEUES_OVER)),
+            function_source: fill(FUNCTION_SOURCE),
+            configure_queue: fill(CONFIGURE_QUEUE),
+            queue_configs: fill(QUEUE_CONFIGS),
+            enqueue_periodic: fill(ENQUEUE_PERIODIC),
+            schedules: fill(SCHEDULES),
+            rotate_ready: fill(ROTATE_READY),
+        }
+    }
+}
+
+impl Statements {
+    /// The listing for `state` ([`LIST_JOBS`] with its index-friendly
+    /// predicate), or for any state.
+    pub(crate) fn list_jobs_for(&self, state: Option<JobState>) -> &SqlStr {
+        let at = match state {
+            None => return &self.list_jobs,
+            Some(JobState::Pending) => 0,
+            Some(JobState::Scheduled) => 1,
+            Some(JobState::Running) => 2,
+            Some(JobState::Stalled) => 3,
+            Some(JobState::Exhausted) => 4,
+        };
+        &self.list_jobs_in[at]
+    }
+}

@@ -1,0 +1,47 @@
+//! The statements of a queue's settings: `pause_queue`, `resume_queue`,
+//! `configure_queue`, `queue_configs`.
+
+pub(super) const PAUSE_QUEUE: &str = "
+INSERT INTO {s}.queue_config (queue_name, paused, updated_at)
+VALUES ($2, TRUE, COALESCE($1::timestamptz, now()))
+ON CONFLICT (queue_name) DO UPDATE SET paused = TRUE, updated_at = EXCLUDED.updated_at";
+
+pub(super) const RESUME_QUEUE: &str = "
+WITH resumed AS (
+    UPDATE {s}.queue_config SET paused = FALSE, updated_at = COALESCE($1::timestamptz, now())
+    WHERE queue_name = $2 AND paused
+    RETURNING queue_name
+)
+SELECT pg_notify('{chan}', queue_name)::text FROM resumed";
+
+/// Sets a queue's limits ($3 concurrency, $4 rate, $5 burst, $6 lease ms,
+/// $7-$10 backoff base, min, max ms and jitter; NULL: not set), keeping its
+/// paused flag; a rate starts with a full bucket. Wakes the queue's
+/// workers, whose next claim sees the change.
+pub(super) const CONFIGURE_QUEUE: &str = "
+WITH up AS (
+    INSERT INTO {s}.queue_config (queue_name, paused, updated_at, concurrency_limit,
+                                  rate_per_second, rate_burst, tokens, refilled_at, lease_ms,
+                                  backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter)
+    VALUES ($2, FALSE, COALESCE($1::timestamptz, now()), $3::int, $4::float8, $5::int,
+            $5::int::float8,
+            CASE WHEN $4::float8 IS NULL THEN NULL ELSE COALESCE($1::timestamptz, now()) END,
+            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8)
+    ON CONFLICT (queue_name) DO UPDATE
+    SET concurrency_limit = EXCLUDED.concurrency_limit, rate_per_second = EXCLUDED.rate_per_second,
+        rate_burst = EXCLUDED.rate_burst, tokens = EXCLUDED.tokens,
+        refilled_at = EXCLUDED.refilled_at, lease_ms = EXCLUDED.lease_ms,
+        backoff_base_ms = EXCLUDED.backoff_base_ms, backoff_min_ms = EXCLUDED.backoff_min_ms,
+        backoff_max_ms = EXCLUDED.backoff_max_ms, backoff_jitter = EXCLUDED.backoff_jitter,
+        updated_at = EXCLUDED.updated_at
+    RETURNING queue_name
+)
+SELECT pg_notify('{chan}', queue_name)::text FROM up";
+
+/// Every queue that is paused or has a setting.
+pub(super) const QUEUE_CONFIGS: &str = "
+SELECT queue_name, paused, concurrency_limit, rate_per_second, rate_burst, lease_ms,
+       backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter
+FROM {s}.queue_config
+WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL";
