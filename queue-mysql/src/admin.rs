@@ -13,7 +13,7 @@ use crate::complete::delete_live;
 use crate::error::Failure;
 use crate::rows::IdRow;
 use crate::sql::{
-    self, DISCARD_LOCK, PAUSE, PRUNE, PRUNE_COUNTERS, RESUME, RETRY_DEAD_LETTER_LOCK,
+    self, DISCARD_LOCK, PAUSE_QUEUE, PRUNE_HISTORY, PRUNE_COUNTERS, RESUME_QUEUE, RETRY_DEAD_LETTER_LOCK,
     RETRY_DEAD_LETTERS_LOCK,
 };
 
@@ -109,7 +109,7 @@ impl MySqlStorage {
                 Param::OptText(status.clone()),
                 Param::Int(i64::from(request.limit)),
             ];
-            let pruned = query(PRUNE, params).execute(&mut conn).await? as u64;
+            let pruned = query(PRUNE_HISTORY, params).execute(&mut conn).await? as u64;
             if pruned > 0 {
                 // After the prune committed: then the older minutes'
                 // counters sum to zero (see `PRUNE_COUNTERS`).
@@ -127,7 +127,7 @@ impl MySqlStorage {
             let mut conn = self.connection().await?;
             let (sql, params) = if paused {
                 (
-                    PAUSE,
+                    PAUSE_QUEUE,
                     vec![
                         Param::Text(name.clone()),
                         Param::OptTime(now),
@@ -135,7 +135,7 @@ impl MySqlStorage {
                     ],
                 )
             } else {
-                (RESUME, vec![Param::OptTime(now), Param::Text(name.clone())])
+                (RESUME_QUEUE, vec![Param::OptTime(now), Param::Text(name.clone())])
             };
             query(sql, params).execute(&mut conn).await?;
             Ok(())

@@ -28,7 +28,7 @@ use crate::bind::{Param, cached, naive, query};
 use crate::dequeue::TopLevels;
 use crate::error::Failure;
 use crate::rows::utc;
-use crate::sql::{self, BUCKET_STORE, CONFIGURE, LIMITED_QUEUES, QUEUE_CONFIGS};
+use crate::sql::{self, BUCKET_STORE, CONFIGURE_QUEUE, LIMITED_QUEUES, QUEUE_CONFIGS};
 
 #[derive(QueryableByName)]
 struct NameRow {
@@ -244,7 +244,7 @@ impl MySqlStorage {
                 ms(backoff.map(|b| b.max())),
                 Param::OptDouble(backoff.map(|b| b.jitter())),
             ];
-            query(CONFIGURE, params).execute(&mut conn).await?;
+            query(CONFIGURE_QUEUE, params).execute(&mut conn).await?;
             Ok(())
         })
         .await?;

@@ -13,7 +13,7 @@ use crate::MySqlStorage;
 use crate::bind::{Param, naive, query};
 use crate::error::Failure;
 use crate::rows::utc;
-use crate::sql::{FIRE_INSERT, FIRE_LOCK, FIRE_UPDATE, SCHEDULES};
+use crate::sql::{ENQUEUE_PERIODIC_INSERT, ENQUEUE_PERIODIC_LOCK, ENQUEUE_PERIODIC_UPDATE, SCHEDULES};
 
 #[derive(QueryableByName)]
 struct LastFire {
@@ -74,18 +74,18 @@ impl MySqlStorage {
         let at = Param::Time(naive(fire.fire_at));
         let next = Param::OptTime(fire.next_fire_at.map(naive));
         let now = Param::OptTime(self.now_override());
-        let last = query(FIRE_LOCK, vec![name()])
+        let last = query(ENQUEUE_PERIODIC_LOCK, vec![name()])
             .load::<LastFire>(conn)
             .await?;
         match <[LastFire]>::first(&last) {
             Some(last) if utc(last.last_fire_at) >= fire.fire_at => return Ok(None),
             Some(_) => {
-                query(FIRE_UPDATE, vec![at, next, now, name()])
+                query(ENQUEUE_PERIODIC_UPDATE, vec![at, next, now, name()])
                     .execute(conn)
                     .await?;
             }
             None => {
-                query(FIRE_INSERT, vec![name(), at, next, now])
+                query(ENQUEUE_PERIODIC_INSERT, vec![name(), at, next, now])
                     .execute(conn)
                     .await?;
             }

@@ -9,7 +9,7 @@ use crate::bind::{Param, query};
 use crate::complete::delete_live;
 use crate::error::Failure;
 use crate::heartbeat::HeldRow;
-use crate::sql::{self, RECLAIM_PICK_EXHAUSTED, RECLAIM_PICK_STALLED};
+use crate::sql::{self, RECLAIM_STALLED_EXHAUSTED, RECLAIM_STALLED_EXPIRED};
 
 impl MySqlStorage {
     pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
@@ -29,14 +29,14 @@ impl MySqlStorage {
     ) -> Result<ReclaimOutcome, Failure> {
         let now = self.resolve_now(conn).await?;
         let mut chosen = query(
-            RECLAIM_PICK_STALLED,
+            RECLAIM_STALLED_EXPIRED,
             vec![Param::Time(now), Param::Int(i64::from(limit))],
         )
         .load::<HeldRow>(conn)
         .await?;
         let room = limit as usize - chosen.len();
         if room > 0 {
-            let exhausted = query(RECLAIM_PICK_EXHAUSTED, vec![Param::Int(room as i64)])
+            let exhausted = query(RECLAIM_STALLED_EXHAUSTED, vec![Param::Int(room as i64)])
                 .load::<HeldRow>(conn)
                 .await?;
             chosen.extend(exhausted);

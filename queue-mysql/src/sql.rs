@@ -68,7 +68,7 @@ SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1,
 WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
 
 /// Stalled jobs, oldest lease first. Binds: now, limit.
-pub(crate) const RECLAIM_PICK_STALLED: &str = "
+pub(crate) const RECLAIM_STALLED_EXPIRED: &str = "
 SELECT id, locked_by, attempts, max_attempts FROM job_queue
 WHERE lease_until <= ?
 ORDER BY lease_until, id
@@ -77,7 +77,7 @@ FOR UPDATE SKIP LOCKED";
 
 /// Exhausted jobs, by id, through the index on the generated column.
 /// Binds: limit.
-pub(crate) const RECLAIM_PICK_EXHAUSTED: &str = "
+pub(crate) const RECLAIM_STALLED_EXHAUSTED: &str = "
 SELECT id, locked_by, attempts, max_attempts FROM job_queue
 WHERE is_exhausted = 1
 ORDER BY id
@@ -86,7 +86,7 @@ FOR UPDATE SKIP LOCKED";
 
 /// Deletes up to a limit of history rows older than the retention.
 /// Binds: now, retention µs, status, status, limit.
-pub(crate) const PRUNE: &str = "
+pub(crate) const PRUNE_HISTORY: &str = "
 DELETE FROM job_history
 WHERE finished_at < DATE_SUB(COALESCE(?, UTC_TIMESTAMP(6)), INTERVAL ? MICROSECOND)
   AND (? IS NULL OR status_final = ?)
@@ -146,13 +146,13 @@ SELECT
       ORDER BY j.available_at LIMIT 1) AS oldest";
 
 /// Pauses a queue. Binds: queue, now, now.
-pub(crate) const PAUSE: &str = "
+pub(crate) const PAUSE_QUEUE: &str = "
 INSERT INTO queue_config (queue_name, paused, updated_at)
 VALUES (?, TRUE, COALESCE(?, UTC_TIMESTAMP(6)))
 ON DUPLICATE KEY UPDATE paused = TRUE, updated_at = COALESCE(?, UTC_TIMESTAMP(6))";
 
 /// Resumes a queue. Binds: now, queue.
-pub(crate) const RESUME: &str = "
+pub(crate) const RESUME_QUEUE: &str = "
 UPDATE queue_config SET paused = FALSE, updated_at = COALESCE(?, UTC_TIMESTAMP(6))
 WHERE queue_name = ?";
 
@@ -221,7 +221,7 @@ UPDATE queue_config SET tokens = ?, refilled_at = ? WHERE queue_name = ?";
 /// starts with a full bucket (tokens = burst, refilled now).
 /// Binds: queue, now, concurrency, rate, burst, tokens, refilled_at,
 /// lease ms, backoff base, min, max ms, jitter.
-pub(crate) const CONFIGURE: &str = "
+pub(crate) const CONFIGURE_QUEUE: &str = "
 INSERT INTO queue_config (queue_name, paused, updated_at, concurrency_limit, rate_per_second,
                           rate_burst, tokens, refilled_at, lease_ms, backoff_base_ms,
                           backoff_min_ms, backoff_max_ms, backoff_jitter)
@@ -242,19 +242,19 @@ WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL";
 
 /// Locks a schedule's row and reads its latest fire. Binds: schedule.
-pub(crate) const FIRE_LOCK: &str =
+pub(crate) const ENQUEUE_PERIODIC_LOCK: &str =
     "SELECT last_fire_at FROM queue_schedule WHERE schedule_name = ? FOR UPDATE";
 
 /// Records a schedule's first fire; a concurrent first fire of the same
 /// schedule fails it as a duplicate (the caller then reads the row again).
 /// Binds: schedule, fire, next fire, now.
-pub(crate) const FIRE_INSERT: &str = "
+pub(crate) const ENQUEUE_PERIODIC_INSERT: &str = "
 INSERT INTO queue_schedule (schedule_name, last_fire_at, next_fire_at, updated_at)
 VALUES (?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)))";
 
-/// Records a later fire of a schedule whose row [`FIRE_LOCK`] holds.
+/// Records a later fire of a schedule whose row [`ENQUEUE_PERIODIC_LOCK`] holds.
 /// Binds: fire, next fire, now, schedule.
-pub(crate) const FIRE_UPDATE: &str = "
+pub(crate) const ENQUEUE_PERIODIC_UPDATE: &str = "
 UPDATE queue_schedule SET last_fire_at = ?, next_fire_at = ?, updated_at = COALESCE(?, UTC_TIMESTAMP(6))
 WHERE schedule_name = ?";
 

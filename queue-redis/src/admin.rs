@@ -43,7 +43,11 @@ impl RedisStorage {
             queue.as_str().to_owned(),
         ];
         let answer: Vec<String> = self
-            .invoke(&scripts::RETRY, &self.keys.queue(queue.as_str()), &args)
+            .invoke(
+                &scripts::RETRY_DEAD_LETTER,
+                &self.keys.queue(queue.as_str()),
+                &args,
+            )
             .await?;
         match answer.as_slice() {
             [code] if code == "1" => Ok(()),
@@ -72,7 +76,12 @@ impl RedisStorage {
             request.limit.to_string(),
         ];
         let counts = self
-            .oldest_first(&queues, &scripts::PRUNE_PEEK, &peek_args, request.limit)
+            .oldest_first(
+                &queues,
+                &scripts::PRUNE_HISTORY_PEEK,
+                &peek_args,
+                request.limit,
+            )
             .await?;
         let calls = queues
             .iter()
@@ -81,8 +90,12 @@ impl RedisStorage {
             .map(|(queue, n)| {
                 let args = [now.clone(), older.clone(), status.to_owned(), n.to_string()];
                 async move {
-                    self.invoke::<u64>(&scripts::PRUNE, &self.keys.queue(queue.as_str()), &args)
-                        .await
+                    self.invoke::<u64>(
+                        &scripts::PRUNE_HISTORY,
+                        &self.keys.queue(queue.as_str()),
+                        &args,
+                    )
+                    .await
                 }
             });
         Ok(try_join_all(calls).await?.into_iter().sum())
@@ -98,7 +111,11 @@ impl RedisStorage {
             queue.as_str().to_owned(),
         ];
         let _: i64 = self
-            .invoke(&scripts::PAUSE, &self.keys.queue(queue.as_str()), &args)
+            .invoke(
+                &scripts::PAUSE_QUEUE,
+                &self.keys.queue(queue.as_str()),
+                &args,
+            )
             .await?;
         Ok(())
     }

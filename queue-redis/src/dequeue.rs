@@ -119,7 +119,7 @@ impl RedisStorage {
                 if args[1] == "0" {
                     return Ok(Vec::new());
                 }
-                self.invoke::<Vec<String>>(&scripts::PEEK, &self.keys.queue(queue.as_str()), &args)
+                self.invoke::<Vec<String>>(&scripts::DEQUEUE_PEEK, &self.keys.queue(queue.as_str()), &args)
                     .await
             }
         });

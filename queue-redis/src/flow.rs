@@ -37,7 +37,11 @@ impl RedisStorage {
             text(backoff.map(|b| b.jitter().to_string())),
         ];
         let _: i64 = self
-            .invoke(&scripts::CONFIGURE, &self.keys.queue(queue.as_str()), &args)
+            .invoke(
+                &scripts::CONFIGURE_QUEUE,
+                &self.keys.queue(queue.as_str()),
+                &args,
+            )
             .await?;
         Ok(())
     }
@@ -46,7 +50,7 @@ impl RedisStorage {
         let queues = self.all_queues().await?;
         let calls = queues.iter().map(|queue| async move {
             self.invoke::<Vec<String>>(
-                &scripts::QUEUE_CONFIG,
+                &scripts::QUEUE_CONFIGS,
                 &self.keys.queue(queue.as_str()),
                 &[],
             )

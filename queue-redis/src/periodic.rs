@@ -25,7 +25,7 @@ impl RedisStorage {
             .copied()
             .ok_or_else(|| QueueError::backend("the register script returned no index"))?;
         let id = keys::job_id(last, index)?;
-        let mut cmd = script_cmd(&scripts::PERIODIC, &self.keys.queue(queue.as_str()));
+        let mut cmd = script_cmd(&scripts::ENQUEUE_PERIODIC, &self.keys.queue(queue.as_str()));
         cmd.arg(self.now_arg())
             .arg(self.keys.channel())
             .arg(queue.as_str())
@@ -36,7 +36,7 @@ impl RedisStorage {
             None => cmd.arg(""),
         };
         push_job(&mut cmd, &fire.job, id, &payload);
-        let answer: Option<Vec<String>> = self.run_script(&scripts::PERIODIC, &cmd).await?;
+        let answer: Option<Vec<String>> = self.run_script(&scripts::ENQUEUE_PERIODIC, &cmd).await?;
         match answer {
             None => Ok(None),
             Some(answer) => Ok(outcomes(&[id], &answer)?.pop()),

@@ -16,7 +16,7 @@ impl RedisStorage {
         let counts = self
             .oldest_first(
                 &queues,
-                &scripts::RECLAIM_PEEK,
+                &scripts::RECLAIM_STALLED_PEEK,
                 &[now.clone(), limit.to_string()],
                 limit,
             )
@@ -29,7 +29,7 @@ impl RedisStorage {
                 let args = [now.clone(), n.to_string()];
                 async move {
                     self.invoke::<Vec<u64>>(
-                        &scripts::RECLAIM,
+                        &scripts::RECLAIM_STALLED,
                         &self.keys.queue(queue.as_str()),
                         &args,
                     )

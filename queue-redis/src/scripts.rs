@@ -21,8 +21,8 @@ macro_rules! queue_script {
 queue_script!(ENQUEUE, "enqueue.lua", "Adds jobs to one queue.");
 queue_script!(DEQUEUE, "dequeue.lua", "Claims the best jobs of one queue.");
 queue_script!(
-    PEEK,
-    "peek.lua",
+    DEQUEUE_PEEK,
+    "dequeue_peek.lua",
     "The best pending jobs of one queue, unclaimed."
 );
 queue_script!(
@@ -35,13 +35,13 @@ queue_script!(NACK, "nack.lua", "Records a failed attempt.");
 queue_script!(RELEASE, "release.lua", "Gives a lease back uncounted.");
 queue_script!(HEARTBEAT, "heartbeat.lua", "Extends leases of one queue.");
 queue_script!(
-    RECLAIM_PEEK,
-    "reclaim_peek.lua",
+    RECLAIM_STALLED_PEEK,
+    "reclaim_stalled_peek.lua",
     "The oldest expired leases of one queue."
 );
 queue_script!(
-    RECLAIM,
-    "reclaim.lua",
+    RECLAIM_STALLED,
+    "reclaim_stalled.lua",
     "Recovers expired leases of one queue."
 );
 queue_script!(
@@ -54,15 +54,19 @@ queue_script!(
     "snooze.lua",
     "Puts a running job off without counting the attempt."
 );
-queue_script!(CONFIGURE, "configure.lua", "Sets one queue's limits.");
+queue_script!(
+    CONFIGURE_QUEUE,
+    "configure_queue.lua",
+    "Sets one queue's limits."
+);
 queue_script!(
     UPGRADE_LAYOUT,
     "upgrade_layout.lua",
     "Upgrades one queue's keys from layout 1."
 );
 queue_script!(
-    QUEUE_CONFIG,
-    "queue_config.lua",
+    QUEUE_CONFIGS,
+    "queue_configs.lua",
     "One queue's paused flag and limits."
 );
 queue_script!(
@@ -73,27 +77,39 @@ queue_script!(
 
 /// Records a schedule's fire and enqueues its job, or neither: the
 /// periodic guard, then the enqueue script's body (one script).
-pub(crate) static PERIODIC: LazyLock<Script> = LazyLock::new(|| {
+pub(crate) static ENQUEUE_PERIODIC: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         include_str!("scripts/common.lua"),
-        include_str!("scripts/periodic.lua"),
+        include_str!("scripts/enqueue_periodic.lua"),
         include_str!("scripts/enqueue.lua")
     ))
 });
-queue_script!(RETRY, "retry.lua", "Puts a dead letter back.");
 queue_script!(
-    PRUNE_PEEK,
-    "prune_peek.lua",
+    RETRY_DEAD_LETTER,
+    "retry_dead_letter.lua",
+    "Puts a dead letter back."
+);
+queue_script!(
+    PRUNE_HISTORY_PEEK,
+    "prune_history_peek.lua",
     "The oldest prunable history rows of one queue."
 );
-queue_script!(PRUNE, "prune.lua", "Deletes old history rows of one queue.");
+queue_script!(
+    PRUNE_HISTORY,
+    "prune_history.lua",
+    "Deletes old history rows of one queue."
+);
 queue_script!(STATS, "stats.lua", "Counts one queue's jobs by state.");
 queue_script!(
     LIST_HISTORY,
     "list_history.lua",
     "One queue's history page."
 );
-queue_script!(PAUSE, "pause.lua", "Pauses or resumes one queue.");
+queue_script!(
+    PAUSE_QUEUE,
+    "pause_queue.lua",
+    "Pauses or resumes one queue."
+);
 queue_script!(
     LIST_JOBS,
     "list_jobs.lua",

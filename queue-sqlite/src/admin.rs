@@ -30,7 +30,7 @@ impl SqliteStorage {
 
     pub(crate) async fn retry_dead_letter_pooled(&self, id: JobId) -> Result<()> {
         let queue = write_tx!(self, |conn, now| async {
-            let found: Option<(String, Option<String>)> = sqlx::query_as(sql::RETRY_FIND)
+            let found: Option<(String, Option<String>)> = sqlx::query_as(sql::RETRY_DEAD_LETTER_FIND)
                 .bind(id.get())
                 .fetch_optional(&mut *conn)
                 .await?;
@@ -53,7 +53,7 @@ impl SqliteStorage {
                     }));
                 }
             }
-            sqlx::query(sql::RETRY_RESTORE)
+            sqlx::query(sql::RETRY_DEAD_LETTER_RESTORE)
                 .bind(now)
                 .bind(id.get())
                 .execute(&mut *conn)
@@ -74,7 +74,7 @@ impl SqliteStorage {
         request.validate()?;
         write_tx!(self, |conn, now| async {
             let before = now.saturating_sub(duration_micros(request.older_than));
-            let done = sqlx::query(sql::PRUNE)
+            let done = sqlx::query(sql::PRUNE_HISTORY)
                 .bind(before)
                 .bind(request.status.map(FinalStatus::as_str))
                 .bind(i64::from(request.limit))
@@ -157,7 +157,7 @@ impl SqliteStorage {
                 .fetch_all(&mut *conn)
                 .await?;
             for (id, _) in &picked {
-                sqlx::query(sql::RETRY_RESTORE)
+                sqlx::query(sql::RETRY_DEAD_LETTER_RESTORE)
                     .bind(now)
                     .bind(id)
                     .execute(&mut *conn)

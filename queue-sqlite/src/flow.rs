@@ -32,7 +32,7 @@ impl SqliteStorage {
         if let Some(answer) = self.limited.limits(request) {
             return Ok(answer);
         }
-        let names: Vec<String> = sqlx::query_scalar(sql::FLOW_LIMITED_QUEUES)
+        let names: Vec<String> = sqlx::query_scalar(sql::LIMITED_QUEUES)
             .fetch_all(&self.pool)
             .await
             .map_err(interpret_error)?;

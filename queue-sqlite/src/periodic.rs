@@ -18,7 +18,7 @@ impl SqliteStorage {
         let fire = fire.validate()?;
         let jobs = [fire.job];
         let outcome = write_tx!(self, |conn, now| async {
-            let recorded = sqlx::query(sql::PERIODIC_RECORD)
+            let recorded = sqlx::query(sql::ENQUEUE_PERIODIC)
                 .bind(fire.schedule.as_str())
                 .bind(fire.fire_at.timestamp_micros())
                 .bind(fire.next_fire_at.map(|at| at.timestamp_micros()))

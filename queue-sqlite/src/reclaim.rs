@@ -11,7 +11,7 @@ impl SqliteStorage {
     pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         write_tx!(self, |conn, now| async {
-            let chosen = sqlx::query(sql::RECLAIM_PICK)
+            let chosen = sqlx::query(sql::RECLAIM_STALLED_PICK)
                 .bind(now)
                 .bind(i64::from(limit))
                 .fetch_all(&mut *conn)
@@ -27,7 +27,7 @@ impl SqliteStorage {
                         .to_string()
                 });
                 if attempts < max_attempts {
-                    sqlx::query(sql::RECLAIM_REQUEUE)
+                    sqlx::query(sql::RECLAIM_STALLED_REQUEUE)
                         .bind(now)
                         .bind(id)
                         .bind(expired)

@@ -234,7 +234,7 @@ RETURNING id, locked_by, attempts",
 }
 
 /// Up to ?2 jobs to reclaim: expired leases oldest first, then exhausted jobs. ?1 now.
-pub(crate) const RECLAIM_PICK: &str = "SELECT id, locked_by, attempts, max_attempts FROM (
+pub(crate) const RECLAIM_STALLED_PICK: &str = "SELECT id, locked_by, attempts, max_attempts FROM (
     SELECT * FROM (SELECT id, locked_by, attempts, max_attempts, 0 AS grp, lease_until AS k
                      FROM job_queue WHERE lease_until <= ?1 ORDER BY lease_until, id LIMIT ?2)
     UNION ALL
@@ -244,16 +244,16 @@ pub(crate) const RECLAIM_PICK: &str = "SELECT id, locked_by, attempts, max_attem
 ) ORDER BY grp, k, id LIMIT ?2";
 
 /// Returns stalled job ?2 to pending with last error ?3. ?1 now.
-pub(crate) const RECLAIM_REQUEUE: &str = "UPDATE job_queue
+pub(crate) const RECLAIM_STALLED_REQUEUE: &str = "UPDATE job_queue
 SET lease_until = NULL, locked_by = NULL, available_at = ?1, updated_at = ?1, last_error = ?3
 WHERE id = ?2";
 
 /// A dead letter's queue and unique key.
-pub(crate) const RETRY_FIND: &str =
+pub(crate) const RETRY_DEAD_LETTER_FIND: &str =
     "SELECT queue_name, unique_key FROM job_history WHERE id = ?1 AND status_final = 'dead_letter'";
 
 /// Moves dead letter ?2 back to the live table under its id. ?1 now.
-pub(crate) const RETRY_RESTORE: &str =
+pub(crate) const RETRY_DEAD_LETTER_RESTORE: &str =
     "INSERT INTO job_queue (id, queue_name, priority, unique_key,
     payload, attempts, max_attempts, snoozes, available_at, last_error, created_at, updated_at,
     trace_context)
@@ -266,7 +266,7 @@ FROM job_history WHERE id = ?2";
 pub(crate) const DELETE_HISTORY: &str = "DELETE FROM job_history WHERE id = ?1";
 
 /// Deletes up to ?3 history rows finished before ?1, of status ?2 if set.
-pub(crate) const PRUNE: &str = "DELETE FROM job_history WHERE id IN (
+pub(crate) const PRUNE_HISTORY: &str = "DELETE FROM job_history WHERE id IN (
     SELECT id FROM job_history
     WHERE finished_at < ?1 AND (?2 IS NULL OR status_final = ?2)
     ORDER BY finished_at, id LIMIT ?3)";
@@ -368,7 +368,7 @@ SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = sno
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
 /// The queues whose config limits claims (the limited claim path).
-pub(crate) const FLOW_LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config
+pub(crate) const LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config
 WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
 
 /// The claim limits, bucket and held leases (`held`, expired ones too
@@ -416,7 +416,7 @@ ORDER BY queue_name";
 
 /// Records fire ?2 of schedule ?1 (next fire ?3) unless a fire at or after
 /// it is recorded: one row changed when recorded, none otherwise.
-pub(crate) const PERIODIC_RECORD: &str = "INSERT INTO queue_schedule (schedule_name, last_fire_at,
+pub(crate) const ENQUEUE_PERIODIC: &str = "INSERT INTO queue_schedule (schedule_name, last_fire_at,
     next_fire_at)
 VALUES (?1, ?2, ?3)
 ON CONFLICT (schedule_name) DO UPDATE SET last_fire_at = excluded.last_fire_at,
