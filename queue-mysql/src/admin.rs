@@ -97,7 +97,7 @@ impl MySqlStorage {
         }
     }
 
-    pub(crate) async fn prune_pooled(&self, request: &PruneRequest) -> Result<u64> {
+    pub(crate) async fn prune_history_pooled(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         let status = request.status.map(|s| s.as_str().to_owned());
         self.retrying(true, || async {

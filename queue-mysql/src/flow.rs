@@ -214,7 +214,7 @@ impl MySqlStorage {
         Ok(jobs)
     }
 
-    pub(crate) async fn configure_pooled(
+    pub(crate) async fn configure_queue_pooled(
         &self,
         queue: &QueueName,
         limits: &QueueLimits,

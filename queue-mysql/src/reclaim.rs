@@ -12,7 +12,7 @@ use crate::heartbeat::HeldRow;
 use crate::sql::{self, RECLAIM_STALLED_EXHAUSTED, RECLAIM_STALLED_EXPIRED};
 
 impl MySqlStorage {
-    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
+    pub(crate) async fn reclaim_stalled_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         self.retrying(true, || async {
             let mut conn = self.connection().await?;

@@ -51,7 +51,7 @@ impl PgStorage {
         }
     }
 
-    pub(crate) async fn prune_pooled(&self, request: &PruneRequest) -> Result<u64> {
+    pub(crate) async fn prune_history_pooled(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         let done = retrying(true, || {
             sqlx::query(self.sql.prune_history.clone())

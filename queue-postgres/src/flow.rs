@@ -43,7 +43,7 @@ impl PgStorage {
         Ok(self.limited.store(limited, request))
     }
 
-    pub(crate) async fn configure_pooled(
+    pub(crate) async fn configure_queue_pooled(
         &self,
         queue: &QueueName,
         limits: &QueueLimits,

@@ -12,7 +12,7 @@ fn count(value: i64) -> u64 {
 }
 
 impl PgStorage {
-    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
+    pub(crate) async fn reclaim_stalled_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         let row = retrying(true, || {
             sqlx::query(self.sql.reclaim_stalled.clone())

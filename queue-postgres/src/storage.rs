@@ -245,7 +245,7 @@ impl Storage for PgStorage {
     }
 
     async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome> {
-        self.reclaim_pooled(limit).await
+        self.reclaim_stalled_pooled(limit).await
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
@@ -261,7 +261,7 @@ impl Storage for PgStorage {
     }
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        self.configure_pooled(queue, limits).await
+        self.configure_queue_pooled(queue, limits).await
     }
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
@@ -281,7 +281,7 @@ impl Storage for PgStorage {
     }
 
     async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
-        self.prune_pooled(request).await
+        self.prune_history_pooled(request).await
     }
 
     async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {

@@ -8,13 +8,13 @@ use crate::keys::token;
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn discard_job(&self, id: JobId) -> Result<()> {
-        self.remove_job(id, FinalStatus::Discarded).await
+    pub(crate) async fn discard_scripted(&self, id: JobId) -> Result<()> {
+        self.remove_scripted(id, FinalStatus::Discarded).await
     }
 
     /// Discard or cancel (`status`): the live job moves to history, and
     /// its id is published to the subscribers' cancel channel.
-    pub(crate) async fn remove_job(&self, id: JobId, status: FinalStatus) -> Result<()> {
+    pub(crate) async fn remove_scripted(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let not_found = || QueueError::not_found(format!("live job {id}"));
         let Some(queue) = self.queue_of(id).await? else {
             return Err(not_found());
@@ -31,7 +31,7 @@ impl RedisStorage {
         if done == 1 { Ok(()) } else { Err(not_found()) }
     }
 
-    pub(crate) async fn retry_job(&self, id: JobId) -> Result<()> {
+    pub(crate) async fn retry_dead_letter_scripted(&self, id: JobId) -> Result<()> {
         let not_found = || QueueError::not_found(format!("dead letter {id}"));
         let Some(queue) = self.queue_of(id).await? else {
             return Err(not_found());
@@ -63,7 +63,7 @@ impl RedisStorage {
         }
     }
 
-    pub(crate) async fn prune(&self, request: &PruneRequest) -> Result<u64> {
+    pub(crate) async fn prune_history_scripted(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         let queues = self.all_queues().await?;
         let status = request.status.map(FinalStatus::as_str).unwrap_or_default();

@@ -17,7 +17,7 @@ use crate::rows::{self, integer, json_text};
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn ack_jobs(&self, acks: &[Ack]) -> Result<Vec<bool>> {
+    pub(crate) async fn ack_scripted(&self, acks: &[Ack]) -> Result<Vec<bool>> {
         let results = acks
             .iter()
             .map(|ack| ack.result.as_ref().map(json_text).transpose())
@@ -45,7 +45,7 @@ impl RedisStorage {
         scatter(acks.len(), try_join_all(calls).await?)
     }
 
-    pub(crate) async fn nack_job(
+    pub(crate) async fn nack_scripted(
         &self,
         lease: &Lease,
         error: &Value,
@@ -81,7 +81,7 @@ impl RedisStorage {
         }
     }
 
-    pub(crate) async fn release_job(&self, lease: &Lease) -> Result<bool> {
+    pub(crate) async fn release_scripted(&self, lease: &Lease) -> Result<bool> {
         let Some(queue) = self.queue_of(lease.job_id).await? else {
             return Ok(false);
         };
@@ -93,7 +93,11 @@ impl RedisStorage {
         Ok(released == 1)
     }
 
-    pub(crate) async fn snooze_job(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+    pub(crate) async fn snooze_scripted(
+        &self,
+        lease: &Lease,
+        delay: Duration,
+    ) -> Result<DateTime<Utc>> {
         validate_duration("delay", delay, true)?;
         let lost = || QueueError::LeaseLost {
             lease: lease.clone(),

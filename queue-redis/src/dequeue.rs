@@ -31,7 +31,7 @@ struct Share {
 }
 
 impl RedisStorage {
-    pub(crate) async fn dequeue_jobs(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+    pub(crate) async fn dequeue_scripted(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let queues = request.queues();
         let now = self.now_arg();
         let mut caps: Vec<u32> = queues
@@ -119,8 +119,12 @@ impl RedisStorage {
                 if args[1] == "0" {
                     return Ok(Vec::new());
                 }
-                self.invoke::<Vec<String>>(&scripts::DEQUEUE_PEEK, &self.keys.queue(queue.as_str()), &args)
-                    .await
+                self.invoke::<Vec<String>>(
+                    &scripts::DEQUEUE_PEEK,
+                    &self.keys.queue(queue.as_str()),
+                    &args,
+                )
+                .await
             }
         });
         let mut candidates: Vec<Candidate> = Vec::new();
@@ -140,7 +144,7 @@ impl RedisStorage {
         Ok(shares)
     }
 
-    pub(crate) async fn next_due_of(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
+    pub(crate) async fn next_due_scripted(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
         let now = [self.now_arg()];
         let probes = queues.iter().map(|queue| {
             let now = &now;

@@ -9,14 +9,17 @@ use queue_core::{
     EnqueueOutcome, JobId, NewJob, QueueError, QueueName, Result, Schedule, ValidJob,
 };
 
+use crate::command::script_cmd;
 use crate::keys;
 use crate::rows::{self, json_text};
-use crate::storage::script_cmd;
 use crate::{RedisStorage, scripts};
 use redis::Cmd;
 
 impl RedisStorage {
-    pub(crate) async fn enqueue_jobs(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+    pub(crate) async fn enqueue_batch_scripted(
+        &self,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
         let valid = jobs
             .iter()
             .map(NewJob::validate)

@@ -16,7 +16,11 @@ use crate::rows::integer;
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn configure(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+    pub(crate) async fn configure_queue_scripted(
+        &self,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> Result<()> {
         limits.validate()?;
         // A configured queue is listed by queue_configs even without jobs.
         self.register(&[queue], 0).await?;
@@ -46,7 +50,7 @@ impl RedisStorage {
         Ok(())
     }
 
-    pub(crate) async fn configs(&self) -> Result<Vec<QueueConfig>> {
+    pub(crate) async fn queue_configs_scripted(&self) -> Result<Vec<QueueConfig>> {
         let queues = self.all_queues().await?;
         let calls = queues.iter().map(|queue| async move {
             self.invoke::<Vec<String>>(

@@ -10,7 +10,7 @@ use crate::complete::{lease_args, scatter};
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn heartbeat_leases(
+    pub(crate) async fn heartbeat_scripted(
         &self,
         leases: &[Lease],
         extend_by: Duration,

@@ -1,11 +1,13 @@
-//! Reading: stats, one job, history listings (merged over queues by id).
+//! Reading: stats, one job, the listings of live jobs and of history
+//! (merged over queues by id), and the throughput series.
 
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
+use queue_core::time::duration_micros;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobId, QueueError, QueueName, QueueStats,
-    Result,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState,
+    QueueError, QueueName, QueueStats, Result, Throughput, validate_window,
 };
 
 use crate::keys::token;
@@ -13,7 +15,7 @@ use crate::rows::{self, integer};
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
+    pub(crate) async fn stats_scripted(&self) -> Result<Vec<QueueStats>> {
         let queues = self.all_queues().await?;
         let now = [self.now_arg()];
         let calls = queues.iter().map(|queue| {
@@ -74,7 +76,7 @@ impl RedisStorage {
         }
     }
 
-    pub(crate) async fn read_job(&self, id: JobId) -> Result<Option<Job>> {
+    pub(crate) async fn get_job_scripted(&self, id: JobId) -> Result<Option<Job>> {
         let Some(queue) = self.queue_of(id).await? else {
             return Ok(None);
         };
@@ -87,7 +89,7 @@ impl RedisStorage {
         rows::job(&queue, &row).map(Some)
     }
 
-    pub(crate) async fn read_history(&self, id: JobId) -> Result<Option<HistoryRecord>> {
+    pub(crate) async fn get_history_scripted(&self, id: JobId) -> Result<Option<HistoryRecord>> {
         let Some(queue) = self.queue_of(id).await? else {
             return Ok(None);
         };
@@ -100,7 +102,10 @@ impl RedisStorage {
         rows::record(&queue, &row).map(Some)
     }
 
-    pub(crate) async fn history_page(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
+    pub(crate) async fn list_history_scripted(
+        &self,
+        filter: &HistoryFilter,
+    ) -> Result<HistoryPage> {
         filter.validate()?;
         if filter.before.is_some_and(|before| before.get() <= 0) {
             return Ok(HistoryPage::from_overfetch(Vec::new(), filter.limit));
@@ -139,5 +144,87 @@ impl RedisStorage {
         records.sort_by_key(|r| std::cmp::Reverse(r.id));
         records.truncate(filter.limit as usize + 1);
         Ok(HistoryPage::from_overfetch(records, filter.limit))
+    }
+
+    pub(crate) async fn list_jobs_scripted(&self, filter: &JobFilter) -> Result<JobPage> {
+        filter.validate()?;
+        let queues = match (&filter.queue, filter.id) {
+            (wanted, Some(id)) => match self.queue_of(id).await? {
+                Some(queue) if wanted.as_ref().is_none_or(|w| *w == queue) => vec![queue],
+                _ => Vec::new(),
+            },
+            (Some(queue), None) => vec![queue.clone()],
+            (None, None) => self.all_queues().await?,
+        };
+        let args = [
+            self.now_arg(),
+            filter
+                .state
+                .map(JobState::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            filter.before.map(token).unwrap_or_default(),
+            (u64::from(filter.limit) + 1).to_string(),
+            filter.id.map(token).unwrap_or_default(),
+            filter
+                .unique_key
+                .as_ref()
+                .map(|k| k.as_str().to_owned())
+                .unwrap_or_default(),
+        ];
+        let calls = queues.iter().map(|queue| {
+            let args = &args;
+            async move {
+                let found: Vec<Vec<String>> = self
+                    .invoke(&scripts::LIST_JOBS, &self.keys.queue(queue.as_str()), args)
+                    .await?;
+                found
+                    .iter()
+                    .map(|row| rows::job(queue, row))
+                    .collect::<Result<Vec<_>>>()
+            }
+        });
+        let mut jobs: Vec<_> = try_join_all(calls).await?.into_iter().flatten().collect();
+        jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
+        jobs.truncate(filter.limit as usize + 1);
+        Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    pub(crate) async fn throughput_scripted(&self, window: Duration) -> Result<Vec<Throughput>> {
+        validate_window(window)?;
+        let queues = self.all_queues().await?;
+        let args = [self.now_arg(), duration_micros(window).to_string()];
+        let calls = queues.iter().map(|queue| {
+            let args = &args;
+            async move {
+                self.invoke::<Vec<String>>(
+                    &scripts::THROUGHPUT,
+                    &self.keys.queue(queue.as_str()),
+                    args,
+                )
+                .await
+            }
+        });
+        let answers = try_join_all(calls).await?;
+        let mut series = Vec::new();
+        for (queue, answer) in queues.into_iter().zip(answers) {
+            for point in answer.chunks(3) {
+                let [minute, completed, failed] = point else {
+                    return Err(QueueError::backend("the throughput script answered badly"));
+                };
+                let count = |field: &str, raw: &str| -> Result<u64> {
+                    let n = integer(field, raw)?;
+                    u64::try_from(n).map_err(|_| queue_core::backend::corrupt(field, n))
+                };
+                series.push(Throughput {
+                    queue: queue.clone(),
+                    minute: rows::instant(integer("minute", minute)?)?,
+                    completed: count("completed", completed)?,
+                    failed: count("failed", failed)?,
+                });
+            }
+        }
+        series.sort_by(|a, b| (&a.queue, a.minute).cmp(&(&b.queue, b.minute)));
+        Ok(series)
     }
 }

@@ -13,7 +13,10 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod bulk;
+mod command;
 mod complete;
+mod connect;
 mod dequeue;
 mod enqueue;
 mod error;
@@ -21,7 +24,7 @@ mod flow;
 mod heartbeat;
 mod inspect;
 mod keys;
-mod operate;
+mod namespace;
 mod periodic;
 mod reclaim;
 mod rows;

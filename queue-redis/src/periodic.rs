@@ -9,13 +9,16 @@ use futures_util::future::try_join_all;
 use queue_core::backend::corrupt;
 use queue_core::{EnqueueOutcome, PeriodicFire, QueueError, Result, ScheduleName, ScheduleRecord};
 
+use crate::command::script_cmd;
 use crate::enqueue::{outcomes, push_job};
 use crate::rows::{self, integer};
-use crate::storage::script_cmd;
 use crate::{RedisStorage, keys, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn fire(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+    pub(crate) async fn enqueue_periodic_scripted(
+        &self,
+        fire: &PeriodicFire,
+    ) -> Result<Option<EnqueueOutcome>> {
         let fire = fire.validate()?;
         let payload = self.payload_text(&fire.job)?;
         let queue = &fire.job.queue;
@@ -45,7 +48,7 @@ impl RedisStorage {
 
     /// Every schedule recorded with any queue; a schedule whose job moved
     /// to another queue is listed once, with its latest fire.
-    pub(crate) async fn schedule_records(&self) -> Result<Vec<ScheduleRecord>> {
+    pub(crate) async fn schedules_scripted(&self) -> Result<Vec<ScheduleRecord>> {
         let queues = self.all_queues().await?;
         let calls = queues.iter().map(|queue| async move {
             self.invoke::<Vec<String>>(&scripts::SCHEDULES, &self.keys.queue(queue.as_str()), &[])

@@ -9,7 +9,7 @@ use crate::rows::integer;
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn reclaim(&self, limit: u32) -> Result<ReclaimOutcome> {
+    pub(crate) async fn reclaim_stalled_scripted(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         let queues = self.all_queues().await?;
         let now = self.now_arg();

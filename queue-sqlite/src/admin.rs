@@ -70,7 +70,7 @@ impl SqliteStorage {
         Ok(())
     }
 
-    pub(crate) async fn prune_pooled(&self, request: &PruneRequest) -> Result<u64> {
+    pub(crate) async fn prune_history_pooled(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         write_tx!(self, |conn, now| async {
             let before = now.saturating_sub(duration_micros(request.older_than));

@@ -8,7 +8,7 @@ use crate::complete::archive;
 use crate::{SqliteStorage, sql};
 
 impl SqliteStorage {
-    pub(crate) async fn reclaim_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
+    pub(crate) async fn reclaim_stalled_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         write_tx!(self, |conn, now| async {
             let chosen = sqlx::query(sql::RECLAIM_STALLED_PICK)

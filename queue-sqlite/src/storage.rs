@@ -323,7 +323,7 @@ impl Storage for SqliteStorage {
     }
 
     async fn reclaim_stalled(&self, limit: u32) -> Result<ReclaimOutcome> {
-        self.reclaim_pooled(limit).await
+        self.reclaim_stalled_pooled(limit).await
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
@@ -359,7 +359,7 @@ impl Storage for SqliteStorage {
     }
 
     async fn prune_history(&self, request: &PruneRequest) -> Result<u64> {
-        self.prune_pooled(request).await
+        self.prune_history_pooled(request).await
     }
 
     async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
