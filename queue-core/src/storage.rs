@@ -115,16 +115,10 @@ pub trait Storage: Send + Sync + 'static {
     /// The default runs [`Storage::ack_batch`] with one ack: correct as it
     /// is; override only to save work.
     async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {
-        let acks = [Ack {
-            lease: lease.clone(),
-            result,
-        }];
-        match self.ack_batch(&acks).await?.as_slice() {
-            [true] => Ok(()),
-            _ => Err(crate::QueueError::LeaseLost {
-                lease: lease.clone(),
-            }),
-        }
+        let acked = self
+            .ack_batch(&crate::backend::one_ack(lease, result))
+            .await?;
+        crate::backend::acked_one(lease, &acked)
     }
 
     /// Completes many jobs in one round trip.

@@ -13,8 +13,8 @@ use crate::complete::delete_live;
 use crate::error::Failure;
 use crate::rows::IdRow;
 use crate::sql::{
-    self, DISCARD_LOCK, PAUSE_QUEUE, PRUNE_HISTORY, PRUNE_COUNTERS, RESUME_QUEUE, RETRY_DEAD_LETTER_LOCK,
-    RETRY_DEAD_LETTERS_LOCK,
+    self, DISCARD_LOCK, PAUSE_QUEUE, PRUNE_COUNTERS, PRUNE_HISTORY, RESUME_QUEUE,
+    RETRY_DEAD_LETTER_LOCK, RETRY_DEAD_LETTERS_LOCK,
 };
 
 impl MySqlStorage {
@@ -135,7 +135,10 @@ impl MySqlStorage {
                     ],
                 )
             } else {
-                (RESUME_QUEUE, vec![Param::OptTime(now), Param::Text(name.clone())])
+                (
+                    RESUME_QUEUE,
+                    vec![Param::OptTime(now), Param::Text(name.clone())],
+                )
             };
             query(sql, params).execute(&mut conn).await?;
             Ok(())

@@ -9,7 +9,7 @@ use queue_core::time::validate_duration;
 use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 
-use queue_core::backend::LeaseKey;
+use queue_core::backend::{LeaseKey, acked_one, first_mentions, one_ack};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, bucket, cached, id_list, query};
@@ -62,21 +62,12 @@ impl MySqlStorage {
         lease: &Lease,
         result: Option<Value>,
     ) -> Result<()> {
-        let acks = [Ack {
-            lease: lease.clone(),
-            result,
-        }];
+        let acks = one_ack(lease, result);
         let acked = conn
             .transaction(async |conn| self.ack_on(conn, &acks).await)
             .await
             .map_err(interpret_failure)?;
-        if matches!(acked[..], [true, ..]) {
-            Ok(())
-        } else {
-            Err(QueueError::LeaseLost {
-                lease: lease.clone(),
-            })
-        }
+        acked_one(lease, &acked)
     }
 
     /// Nacks `lease` on the caller's connection (see [`MySqlStorage::ack_in`]).
@@ -142,13 +133,10 @@ impl MySqlStorage {
             .iter()
             .filter_map(HeldRow::key)
             .collect();
-        let mut seen = HashSet::new();
-        let acked: Vec<bool> = acks
-            .iter()
-            .map(|a| {
-                let key = LeaseKey::of(&a.lease);
-                current.contains(&key) && seen.insert(key)
-            })
+        let acked: Vec<bool> = first_mentions(&keys)
+            .into_iter()
+            .zip(&keys)
+            .map(|(first, key)| first && current.contains(key))
             .collect();
         let winners: Vec<&Ack> = acks
             .iter()

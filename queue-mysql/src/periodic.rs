@@ -13,7 +13,9 @@ use crate::MySqlStorage;
 use crate::bind::{Param, naive, query};
 use crate::error::Failure;
 use crate::rows::utc;
-use crate::sql::{ENQUEUE_PERIODIC_INSERT, ENQUEUE_PERIODIC_LOCK, ENQUEUE_PERIODIC_UPDATE, SCHEDULES};
+use crate::sql::{
+    ENQUEUE_PERIODIC_INSERT, ENQUEUE_PERIODIC_LOCK, ENQUEUE_PERIODIC_UPDATE, SCHEDULES,
+};
 
 #[derive(QueryableByName)]
 struct LastFire {

@@ -2,9 +2,7 @@
 //! the pool or in the caller's transaction together with the handler's own
 //! writes.
 
-use std::collections::HashSet;
-
-use queue_core::backend::LeaseKey;
+use queue_core::backend::{LeaseKey, acked_one, first_mentions, one_ack};
 use queue_core::time::{duration_micros, validate_duration};
 use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
@@ -26,18 +24,11 @@ impl PgStorage {
         lease: &Lease,
         result: Option<Value>,
     ) -> Result<()> {
-        let ack = [Ack {
-            lease: lease.clone(),
-            result,
-        }];
-        let acked = self.ack_on(conn, &ack).await.map_err(interpret_failure)?;
-        if acked.first() == Some(&true) {
-            Ok(())
-        } else {
-            Err(QueueError::LeaseLost {
-                lease: lease.clone(),
-            })
-        }
+        let acked = self
+            .ack_on(conn, &one_ack(lease, result))
+            .await
+            .map_err(interpret_failure)?;
+        acked_one(lease, &acked)
     }
 
     /// Nacks `lease` on the caller's connection or transaction.
@@ -91,11 +82,7 @@ impl PgStorage {
     /// One statement for all `acks`; a lease repeated in the batch counts
     /// once, as if the acks ran in turn.
     async fn ack_on(&self, conn: &mut PgConnection, acks: &[Ack]) -> Result<Vec<bool>, Failure> {
-        let mut seen = HashSet::new();
-        let first: Vec<bool> = acks
-            .iter()
-            .map(|a| seen.insert(LeaseKey::of(&a.lease)))
-            .collect();
+        let first = first_mentions(acks.iter().map(|a| LeaseKey::of(&a.lease)));
         let unique: Vec<&Ack> = acks
             .iter()
             .zip(&first)

@@ -8,12 +8,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use futures_util::future::try_join_all;
+use queue_core::backend::stored_instant;
 use queue_core::time::{duration_micros, validate_duration};
 use queue_core::{Ack, Lease, NackOutcome, QueueError, QueueName, Result, Retry};
 use serde_json::Value;
 
 use crate::keys::token;
-use crate::rows::{self, integer, json_text};
+use queue_core::backend::json_text;
+
+use crate::rows::integer;
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
@@ -72,7 +75,7 @@ impl RedisStorage {
         match answer.as_slice() {
             [code] if code == "0" => Err(lost()),
             [code, at] if code == "1" => Ok(NackOutcome::Retrying {
-                at: rows::instant(integer("available_at", at)?)?,
+                at: stored_instant("available_at", integer("available_at", at)?)?,
             }),
             [code] if code == "2" => Ok(NackOutcome::DeadLettered),
             other => Err(QueueError::backend(format!(
@@ -114,7 +117,7 @@ impl RedisStorage {
         if at.is_empty() {
             return Err(lost());
         }
-        rows::instant(integer("available_at", &at)?)
+        stored_instant("available_at", integer("available_at", &at)?)
     }
 
     /// The positions of `leases`, grouped by the queue their job belongs

@@ -11,7 +11,9 @@ use queue_core::{
 
 use crate::command::script_cmd;
 use crate::keys;
-use crate::rows::{self, json_text};
+use queue_core::backend::json_text;
+
+use crate::rows;
 use crate::{RedisStorage, scripts};
 use redis::Cmd;
 

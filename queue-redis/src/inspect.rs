@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
+use queue_core::backend::stored_instant;
 use queue_core::time::duration_micros;
 use queue_core::{
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState,
@@ -218,7 +219,7 @@ impl RedisStorage {
                 };
                 series.push(Throughput {
                     queue: queue.clone(),
-                    minute: rows::instant(integer("minute", minute)?)?,
+                    minute: stored_instant("minute", integer("minute", minute)?)?,
                     completed: count("completed", completed)?,
                     failed: count("failed", failed)?,
                 });

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 
 use futures_util::future::try_join_all;
 use queue_core::backend::corrupt;
+use queue_core::backend::stored_instant;
 use queue_core::{EnqueueOutcome, PeriodicFire, QueueError, Result, ScheduleName, ScheduleRecord};
 
 use crate::command::script_cmd;
 use crate::enqueue::{outcomes, push_job};
-use crate::rows::{self, integer};
+use crate::rows::integer;
 use crate::{RedisStorage, keys, scripts};
 
 impl RedisStorage {
@@ -77,11 +78,14 @@ fn record(name: &str, fires: &str) -> Result<ScheduleRecord> {
         .ok_or_else(|| corrupt("schedules", format!("{fires:?}")))?;
     Ok(ScheduleRecord {
         schedule: queue_core::backend::stored("schedule", name.to_owned(), ScheduleName::new)?,
-        last_fire_at: rows::instant(integer("last_fire_at", last)?)?,
+        last_fire_at: stored_instant("last_fire_at", integer("last_fire_at", last)?)?,
         next_fire_at: if next.is_empty() {
             None
         } else {
-            Some(rows::instant(integer("next_fire_at", next)?)?)
+            Some(stored_instant(
+                "next_fire_at",
+                integer("next_fire_at", next)?,
+            )?)
         },
     })
 }

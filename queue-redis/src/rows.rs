@@ -4,17 +4,12 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
+use queue_core::backend::{corrupt, stored, stored_count, stored_instant, stored_optional};
 use queue_core::{
     FinalStatus, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey,
     WorkerId,
 };
 use serde_json::Value;
-
-/// An instant from microseconds since the epoch.
-pub(crate) fn instant(micros: i64) -> Result<DateTime<Utc>> {
-    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt("time", micros))
-}
 
 /// A queue name read back from the registry.
 pub(crate) fn queue_name(raw: String) -> Result<QueueName> {
@@ -77,12 +72,12 @@ impl<'a> Fields<'a> {
     }
 
     fn time(&self, field: &str) -> Result<DateTime<Utc>> {
-        instant(self.int(field)?)
+        stored_instant(field, self.int(field)?)
     }
 
     fn optional_time(&self, field: &str) -> Result<Option<DateTime<Utc>>> {
         self.optional(field)
-            .map(|raw| instant(integer(field, raw)?))
+            .map(|raw| stored_instant(field, integer(field, raw)?))
             .transpose()
     }
 
@@ -150,8 +145,8 @@ pub(crate) fn claimed(
             header.len()
         )));
     };
-    let updated_at = instant(integer("updated_at", now)?)?;
-    let lease_until = instant(integer("lease_until", until)?)?;
+    let updated_at = stored_instant("updated_at", integer("updated_at", now)?)?;
+    let lease_until = stored_instant("lease_until", integer("lease_until", until)?)?;
     rows.iter()
         .map(|row| {
             let [
@@ -174,7 +169,7 @@ pub(crate) fn claimed(
                     row.len()
                 )));
             };
-            let time = |field: &str, raw: &str| instant(integer(field, raw)?);
+            let time = |field: &str, raw: &str| stored_instant(field, integer(field, raw)?);
             let count = |field: &str, raw: &str| stored_count(field, integer(field, raw)?);
             let priority = integer("priority", priority)?;
             Ok(Job {
@@ -234,9 +229,4 @@ pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord>
         finished_at: f.time("finished_at")?,
         trace_context: f.name("trace_context", TraceContext::from_stored)?,
     })
-}
-
-/// JSON text of a value, as the scripts store it.
-pub(crate) fn json_text(value: &Value) -> Result<String> {
-    serde_json::to_string(value).map_err(QueueError::Serialization)
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::stored_instant;
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
@@ -18,7 +19,6 @@ use serde_json::Value as Json;
 use crate::connect::Conn;
 use crate::keys::Keys;
 use crate::namespace::Registry;
-use crate::rows;
 
 /// The namespace keys live under unless [`RedisStorage::with_namespace`]
 /// says otherwise.
@@ -102,7 +102,10 @@ impl RedisStorage {
     /// As any command ([`crate::interpret_error`]).
     pub async fn server_now(&self) -> Result<DateTime<Utc>> {
         let (secs, micros): (i64, i64) = self.command(&redis::cmd("TIME")).await?;
-        rows::instant(secs.saturating_mul(1_000_000).saturating_add(micros))
+        stored_instant(
+            "time",
+            secs.saturating_mul(1_000_000).saturating_add(micros),
+        )
     }
 
     /// The clock argument of every script: the manual clock's microseconds,

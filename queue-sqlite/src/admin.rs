@@ -30,10 +30,11 @@ impl SqliteStorage {
 
     pub(crate) async fn retry_dead_letter_pooled(&self, id: JobId) -> Result<()> {
         let queue = write_tx!(self, |conn, now| async {
-            let found: Option<(String, Option<String>)> = sqlx::query_as(sql::RETRY_DEAD_LETTER_FIND)
-                .bind(id.get())
-                .fetch_optional(&mut *conn)
-                .await?;
+            let found: Option<(String, Option<String>)> =
+                sqlx::query_as(sql::RETRY_DEAD_LETTER_FIND)
+                    .bind(id.get())
+                    .fetch_optional(&mut *conn)
+                    .await?;
             let Some((queue, key)) = found else {
                 return Ok::<_, sqlx::Error>(Err(QueueError::not_found(format!(
                     "dead letter {id}"

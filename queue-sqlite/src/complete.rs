@@ -6,13 +6,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use queue_core::backend::LeaseKey;
+use queue_core::backend::{LeaseKey, acked_one, first_mentions, json_text, stored_instant};
 use queue_core::time::{duration_micros, validate_duration};
 use queue_core::{Ack, FinalStatus, JobId, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
-use crate::rows::{instant, json_text};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -29,13 +28,7 @@ impl SqliteStorage {
         let acked = ack_all(conn, now, &[(LeaseKey::of(lease), result)])
             .await
             .map_err(interpret_error)?;
-        if acked.first().copied().unwrap_or(false) {
-            Ok(())
-        } else {
-            Err(QueueError::LeaseLost {
-                lease: lease.clone(),
-            })
-        }
+        acked_one(lease, &acked)
     }
 
     /// Nacks `lease` on `conn`, typically inside the caller's own transaction.
@@ -125,7 +118,7 @@ impl SqliteStorage {
         let at = at.ok_or_else(|| QueueError::LeaseLost {
             lease: lease.clone(),
         })?;
-        instant(at)
+        stored_instant("time", at)
     }
 }
 
@@ -174,9 +167,11 @@ async fn ack_all(
     now: i64,
     acks: &[(LeaseKey, Option<String>)],
 ) -> Result<Vec<bool>, sqlx::Error> {
-    let mut seen: HashSet<&LeaseKey> = HashSet::with_capacity(acks.len());
-    let firsts: Vec<&(LeaseKey, Option<String>)> =
-        acks.iter().filter(|(key, _)| seen.insert(key)).collect();
+    let firsts: Vec<&(LeaseKey, Option<String>)> = acks
+        .iter()
+        .zip(first_mentions(acks.iter().map(|(key, _)| key)))
+        .filter_map(|(ack, first)| first.then_some(ack))
+        .collect();
     let mut archived: HashSet<LeaseKey> = HashSet::with_capacity(firsts.len());
     for chunk in firsts.chunks(sql::ROWS_PER_STATEMENT) {
         let mut query = sqlx::query(AssertSqlSafe(sql::ack_many(chunk.len())));
@@ -229,7 +224,7 @@ async fn nack_one(
                 .bind(error)
                 .execute(&mut *conn)
                 .await?;
-            let at = instant(at).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            let at = stored_instant("time", at).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
             Ok(Some(NackOutcome::Retrying { at }))
         }
         _ => {

@@ -4,11 +4,10 @@
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{first_occurrences, validate_batch};
+use queue_core::backend::{first_occurrences, json_text, stored_instant, validate_batch};
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, TraceContext, ValidJob};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
-use crate::rows::{instant, json_text};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -70,7 +69,7 @@ pub(crate) async fn insert_all(
     now: i64,
     jobs: &[ValidJob],
 ) -> Result<Vec<EnqueueOutcome>, sqlx::Error> {
-    let start = instant(now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let start = stored_instant("time", now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     let first_of = first_occurrences(jobs);
     let firsts: Vec<usize> = (0..jobs.len()).filter(|&i| first_of[i] == i).collect();
     let mut ids: Vec<Option<i64>> = vec![None; jobs.len()];

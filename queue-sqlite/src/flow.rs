@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use queue_core::backend::{corrupt, stored_count, stored_millis};
+use queue_core::backend::{corrupt, stored_count, stored_instant, stored_millis};
 use queue_core::{
     Backoff, Bucket, DequeueRequest, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
 };
@@ -22,7 +22,6 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use crate::dequeue::claim_any;
-use crate::rows::instant;
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -96,7 +95,7 @@ async fn claim_limited(
     now: i64,
     request: &DequeueRequest,
 ) -> Result<Vec<SqliteRow>, sqlx::Error> {
-    let at = instant(now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let at = stored_instant("time", now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     let names: Vec<&str> = request.queues().iter().map(QueueName::as_str).collect();
     let names = serde_json::to_string(&names).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let rows = sqlx::query(sql::FLOW_CLAIM_LIMITS)
@@ -160,7 +159,7 @@ fn claim_limits(row: &SqliteRow) -> Result<(QueueLimits, Option<Bucket>), sqlx::
     let bucket = match (tokens, refilled_at) {
         (Some(tokens), Some(at)) => Some(Bucket {
             tokens,
-            refilled_at: instant(at).map_err(decode)?,
+            refilled_at: stored_instant("time", at).map_err(decode)?,
         }),
         _ => None,
     };

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use queue_core::backend::{stored, stored_count};
+use queue_core::backend::{stored, stored_count, stored_instant};
 use queue_core::time::duration_micros;
 use queue_core::{
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
@@ -124,7 +124,7 @@ impl SqliteStorage {
             };
             series.push(Throughput {
                 queue: stored("queue_name", name, QueueName::new)?,
-                minute: rows::instant(row.try_get("minute").map_err(interpret_error)?)?,
+                minute: stored_instant("time", row.try_get("minute").map_err(interpret_error)?)?,
                 completed: count("completed")?,
                 failed: count("failed")?,
             });

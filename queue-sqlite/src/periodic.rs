@@ -3,11 +3,11 @@
 //! it was recorded; and the listing of schedules.
 
 use queue_core::backend::stored;
+use queue_core::backend::stored_instant;
 use queue_core::{EnqueueOutcome, PeriodicFire, Result, ScheduleName, ScheduleRecord};
 use sqlx::Row;
 
 use crate::enqueue::insert_all;
-use crate::rows::instant;
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -47,8 +47,10 @@ impl SqliteStorage {
                 let next: Option<i64> = row.try_get("next_fire_at").map_err(interpret_error)?;
                 Ok(ScheduleRecord {
                     schedule: stored("schedule_name", name, ScheduleName::new)?,
-                    last_fire_at: instant(last)?,
-                    next_fire_at: next.map(instant).transpose()?,
+                    last_fire_at: stored_instant("time", last)?,
+                    next_fire_at: next
+                        .map(|micros| stored_instant("time", micros))
+                        .transpose()?,
                 })
             })
             .collect()

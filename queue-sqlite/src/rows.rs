@@ -1,7 +1,7 @@
 //! Turning SQLite rows into queue-core types; times are integer microseconds.
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
+use queue_core::backend::{corrupt, stored, stored_count, stored_instant, stored_optional};
 use queue_core::{
     HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId,
 };
@@ -18,17 +18,14 @@ where
     row.try_get(column).map_err(interpret_error)
 }
 
-/// An instant from microseconds since the epoch.
-pub(crate) fn instant(micros: i64) -> Result<DateTime<Utc>> {
-    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt("time", micros))
-}
-
 fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>> {
-    instant(get(row, column)?)
+    stored_instant(column, get(row, column)?)
 }
 
 fn optional_time(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>> {
-    get::<Option<i64>>(row, column)?.map(instant).transpose()
+    get::<Option<i64>>(row, column)?
+        .map(|micros| stored_instant("time", micros))
+        .transpose()
 }
 
 fn count(row: &SqliteRow, column: &str) -> Result<u32> {
@@ -98,9 +95,4 @@ pub(crate) fn record(row: &SqliteRow) -> Result<HistoryRecord> {
         finished_at: time(row, "finished_at")?,
         trace_context: optional_name(row, "trace_context", TraceContext::from_stored)?,
     })
-}
-
-/// JSON as SQLite stores it: text.
-pub(crate) fn json_text(value: &Value) -> Result<String> {
-    serde_json::to_string(value).map_err(QueueError::Serialization)
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::LimitedQueues;
+use queue_core::backend::stored_instant;
 use queue_core::{
     Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
@@ -284,14 +285,14 @@ impl SqliteStorage {
             .fetch_one(&self.pool)
             .await
             .map_err(crate::interpret_error)?;
-        crate::rows::instant(micros)
+        stored_instant("time", micros)
     }
 }
 
 #[async_trait::async_trait]
 impl Storage for SqliteStorage {
     async fn now(&self) -> Result<DateTime<Utc>> {
-        crate::rows::instant(self.now_micros())
+        stored_instant("time", self.now_micros())
     }
 
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {

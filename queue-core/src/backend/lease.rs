@@ -1,6 +1,12 @@
-//! A lease as the three columns that fence it.
+//! A lease as the three columns that fence it, and the rules every
+//! backend applies to leases in a batch.
 
-use crate::Lease;
+use std::collections::HashSet;
+use std::hash::Hash;
+
+use serde_json::Value;
+
+use crate::{Ack, Lease, QueueError, Result};
 
 /// The identity of a lease as a backend stores it: the job's id, the
 /// holder (`locked_by`) and the attempt the claim counted (`attempts`).
@@ -38,5 +44,38 @@ impl LeaseKey {
             worker: worker.to_owned(),
             attempt: attempts,
         })
+    }
+}
+
+/// Per key of `keys`, in order: true for its first mention, false for a
+/// repeat. A lease named twice in one batch counts once, as if the calls
+/// ran in turn: the first acts, the repeats find the lease gone
+/// (`ack_batch_acks_a_repeated_lease_once`).
+pub fn first_mentions<K: Eq + Hash>(keys: impl IntoIterator<Item = K>) -> Vec<bool> {
+    let mut seen = HashSet::new();
+    keys.into_iter().map(|key| seen.insert(key)).collect()
+}
+
+/// One ack as the batch of one that `ack_batch` takes: what
+/// [`crate::Storage::ack`] and a backend's ack in the caller's transaction
+/// run, with [`acked_one`] reading the answer.
+pub fn one_ack(lease: &Lease, result: Option<Value>) -> [Ack; 1] {
+    [Ack {
+        lease: lease.clone(),
+        result,
+    }]
+}
+
+/// The answer of a batch of one ([`one_ack`]): `Ok` when it acked,
+/// [`QueueError::LeaseLost`] naming `lease` when not.
+///
+/// # Errors
+/// [`QueueError::LeaseLost`] unless `acked` is `[true]`.
+pub fn acked_one(lease: &Lease, acked: &[bool]) -> Result<()> {
+    match acked {
+        [true] => Ok(()),
+        _ => Err(QueueError::LeaseLost {
+            lease: lease.clone(),
+        }),
     }
 }

@@ -25,9 +25,11 @@ mod turn;
 
 pub use batch::{first_occurrences, validate_batch};
 pub use flow::LimitedQueues;
-pub use lease::LeaseKey;
+pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};
 pub use order::claim_order;
 pub use plan::PlanStep;
 pub use retry::{PING_IDLE_AFTER, RetryPolicy, retrying};
-pub use stored::{corrupt, stored, stored_count, stored_millis, stored_optional};
+pub use stored::{
+    corrupt, json_text, stored, stored_count, stored_instant, stored_millis, stored_optional,
+};
 pub use turn::Turn;

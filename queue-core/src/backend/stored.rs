@@ -1,6 +1,10 @@
-//! Values read back from a backend's own columns, checked on the way in.
+//! Values read back from a backend's own columns, checked on the way in,
+//! and the JSON text a backend without a JSON type writes.
 
 use std::fmt::Display;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
 
 use crate::{QueueError, Result};
 
@@ -43,6 +47,25 @@ where
     V: TryInto<u32> + Display + Copy,
 {
     value.try_into().map_err(|_| corrupt(column, value))
+}
+
+/// An instant a backend stores as microseconds since the Unix epoch, UTC
+/// (SQLite's and Redis's time columns).
+///
+/// # Errors
+/// [`corrupt`] when `micros` is outside what [`DateTime`] represents.
+pub fn stored_instant(column: &str, micros: i64) -> Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(micros).ok_or_else(|| corrupt(column, micros))
+}
+
+/// A payload, result or error as JSON text, for a backend that stores JSON
+/// as text (SQLite, Redis).
+///
+/// # Errors
+/// [`QueueError::Serialization`] when `value` does not serialize (a map
+/// with non-string keys cannot come from a `Value`, so in practice never).
+pub fn json_text(value: &Value) -> Result<String> {
+    serde_json::to_string(value).map_err(QueueError::Serialization)
 }
 
 /// A millisecond column the schema keeps non-negative (a queue's lease and
