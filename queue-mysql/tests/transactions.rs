@@ -1,29 +1,18 @@
-//! Enqueue and completion inside the caller's diesel-async transaction,
-//! and times that stay UTC whatever the session time zone.
+//! Enqueue, ack and nack inside the caller's diesel-async transaction (the
+//! kit's transactional suite, `queue_testkit::transactional`), and times
+//! that stay UTC whatever the session time zone.
 
 mod common;
 
-use std::time::Duration;
-
+use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
-use diesel::QueryableByName;
-use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
-use queue_core::{
-    DequeueRequest, FinalStatus, Job, ManualClock, NackOutcome, NewJob, QueueError, QueueName,
-    Retry, Storage, WorkerId,
-};
+use queue_core::{ManualClock, NewJob, QueueError, Result, Storage};
 use queue_mysql::MySqlStorage;
 use queue_testkit::harness::mysql::TestDatabase;
+use queue_testkit::transactional::{Answer, Step, TransactionalFactory, TransactionalHarness};
 use serde_json::json;
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-#[derive(QueryableByName)]
-struct Status {
-    #[diesel(sql_type = Text)]
-    status: String,
-}
+use tokio::sync::Mutex;
 
 /// A migrated storage, an `orders` table, and a connection of the caller's own.
 async fn setup() -> (TestDatabase, MySqlStorage, AsyncMysqlConnection) {
@@ -31,160 +20,129 @@ async fn setup() -> (TestDatabase, MySqlStorage, AsyncMysqlConnection) {
     let mut conn = AsyncMysqlConnection::establish(&db.url())
         .await
         .expect("connect");
-    conn.batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, status VARCHAR(20) NOT NULL)")
+    conn.batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY)")
         .await
         .expect("business table");
     (db, storage, conn)
 }
 
-async fn order_status(conn: &mut AsyncMysqlConnection, id: i64) -> Option<String> {
-    diesel::sql_query(format!("SELECT status FROM orders WHERE id = {id}"))
-        .load::<Status>(conn)
-        .await
-        .expect("read order")
-        .pop()
-        .map(|s| s.status)
+/// The storage and the caller's connection (one transaction at a time).
+struct MySqlTransactions {
+    db: TestDatabase,
+    storage: MySqlStorage,
+    conn: Mutex<AsyncMysqlConnection>,
 }
 
-async fn claim(storage: &MySqlStorage) -> Job {
-    let request = DequeueRequest::new(
-        vec![QueueName::new("orders").expect("valid")],
-        1,
-        Duration::from_secs(30),
-        WorkerId::new("w1").expect("valid"),
-    )
-    .expect("valid request");
-    let mut jobs = storage.dequeue(&request).await.expect("dequeue");
-    assert_eq!(jobs.len(), 1);
-    jobs.remove(0)
+struct MySqlTransactionsFactory;
+
+#[async_trait]
+impl TransactionalFactory for MySqlTransactionsFactory {
+    type Harness = MySqlTransactions;
+
+    async fn create(&self) -> MySqlTransactions {
+        let (db, storage, conn) = setup().await;
+        MySqlTransactions {
+            db,
+            storage,
+            conn: Mutex::new(conn),
+        }
+    }
 }
 
-#[tokio::test]
-async fn enqueue_in_commits_and_rolls_back_with_the_business_row() {
-    let (db, storage, mut conn) = setup().await;
-    let committed = conn
-        .transaction(async |conn| {
-            conn.batch_execute("INSERT INTO orders VALUES (1, 'placed')")
-                .await?;
-            let outcome = storage
-                .enqueue_in(conn, NewJob::new("orders", json!({"order": 1})))
-                .await?;
-            Ok::<_, BoxError>(outcome)
-        })
-        .await
-        .expect("committed transaction");
-    let rolled_back = conn
-        .transaction(async |conn| {
-            conn.batch_execute("INSERT INTO orders VALUES (2, 'placed')")
-                .await?;
-            let outcome = storage
-                .enqueue_in(conn, NewJob::new("orders", json!({"order": 2})))
-                .await?;
-            Err::<(), BoxError>(format!("abort after enqueueing {}", outcome.id).into())
-        })
-        .await;
-    assert!(rolled_back.is_err());
-
-    assert_eq!(order_status(&mut conn, 1).await.as_deref(), Some("placed"));
-    assert!(
-        storage
-            .get_job(committed.id)
-            .await
-            .expect("get_job")
-            .is_some()
-    );
-    assert_eq!(order_status(&mut conn, 2).await, None);
-    let stats = storage.stats().await.expect("stats");
-    assert_eq!(
-        stats.iter().map(|s| s.live()).sum::<u64>(),
-        1,
-        "only the committed job"
-    );
-    drop(conn);
-    db.drop_database().await;
+/// How a diesel transaction of the harness ends early: a step failed, or
+/// every step succeeded and the caller asked for a rollback.
+enum Abort {
+    Failed(QueueError),
+    RolledBack(Vec<Answer>),
 }
 
-#[tokio::test]
-async fn ack_in_commits_or_rolls_back_with_the_handlers_effect() {
-    let (db, storage, mut conn) = setup().await;
-    conn.batch_execute("INSERT INTO orders VALUES (3, 'placed'), (4, 'placed')")
-        .await
-        .expect("orders");
-    storage
-        .enqueue(NewJob::new("orders", json!({"order": 3})))
-        .await
-        .expect("enqueue");
-    storage
-        .enqueue(NewJob::new("orders", json!({"order": 4})))
-        .await
-        .expect("enqueue");
-
-    // Rolled back: the effect is undone and the job is still leased.
-    let job = claim(&storage).await;
-    let lease = job.lease().expect("lease");
-    let rolled_back = conn
-        .transaction(async |conn| {
-            conn.batch_execute("UPDATE orders SET status = 'shipped' WHERE id = 3")
-                .await?;
-            storage.ack_in(conn, &lease, None).await?;
-            Err::<(), BoxError>("handler gave up".into())
-        })
-        .await;
-    assert!(rolled_back.is_err());
-    assert_eq!(order_status(&mut conn, 3).await.as_deref(), Some("placed"));
-    assert_eq!(
-        storage.get_history(job.id).await.expect("get_history"),
-        None
-    );
-    let live = storage
-        .get_job(job.id)
-        .await
-        .expect("get_job")
-        .expect("still live");
-    assert_eq!(live.lease(), Some(lease.clone()));
-
-    // Committed: effect and completion together.
-    conn.transaction(async |conn| {
-        conn.batch_execute("UPDATE orders SET status = 'shipped' WHERE id = 3")
-            .await?;
-        storage
-            .ack_in(conn, &lease, Some(json!({"shipped": 3})))
-            .await?;
-        Ok::<_, BoxError>(())
-    })
-    .await
-    .expect("committed");
-    assert_eq!(order_status(&mut conn, 3).await.as_deref(), Some("shipped"));
-    let record = storage
-        .get_history(job.id)
-        .await
-        .expect("get_history")
-        .expect("archived");
-    assert_eq!(record.status, FinalStatus::Completed);
-    assert_eq!(record.result, Some(json!({"shipped": 3})));
-
-    // nack_in follows the transaction too, and a stale lease is refused.
-    let other = claim(&storage).await;
-    let other_lease = other.lease().expect("lease");
-    let outcome = conn
-        .transaction(async |conn| {
-            Ok::<_, BoxError>(
-                storage
-                    .nack_in(conn, &other_lease, json!("later"), Retry::Never)
-                    .await?,
-            )
-        })
-        .await
-        .expect("committed");
-    assert_eq!(outcome, NackOutcome::DeadLettered);
-    let stale = storage.ack_in(&mut conn, &lease, None).await;
-    assert!(
-        matches!(stale, Err(QueueError::LeaseLost { .. })),
-        "{stale:?}"
-    );
-    drop(conn);
-    db.drop_database().await;
+impl From<diesel::result::Error> for Abort {
+    fn from(error: diesel::result::Error) -> Self {
+        Self::Failed(QueueError::backend(format!(
+            "the caller's own statement: {error}"
+        )))
+    }
 }
+
+impl From<QueueError> for Abort {
+    fn from(error: QueueError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}
+
+#[async_trait]
+impl TransactionalHarness for MySqlTransactions {
+    type Storage = MySqlStorage;
+
+    fn storage(&self) -> &MySqlStorage {
+        &self.storage
+    }
+
+    async fn run_in_transaction(&self, steps: Vec<Step>, commit: bool) -> Result<Vec<Answer>> {
+        let mut conn = self.conn.lock().await;
+        let storage = &self.storage;
+        let ended = conn
+            .transaction(async |conn| {
+                let mut answers = Vec::with_capacity(steps.len());
+                for step in steps {
+                    answers.push(match step {
+                        Step::Effect(order) => {
+                            conn.batch_execute(&format!(
+                                "INSERT INTO orders (id) VALUES ({order})"
+                            ))
+                            .await?;
+                            Answer::Effect
+                        }
+                        Step::Enqueue(job) => {
+                            Answer::Enqueued(storage.enqueue_in(conn, job).await?)
+                        }
+                        Step::Ack(lease, result) => {
+                            storage.ack_in(conn, &lease, result).await?;
+                            Answer::Acked
+                        }
+                        Step::Nack(lease, error, retry) => {
+                            Answer::Nacked(storage.nack_in(conn, &lease, error, retry).await?)
+                        }
+                    });
+                }
+                if commit {
+                    Ok(answers)
+                } else {
+                    Err(Abort::RolledBack(answers))
+                }
+            })
+            .await;
+        match ended {
+            Ok(answers) | Err(Abort::RolledBack(answers)) => Ok(answers),
+            Err(Abort::Failed(error)) => Err(error),
+        }
+    }
+
+    async fn effect_committed(&self, order: i64) -> bool {
+        let mut conn = self.conn.lock().await;
+        diesel::sql_query(format!(
+            "SELECT COUNT(*) AS n FROM orders WHERE id = {order}"
+        ))
+        .load::<Count>(&mut *conn)
+        .await
+        .expect("read orders")
+        .iter()
+        .any(|c| c.n == 1)
+    }
+
+    async fn finish(self) {
+        drop(self.conn);
+        self.db.drop_database().await;
+    }
+}
+
+queue_testkit::transactional_tests!(MySqlTransactionsFactory);
 
 #[tokio::test]
 async fn times_stay_utc_in_a_non_utc_session() {

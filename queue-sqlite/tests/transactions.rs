@@ -1,185 +1,113 @@
-//! Enqueue and completion inside the caller's own SQLite transaction, and
+//! Enqueue, ack and nack inside the caller's own SQLite transaction (the
+//! kit's transactional suite, `queue_testkit::transactional`), and
 //! wake-ups inside one process.
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use futures_util::StreamExt;
-use queue_core::{
-    DequeueRequest, FinalStatus, Job, NackOutcome, NewJob, QueueError, QueueName, Retry, Storage,
-    Wakeup, WorkerId,
-};
+use queue_core::{NewJob, QueueError, QueueName, Result, Storage, Wakeup};
 use queue_sqlite::SqliteStorage;
+use queue_testkit::transactional::{Answer, Step, TransactionalFactory, TransactionalHarness};
 use serde_json::json;
 
-const LEASE: Duration = Duration::from_secs(30);
-
-/// A storage on a file (a pool of several connections) plus a business table.
-async fn setup() -> (tempfile::TempDir, SqliteStorage) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let url = format!("sqlite://{}?mode=rwc", dir.path().join("q.db").display());
-    let storage = SqliteStorage::connect(&url).await.expect("connect");
-    sqlx::query("CREATE TABLE orders (id INTEGER PRIMARY KEY, status TEXT NOT NULL)")
-        .execute(storage.pool())
-        .await
-        .expect("business table");
-    (dir, storage)
+/// A storage on a file (a pool of several connections) plus a business
+/// table; the caller's transactions take a connection of the same pool.
+struct SqliteTransactions {
+    _dir: tempfile::TempDir,
+    storage: SqliteStorage,
 }
 
-async fn order_count(storage: &SqliteStorage) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM orders")
-        .fetch_one(storage.pool())
-        .await
-        .expect("count orders")
+struct SqliteTransactionsFactory;
+
+#[async_trait]
+impl TransactionalFactory for SqliteTransactionsFactory {
+    type Harness = SqliteTransactions;
+
+    async fn create(&self) -> SqliteTransactions {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("q.db").display());
+        let storage = SqliteStorage::connect(&url).await.expect("connect");
+        sqlx::query("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+            .execute(storage.pool())
+            .await
+            .expect("business table");
+        SqliteTransactions { _dir: dir, storage }
+    }
 }
 
-async fn claim(storage: &SqliteStorage) -> Job {
-    let request = DequeueRequest::new(
-        vec![QueueName::new("orders").expect("valid")],
-        1,
-        LEASE,
-        WorkerId::new("w1").expect("valid"),
-    )
-    .expect("valid request");
-    let mut jobs = storage.dequeue(&request).await.expect("dequeue");
-    assert_eq!(jobs.len(), 1);
-    jobs.remove(0)
+fn business(error: sqlx::Error) -> QueueError {
+    QueueError::backend(format!("the caller's own statement: {error}"))
 }
 
-#[tokio::test]
-async fn enqueue_in_commits_and_rolls_back_with_the_business_row() {
-    let (_dir, storage) = setup().await;
-    let mut tx = storage
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("begin");
-    sqlx::query("INSERT INTO orders VALUES (1, 'placed')")
-        .execute(&mut *tx)
-        .await
-        .expect("order");
-    let kept = storage
-        .enqueue_in(&mut tx, NewJob::new("orders", json!({"order": 1})))
-        .await
-        .expect("enqueue_in");
-    tx.commit().await.expect("commit");
+#[async_trait]
+impl TransactionalHarness for SqliteTransactions {
+    type Storage = SqliteStorage;
 
-    let mut tx = storage
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("begin");
-    sqlx::query("INSERT INTO orders VALUES (2, 'placed')")
-        .execute(&mut *tx)
-        .await
-        .expect("order");
-    let dropped = storage
-        .enqueue_in(&mut tx, NewJob::new("orders", json!({"order": 2})))
-        .await
-        .expect("enqueue_in");
-    tx.rollback().await.expect("rollback");
+    fn storage(&self) -> &SqliteStorage {
+        &self.storage
+    }
 
-    assert_eq!(order_count(&storage).await, 1);
-    assert!(storage.get_job(kept.id).await.expect("get").is_some());
-    assert!(storage.get_job(dropped.id).await.expect("get").is_none());
+    async fn run_in_transaction(&self, steps: Vec<Step>, commit: bool) -> Result<Vec<Answer>> {
+        // BEGIN IMMEDIATE, as a writer should: the write lock up front.
+        // Dropped on an early return: sqlx rolls it back.
+        let mut tx = self
+            .storage
+            .pool()
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(business)?;
+        let mut answers = Vec::with_capacity(steps.len());
+        for step in steps {
+            answers.push(match step {
+                Step::Effect(order) => {
+                    sqlx::query("INSERT INTO orders (id) VALUES (?1)")
+                        .bind(order)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(business)?;
+                    Answer::Effect
+                }
+                Step::Enqueue(job) => {
+                    Answer::Enqueued(self.storage.enqueue_in(&mut tx, job).await?)
+                }
+                Step::Ack(lease, result) => {
+                    self.storage.ack_in(&mut tx, &lease, result).await?;
+                    Answer::Acked
+                }
+                Step::Nack(lease, error, retry) => {
+                    Answer::Nacked(self.storage.nack_in(&mut tx, &lease, error, retry).await?)
+                }
+            });
+        }
+        if commit {
+            tx.commit().await.map_err(business)?;
+        } else {
+            tx.rollback().await.map_err(business)?;
+        }
+        Ok(answers)
+    }
+
+    async fn effect_committed(&self, order: i64) -> bool {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM orders WHERE id = ?1")
+            .bind(order)
+            .fetch_one(self.storage.pool())
+            .await
+            .expect("read orders")
+            == 1
+    }
+
+    async fn finish(self) {
+        self.storage.pool().close().await;
+    }
 }
 
-#[tokio::test]
-async fn ack_in_finishes_the_job_only_when_the_caller_commits() {
-    let (_dir, storage) = setup().await;
-    storage
-        .enqueue(NewJob::new("orders", json!({"order": 1})))
-        .await
-        .expect("enqueue");
-    let job = claim(&storage).await;
-    let lease = job.lease().expect("claimed job has a lease");
-
-    let mut tx = storage
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("begin");
-    storage
-        .ack_in(&mut tx, &lease, Some(json!("shipped")))
-        .await
-        .expect("ack_in");
-    tx.rollback().await.expect("rollback");
-    assert!(storage.get_job(job.id).await.expect("get").is_some());
-
-    let mut tx = storage
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("begin");
-    sqlx::query("INSERT INTO orders VALUES (1, 'shipped')")
-        .execute(&mut *tx)
-        .await
-        .expect("order");
-    storage
-        .ack_in(&mut tx, &lease, Some(json!("shipped")))
-        .await
-        .expect("ack_in");
-    tx.commit().await.expect("commit");
-    let record = storage
-        .get_history(job.id)
-        .await
-        .expect("history")
-        .expect("archived");
-    assert_eq!(record.status, FinalStatus::Completed);
-    assert_eq!(record.result, Some(json!("shipped")));
-    assert_eq!(order_count(&storage).await, 1);
-
-    let mut tx = storage
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("begin");
-    let again = storage.ack_in(&mut tx, &lease, None).await;
-    assert!(
-        matches!(again, Err(QueueError::LeaseLost { .. })),
-        "{again:?}"
-    );
-}
-
-#[tokio::test]
-async fn nack_in_retries_inside_the_caller_transaction() {
-    let (_dir, storage) = setup().await;
-    storage
-        .enqueue(NewJob::new("orders", json!({"order": 1})))
-        .await
-        .expect("enqueue");
-    let job = claim(&storage).await;
-    let lease = job.lease().expect("lease");
-    let mut tx = storage
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("begin");
-    let outcome = storage
-        .nack_in(
-            &mut tx,
-            &lease,
-            json!({"why": "later"}),
-            Retry::After(Duration::from_secs(60)),
-        )
-        .await
-        .expect("nack_in");
-    tx.commit().await.expect("commit");
-    assert!(
-        matches!(outcome, NackOutcome::Retrying { .. }),
-        "{outcome:?}"
-    );
-    let live = storage
-        .get_job(job.id)
-        .await
-        .expect("get")
-        .expect("still live");
-    assert_eq!(live.lease_until, None);
-    assert_eq!(live.last_error, Some(json!({"why": "later"})));
-}
+queue_testkit::transactional_tests!(SqliteTransactionsFactory);
 
 #[tokio::test]
 async fn subscribers_are_woken_by_commits_of_this_process() {
-    let (_dir, storage) = setup().await;
+    let harness = SqliteTransactionsFactory.create().await;
+    let storage = harness.storage().clone();
     let mut wakeups = storage
         .subscribe()
         .await

@@ -9,6 +9,9 @@
 //!   backend and to [`MemoryStorage`] and comparing every result and state.
 //! - [`broken`]: a catalogue of deliberately broken storages, each of which
 //!   the suite and the model test reject: what the kit guarantees to catch.
+//! - [`transactional`]: the cases of enqueue, ack and nack inside the
+//!   caller's own transaction, run by [`transactional_tests!`], for a
+//!   storage that offers them.
 //! - [`harness`]: databases from environment URLs, one isolated schema or
 //!   database per test.
 
@@ -19,6 +22,7 @@ mod macros;
 mod memory;
 pub mod model;
 pub mod suite;
+pub mod transactional;
 
 pub use memory::{MemoryFactory, MemoryStorage};
 

@@ -182,3 +182,48 @@ macro_rules! __queue_testkit_conformance_test {
         )*
     };
 }
+
+/// Stamps one test per case of [`crate::transactional`] for a
+/// [`crate::transactional::TransactionalFactory`], in a module named
+/// `transactional` (or the name given, as in [`conformance_tests!`]).
+#[macro_export]
+macro_rules! transactional_tests {
+    ($module:ident : $factory:expr $(,)?) => {
+        #[cfg(test)]
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__queue_testkit_transactional_test!(
+                $factory;
+                enqueue_in_a_committed_transaction_keeps_the_job_and_the_effect,
+                enqueue_in_a_rolled_back_transaction_leaves_neither,
+                ack_in_a_committed_transaction_archives_with_the_effect,
+                ack_in_a_rolled_back_transaction_leaves_the_job_leased,
+                nack_in_follows_the_callers_transaction,
+                ack_in_of_a_lost_lease_is_lease_lost_and_writes_nothing,
+            );
+        }
+    };
+    ($factory:expr $(,)?) => {
+        $crate::transactional_tests!(transactional: $factory);
+    };
+}
+
+/// Stamps one test per case; used by [`transactional_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queue_testkit_transactional_test {
+    ($factory:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::suite::block_on(async {
+                    $crate::transactional::run_case(&$factory, |harness| {
+                        ::std::boxed::Box::pin($crate::transactional::$name(harness))
+                    })
+                    .await;
+                });
+            }
+        )*
+    };
+}
