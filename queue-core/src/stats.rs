@@ -8,7 +8,7 @@ use crate::{JobState, QueueError, QueueName, Result};
 
 /// The cap [`crate::Storage::stats`] counts each state up to: a count that
 /// reaches it is shown as "10,000+". Counting stops there, so that stats
-/// answer in milliseconds however many jobs wait (see docs/benchmarks.md,
+/// answer in milliseconds however many jobs wait (see docs/benchmarks-journal.md,
 /// "Operator reads at size").
 pub const DEFAULT_COUNT_CAP: u64 = 10_000;
 

@@ -55,7 +55,8 @@ pub struct PgStorage {
 /// idle is replaced, not handed out), rather than before every use, sqlx's
 /// default. That ping is a round trip before every statement of a busy
 /// queue: without it a PostgreSQL drain ran 6-14% faster on the benchmark
-/// machine (docs/benchmarks.md). A connection the server dropped within
+/// machine (docs/benchmarks-journal.md, "JIT on the batch enqueue, pings
+/// before every statement"). A connection the server dropped within
 /// the last second fails its next statement instead.
 pub fn pool_options() -> PgPoolOptions {
     PgPoolOptions::new()
@@ -112,7 +113,7 @@ impl PgStorage {
     /// its WAL to reach the disk (`synchronous_commit = off` for that
     /// transaction only; enqueues, acks, nacks and every other statement
     /// still wait). A drain at 16 handlers ran 25% faster on the benchmark
-    /// machine (docs/benchmarks.md, "Claims that stop waiting").
+    /// machine (docs/benchmarks-journal.md, "Claims that stop waiting").
     ///
     /// What it costs: if the PostgreSQL server crashes (a crash, not a
     /// clean shutdown), the claims committed in the last fraction of a

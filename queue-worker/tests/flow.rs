@@ -257,8 +257,9 @@ async fn a_queue_config_backoff_replaces_the_worker_option() {
 /// until the ack commits, so with a limited queue the completer does not
 /// hold acks back for `completion_delay` to batch more: a limit of 64 at
 /// 16 handlers then bound a drain to 73-82% of the unlimited rate (a
-/// median of 91% without the wait, docs/benchmarks.md). With a delay of 3 s and a batch
-/// larger than the jobs, only that rule acks them within half a second.
+/// median of 91% without the wait: docs/benchmarks-journal.md, "One
+/// index of the leased jobs"). With a delay of 3 s and a batch larger
+/// than the jobs, only that rule acks them within half a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_of_a_concurrency_limited_queue_do_not_wait_to_batch() {
     for limited in [true, false] {

@@ -13,7 +13,8 @@ use std::time::Duration;
 /// a round trip on its way out. A check before every use (sqlx's and
 /// diesel-async's default) is a round trip before every statement of a
 /// busy queue: without it a PostgreSQL drain ran 6-14% faster on the
-/// benchmark machine (docs/benchmarks.md). A connection lost within this
+/// benchmark machine (docs/benchmarks-journal.md, "JIT on the batch
+/// enqueue, pings before every statement"). A connection lost within this
 /// time fails its next statement instead, which [`retrying`] tries again
 /// where that is safe.
 pub const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
