@@ -14,8 +14,7 @@
 //!
 //! Every mutation is a POST that carries the page's CSRF token; without
 //! [`DashboardOptions::token`] a request is served only for a loopback or
-//! allowed `Host`. The pages and the whole security model:
-//! docs/design-notes.md, "queue-dashboard".
+//! allowed `Host`. The pages and the whole security model: [`design`].
 mod actions;
 mod auth;
 mod chart;
@@ -188,6 +187,10 @@ pub fn router<S: Storage>(
     }
     Ok(app)
 }
+
+/// The pages, and the security model in full. Documentation only.
+#[doc = include_str!("design.md")]
+pub mod design {}
 
 // The README's examples, compiled (and the runnable ones run) as doc tests.
 #[cfg(doctest)]

@@ -6,9 +6,8 @@
 //!
 //! The key layout (version [`LAYOUT_VERSION`], written by
 //! [`RedisStorage::migrate`]), flow control, what spans several slots and
-//! durability are described in the repository's docs/design-notes.md,
-//! "queue-redis"; the guarantees under a crash or failover in
-//! docs/reliability.md.
+//! durability: [`design`]; the guarantees under a crash or failover in
+//! the repository's docs/reliability.md.
 
 #![warn(missing_docs)]
 
@@ -34,6 +33,12 @@ mod wakeups;
 
 pub use error::{NodeError, interpret_error};
 pub use storage::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_NAMESPACE, LAYOUT_VERSION, RedisStorage};
+
+/// The design of the storage, for operators and the next engineer: the key
+/// layout, flow control, what spans several slots, durability.
+/// Documentation only.
+#[doc = include_str!("design.md")]
+pub mod design {}
 
 // The README's examples, compiled (and the runnable ones run) as doc tests.
 #[cfg(doctest)]

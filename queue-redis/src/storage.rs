@@ -64,7 +64,7 @@ impl RedisStorage {
     /// nothing. 1 to 64 ASCII letters, digits, `_`, `-`, `.` or `:`.
     ///
     /// # Errors
-    /// [`QueueError::InvalidInput`] for `namespace`.
+    /// [`queue_core::QueueError::InvalidInput`] for `namespace`.
     pub fn with_namespace(mut self, namespace: &str) -> Result<Self> {
         self.keys = Keys::new(namespace)?;
         self.registry = Arc::default();

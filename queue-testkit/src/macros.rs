@@ -185,7 +185,7 @@ macro_rules! __queue_testkit_conformance_test {
 
 /// Stamps one test per case of [`crate::transactional`] for a
 /// [`crate::transactional::TransactionalFactory`], in a module named
-/// `transactional` (or the name given, as in [`conformance_tests!`]).
+/// `transactional` (or the name given, as in [`conformance_tests!`](crate::conformance_tests)).
 #[macro_export]
 macro_rules! transactional_tests {
     ($module:ident : $factory:expr $(,)?) => {
