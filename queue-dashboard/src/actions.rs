@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Redirect;
 use queue_core::{
@@ -222,25 +222,40 @@ pub(crate) async fn retry_dead_letters<S: Storage>(
     }))
 }
 
+/// The queue a pause or resume acts on, in the query string
+/// (`/queues/pause?queue=...`) rather than in the path: a browser removes a
+/// path segment `.` or `..` (even percent-encoded) before sending, so a
+/// queue of that name could not be named in a path.
+#[derive(Debug, Deserialize)]
+pub(crate) struct QueueTarget {
+    queue: String,
+}
+
 /// Pauses a queue.
 pub(crate) async fn pause<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
-    Path(queue): Path<String>,
+    Query(target): Query<QueueTarget>,
     Form(form): Form<Token>,
 ) -> Result<Redirect, Failure> {
     allowed(&state, &form.csrf)?;
-    state.storage.pause_queue(&QueueName::new(queue)?).await?;
+    state
+        .storage
+        .pause_queue(&QueueName::new(target.queue)?)
+        .await?;
     Ok(Redirect::to("/"))
 }
 
 /// Resumes a queue.
 pub(crate) async fn resume<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
-    Path(queue): Path<String>,
+    Query(target): Query<QueueTarget>,
     Form(form): Form<Token>,
 ) -> Result<Redirect, Failure> {
     allowed(&state, &form.csrf)?;
-    state.storage.resume_queue(&QueueName::new(queue)?).await?;
+    state
+        .storage
+        .resume_queue(&QueueName::new(target.queue)?)
+        .await?;
     Ok(Redirect::to("/"))
 }
 

@@ -166,8 +166,8 @@ pub fn router<S: Storage>(
         .route("/jobs/{id}/discard", post(actions::discard::<S>))
         .route("/jobs/{id}/cancel", post(actions::cancel::<S>))
         .route("/queues/limits", post(actions::limits::<S>))
-        .route("/queues/{queue}/pause", post(actions::pause::<S>))
-        .route("/queues/{queue}/resume", post(actions::resume::<S>))
+        .route("/queues/pause", post(actions::pause::<S>))
+        .route("/queues/resume", post(actions::resume::<S>))
         .route("/metrics", get(metrics::metrics::<S>))
         .route("/healthz", get(metrics::healthz::<S>))
         .layer(axum::middleware::from_fn_with_state(

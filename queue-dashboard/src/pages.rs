@@ -68,7 +68,7 @@ pub(crate) async fn overview<S: Storage>(
                             }
                             td { (chart::throughput(&recent, now)) }
                             td {
-                                @let path = format!("/queues/{}/{}", component(s.queue.as_str()), if s.paused { "resume" } else { "pause" });
+                                @let path = format!("/queues/{}?queue={}", if s.paused { "resume" } else { "pause" }, component(s.queue.as_str()));
                                 (action(&state, &path, if s.paused { "Resume" } else { "Pause" }))
                             }
                         }

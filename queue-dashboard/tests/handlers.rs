@@ -123,7 +123,7 @@ async fn the_overview_shows_each_queue_and_refreshes_itself() {
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains(">emails</a>"), "{}", page.body);
     assert!(page.body.contains(r#"http-equiv="refresh""#));
-    assert!(page.body.contains(r#"action="/queues/emails/pause""#));
+    assert!(page.body.contains(r#"action="/queues/pause?queue=emails""#));
 }
 
 #[tokio::test]
@@ -181,7 +181,7 @@ async fn a_mutation_without_the_csrf_token_is_refused_and_changes_nothing() {
             format!("/jobs/{live}/discard"),
             "csrf=00000000000000000000000000000000".to_owned(),
         ),
-        ("/queues/emails/pause".to_owned(), String::new()),
+        ("/queues/pause?queue=emails".to_owned(), String::new()),
         (
             "/enqueue".to_owned(),
             "queue=emails&payload=%7B%7D".to_owned(),
@@ -278,8 +278,8 @@ async fn read_only_refuses_every_mutation_and_shows_no_buttons() {
             "/queues/limits".to_owned(),
             format!("{csrf}&queue=emails&concurrency=5"),
         ),
-        ("/queues/emails/pause".to_owned(), csrf.clone()),
-        ("/queues/emails/resume".to_owned(), csrf.clone()),
+        ("/queues/pause?queue=emails".to_owned(), csrf.clone()),
+        ("/queues/resume?queue=emails".to_owned(), csrf.clone()),
     ];
     for (path, form) in mutations {
         let reply = send(&app, post(&path, &form)).await;
@@ -549,7 +549,7 @@ async fn every_response_carries_the_security_headers_and_pages_need_no_inline_co
         send(&open, get("/metrics")).await,
         send(&open, get("/style.css")).await,
         send(&open, get("/no-such-page")).await,
-        send(&open, post("/queues/emails/pause", "")).await,
+        send(&open, post("/queues/pause?queue=emails", "")).await,
         send(&open, from_host(Some("evil.example"), "/")).await,
         send(&guarded, get("/")).await,
     ];
@@ -599,6 +599,51 @@ async fn every_response_carries_the_security_headers_and_pages_need_no_inline_co
     );
 }
 
+/// A queue named `.` or `..`: a browser removes such a path segment (even
+/// percent-encoded as `%2E`) before it sends the request, so the pause
+/// button names the queue in the query string. Each action the overview
+/// emits, resolved as a browser resolves it, still names the queue and
+/// pauses it.
+#[tokio::test]
+async fn queues_named_dot_and_dot_dot_are_paused_by_the_overviews_buttons() {
+    for name in [".", ".."] {
+        let storage = Arc::new(MemoryStorage::new());
+        storage
+            .enqueue(NewJob::new(name, json!({})))
+            .await
+            .expect("enqueue");
+        let app = app(Arc::clone(&storage), DashboardOptions::default());
+        let page = send(&app, get("/")).await;
+        let action = page
+            .body
+            .split(r#"action=""#)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .find(|action| action.contains("pause"))
+            .unwrap_or_else(|| panic!("a pause button for {name:?}: {}", page.body))
+            .replace("&amp;", "&");
+        let base = url::Url::parse("http://127.0.0.1:8080/").expect("base");
+        let resolved = base.join(&action).expect("the action resolves");
+        let sent = match resolved.query() {
+            Some(query) => format!("{}?{query}", resolved.path()),
+            None => resolved.path().to_owned(),
+        };
+        let token = csrf(&page.body);
+        let paused = send(&app, post(&sent, &format!("csrf={token}"))).await;
+        assert_eq!(
+            paused.status,
+            StatusCode::SEE_OTHER,
+            "{name:?}: {action} was sent as {sent}: {}",
+            paused.body
+        );
+        let stats = storage.stats().await.expect("stats");
+        assert!(
+            stats.iter().any(|s| s.queue.as_str() == name && s.paused),
+            "{name:?} is paused"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_queue_named_with_reserved_characters_is_paused_resumed_and_filtered() {
     let storage = Arc::new(MemoryStorage::new());
@@ -611,7 +656,7 @@ async fn a_queue_named_with_reserved_characters_is_paused_resumed_and_filtered()
         .id;
     let app = app(Arc::clone(&storage), DashboardOptions::default());
     let page = send(&app, get("/")).await;
-    let pause = format!("/queues/{encoded}/pause");
+    let pause = format!("/queues/pause?queue={encoded}");
     assert!(
         page.body.contains(&format!(r#"action="{pause}""#)),
         "{}",
@@ -636,7 +681,7 @@ async fn a_queue_named_with_reserved_characters_is_paused_resumed_and_filtered()
     let stats = storage.stats().await.expect("stats");
     assert!(stats.iter().any(|s| s.queue.as_str() == name && s.paused));
     let page = send(&app, get("/")).await;
-    let resume = format!("/queues/{encoded}/resume");
+    let resume = format!("/queues/resume?queue={encoded}");
     assert!(
         page.body.contains(&format!(r#"action="{resume}""#)),
         "{}",
