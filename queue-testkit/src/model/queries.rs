@@ -107,15 +107,19 @@ impl<S: Storage> Pair<S> {
             )
             .expect("model requests are valid")
         };
-        let mut racers = tokio::task::JoinSet::new();
-        for worker in 0..workers {
-            let backend = std::sync::Arc::clone(&self.backend);
+        // Polled together on this task, not spawned: each racer runs up to
+        // its first await before the next one starts, so a storage that
+        // checks, awaits and then acts meets the other racers inside that
+        // window on every run, however busy the machine (spawned on two
+        // threads, the first often finished before the second began). A
+        // database still receives the claims at once.
+        let racers = (0..workers).map(|worker| {
+            let backend = &self.backend;
             let request = request(worker);
-            racers.spawn(async move { (worker, backend.dequeue(&request).await) });
-        }
+            async move { (worker, backend.dequeue(&request).await) }
+        });
         let mut claims = Vec::new();
-        while let Some(joined) = racers.join_next().await {
-            let (worker, claimed) = joined.map_err(|e| fail(format!("claim task: {e}")))?;
+        for (worker, claimed) in futures_util::future::join_all(racers).await {
             let claimed = claimed.map_err(|e| fail(format!("concurrent claim: {e}")))?;
             let jobs = claimed
                 .into_iter()
