@@ -7,6 +7,8 @@
 //!   on a whole second with every required metric and sane values; SIGTERM
 //!   ends it with status 0 within 5 s, and the database holds at least the
 //!   completions reported.
+//! - Depth-target mode: the producer keeps the queue near `TARGET_DEPTH`
+//!   while the handlers drain it, neither stalling nor overfilling.
 //! - Harness pacing: `ENQUEUE <n>` lines on standard input are inserted,
 //!   scaled by the rate-control file.
 //! - Bad input is refused with one line on standard error and status 2,
@@ -412,6 +414,75 @@ fn a_run_reports_every_metric_every_tick_and_stops_on_sigterm() {
     assert!(
         stderr.contains("queue-bench portable: stopping"),
         "{stderr}"
+    );
+}
+
+/// The metrics of every tick after the first, in time order.
+fn tick_metrics(lines: &[String]) -> Vec<BTreeMap<String, f64>> {
+    let mut ticks: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+    for line in lines.iter().skip(1) {
+        let record: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let t = record["t"].as_str().expect("t").to_owned();
+        let metric = record["metric"].as_str().expect("metric").to_owned();
+        let value = record["value"].as_f64().expect("value");
+        ticks.entry(t).or_default().insert(metric, value);
+    }
+    ticks.into_values().skip(1).collect()
+}
+
+/// `PRODUCER_MODE=depth-target`: 8 handlers taking 20 ms a job drain about
+/// 400 jobs/s; the producer tops the queue up to `TARGET_DEPTH` (300) as
+/// they do. From the third second on, every tick's depth is near the
+/// target (the producer neither stalls, leaving the queue empty, nor
+/// overfills it), jobs complete steadily, and as many are enqueued as
+/// completed.
+#[test]
+fn depth_target_mode_keeps_the_queue_near_its_target() {
+    let schema = Schema::new("depth");
+    let mut adapter = Adapter::start(&[
+        ("DATABASE_URL", &schema.url),
+        ("QUEUE_RS_SCHEMA", &schema.name),
+        ("PRODUCER_MODE", "depth-target"),
+        ("TARGET_DEPTH", "300"),
+        ("PRODUCER_BATCH_MAX", "100"),
+        ("WORKER_COUNT", "8"),
+        ("JOB_WORK_MS", "20"),
+        ("SAMPLE_EVERY_S", "1"),
+    ]);
+    adapter.wait_for_first_line();
+    std::thread::sleep(Duration::from_millis(7_300));
+    adapter.sigterm();
+    assert_eq!(
+        adapter.wait_for_exit(Duration::from_secs(5)),
+        Some(0),
+        "{}",
+        adapter.stderr()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let ticks = tick_metrics(&adapter.stdout());
+    assert!(ticks.len() >= 5, "{} ticks: {ticks:?}", ticks.len());
+    let steady = &ticks[1..];
+    let (mut enqueued, mut completed) = (0.0, 0.0);
+    for metrics in steady {
+        let depth = metrics["queue_depth"];
+        assert!(
+            (150.0..=450.0).contains(&depth),
+            "depth {depth} with a target of 300: {ticks:?}"
+        );
+        assert!(
+            metrics["completion_rate"] >= 100.0,
+            "the handlers starved: {ticks:?}"
+        );
+        enqueued += metrics["enqueue_rate"];
+        completed += metrics["completion_rate"];
+    }
+    assert!(
+        (enqueued - completed).abs() <= 0.2 * completed,
+        "{enqueued} enqueued against {completed} completed over the steady ticks: {ticks:?}"
+    );
+    assert!(
+        schema.count("SELECT count(*) FROM \"{schema}\".job_queue") <= 450,
+        "the queue was overfilled"
     );
 }
 
