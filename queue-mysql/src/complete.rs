@@ -14,7 +14,7 @@ use queue_core::backend::{LeaseKey, acked_one, first_mentions, one_ack};
 use crate::MySqlStorage;
 use crate::bind::{Param, bucket, cached, id_list, query};
 use crate::error::{Failure, interpret_failure};
-use crate::heartbeat::{HeldRow, later, lock_leased};
+use crate::lease::{HeldRow, later, lock_leased};
 use crate::rows::utc;
 use crate::sql::{self, NACK_RETRY, RELEASE, SNOOZE};
 

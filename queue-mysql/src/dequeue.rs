@@ -16,7 +16,7 @@ use queue_core::{DequeueRequest, Job, Result};
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, id_list};
 use crate::error::Failure;
-use crate::heartbeat::later;
+use crate::lease::later;
 use crate::rows::JobRow;
 use crate::sql::{self, READY_PEEK, SCHEDULED_DUE, SCHEDULED_LEVEL, SCHEDULED_SOURCE};
 

@@ -32,6 +32,7 @@ mod explain;
 mod flow;
 mod heartbeat;
 mod inspect;
+mod lease;
 mod migrate;
 mod periodic;
 mod ready_ring;

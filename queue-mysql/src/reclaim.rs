@@ -8,7 +8,7 @@ use crate::MySqlStorage;
 use crate::bind::{Param, query};
 use crate::complete::delete_live;
 use crate::error::Failure;
-use crate::heartbeat::HeldRow;
+use crate::lease::HeldRow;
 use crate::sql::{self, RECLAIM_STALLED_EXHAUSTED, RECLAIM_STALLED_EXPIRED};
 
 impl MySqlStorage {

@@ -10,7 +10,7 @@ use sqlx::{PgConnection, Row};
 
 use crate::PgStorage;
 use crate::error::{Failure, interpret_failure, retrying};
-use crate::heartbeat::{lease_columns, returned_leases};
+use crate::lease::{lease_columns, returned_leases};
 
 impl PgStorage {
     /// Acks `lease` on the caller's connection or transaction: the history

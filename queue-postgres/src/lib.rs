@@ -34,6 +34,7 @@ mod explain;
 mod flow;
 mod heartbeat;
 mod inspect;
+mod lease;
 #[cfg(test)]
 mod lease_plans;
 mod migrate;
