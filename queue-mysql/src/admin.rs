@@ -20,7 +20,7 @@ use crate::sql::{
 impl MySqlStorage {
     /// Discard or cancel (`status`): the live job goes to history as
     /// `status`; its holder's later ack, nack or heartbeat finds no lease.
-    pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
+    pub(crate) async fn discard_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let found = self
             .retrying(false, || async {
                 let mut conn = self.connection().await?;

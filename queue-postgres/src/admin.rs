@@ -14,7 +14,7 @@ use crate::inspect::bind_job_filter;
 impl PgStorage {
     /// Discard or cancel (`status`): the live job goes to history as
     /// `status`, and a worker holding it hears of it on the cancel channel.
-    pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
+    pub(crate) async fn discard_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let row = retrying(false, || {
             sqlx::query(self.sql.discard.clone())
                 .bind(self.now_override())

@@ -8,13 +8,9 @@ use crate::keys::token;
 use crate::{RedisStorage, scripts};
 
 impl RedisStorage {
-    pub(crate) async fn discard_scripted(&self, id: JobId) -> Result<()> {
-        self.remove_scripted(id, FinalStatus::Discarded).await
-    }
-
     /// Discard or cancel (`status`): the live job moves to history, and
     /// its id is published to the subscribers' cancel channel.
-    pub(crate) async fn remove_scripted(&self, id: JobId, status: FinalStatus) -> Result<()> {
+    pub(crate) async fn discard_scripted(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let not_found = || QueueError::not_found(format!("live job {id}"));
         let Some(queue) = self.queue_of(id).await? else {
             return Err(not_found());

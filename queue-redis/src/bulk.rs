@@ -44,7 +44,7 @@ impl RedisStorage {
         let page = self.list_jobs_scripted(filter).await?;
         let mut discarded = 0;
         for job in &page.jobs {
-            match self.discard_scripted(job.id).await {
+            match self.discard_scripted(job.id, FinalStatus::Discarded).await {
                 Ok(()) => discarded += 1,
                 // Finished or discarded by someone else since the listing.
                 Err(QueueError::NotFound { .. }) => {}

@@ -165,11 +165,11 @@ impl Storage for RedisStorage {
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
-        self.discard_scripted(id).await
+        self.discard_scripted(id, FinalStatus::Discarded).await
     }
 
     async fn cancel(&self, id: JobId) -> Result<()> {
-        self.remove_scripted(id, FinalStatus::Cancelled).await
+        self.discard_scripted(id, FinalStatus::Cancelled).await
     }
 
     async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {

@@ -16,7 +16,7 @@ impl SqliteStorage {
     /// (`FinalStatus::Cancelled`): the live job moves to history as
     /// `status`, and this process's subscribers hear
     /// [`queue_core::Wakeup::Cancelled`] (a worker running it stops).
-    pub(crate) async fn remove_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
+    pub(crate) async fn discard_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let found = write_tx!(self, |conn, now| archive(
             conn, now, id, status, None, None, None
         ))?;

@@ -328,11 +328,11 @@ impl Storage for SqliteStorage {
     }
 
     async fn discard(&self, id: JobId) -> Result<()> {
-        self.remove_pooled(id, FinalStatus::Discarded).await
+        self.discard_pooled(id, FinalStatus::Discarded).await
     }
 
     async fn cancel(&self, id: JobId) -> Result<()> {
-        self.remove_pooled(id, FinalStatus::Cancelled).await
+        self.discard_pooled(id, FinalStatus::Cancelled).await
     }
 
     async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
