@@ -115,30 +115,20 @@ def ratio(row: dict[str, str] | None) -> str:
 
 def sizes(runs: dict[str, list[dict[str, str]]]) -> list[str]:
     """What the workloads ran with, read from the first backend that ran each."""
+    wanted = [
+        ("enqueue, batch", {"workload": "enqueue", "mode": "batch"}, ["n", "batch", "producers"]),
+        ("enqueue, single", {"workload": "enqueue", "mode": "single"}, ["n", "producers"]),
+        ("drain at 1 handler", {"workload": "drain", "c": "1"}, ["n"]),
+        ("drain at 16 and 64", {"workload": "drain", "c": "16"}, ["n"]),
+        ("latency", {"workload": "latency"}, ["count", "interval_ms"]),
+        ("scheduled", {"workload": "scheduled"}, ["count", "spread_ms", "backlog"]),
+        ("backlog", {"workload": "backlog", "variant": "same_queue"}, ["c", "n", "backlog"]),
+    ]
     notes = []
-    first = {}
-    for rows in runs.values():
-        for row in rows:
-            key = (row.get("workload"), row.get("mode"), row.get("variant"))
-            first.setdefault(key, row)
-
-    def describe(key, fields):
-        row = first.get(key)
-        if row is None:
-            return None
-        return ", ".join(f"{f}={row[f]}" for f in fields if f in row)
-
-    for label, key, fields in [
-        ("enqueue, batch", ("enqueue", "batch", None), ["n", "batch", "producers"]),
-        ("enqueue, single", ("enqueue", "single", None), ["n", "producers"]),
-        ("drain", ("drain", None, None), ["n", "queue_limit"]),
-        ("latency", ("latency", None, None), ["count", "interval_ms"]),
-        ("scheduled", ("scheduled", None, None), ["count", "spread_ms", "backlog"]),
-        ("backlog", ("backlog", None, "same_queue"), ["c", "n", "backlog"]),
-    ]:
-        text = describe(key, fields)
-        if text:
-            notes.append(f"{label}: {text}")
+    for label, match, fields in wanted:
+        row = next((r for rows in runs.values() if (r := find(rows, **match))), None)
+        if row is not None:
+            notes.append(f"{label}: " + ", ".join(f"{f}={row[f]}" for f in fields if f in row))
     return notes
 
 
