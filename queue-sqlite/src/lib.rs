@@ -8,8 +8,9 @@
 //! Writes, flow control and durability in full: docs/design-notes.md,
 //! "queue-sqlite", and docs/reliability.md.
 
-#[macro_use]
 mod error;
+#[macro_use]
+mod write;
 mod admin;
 mod checkpoint;
 mod complete;
