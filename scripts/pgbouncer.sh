@@ -2,9 +2,8 @@
 # Starts or stops two local PgBouncer instances in front of the test
 # PostgreSQL (127.0.0.1:5432 unless QUEUE_PGBOUNCER_UPSTREAM_PORT says
 # otherwise): 127.0.0.1:6432 in transaction pooling mode and 127.0.0.1:6433
-# in session pooling mode, each with a server pool of 4 connections per
-# database and user (small on purpose: the tests need clients to share
-# servers). Config, pid and log files live under target/pgbouncer (or
+# in session pooling mode (server pools of 4 and 40 connections per database
+# and user; see POOLS below). Config, pid and log files live under target/pgbouncer (or
 # QUEUE_PGBOUNCER_DIR). PgBouncer refuses to run as root: as root the script
 # runs it as the postgres user.
 #
@@ -20,6 +19,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${QUEUE_PGBOUNCER_DIR:-$ROOT/target/pgbouncer}
 UPSTREAM_PORT=${QUEUE_PGBOUNCER_UPSTREAM_PORT:-5432}
 declare -A MODES=([6432]=transaction [6433]=session)
+# Transaction pooling: few servers, so clients share them. Session pooling
+# holds a server per client connection: enough for the tests run in parallel.
+declare -A POOLS=([6432]=4 [6433]=40)
 
 as_owner() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -28,7 +30,7 @@ as_owner() {
 up() { [ -f "$DIR/$1/pgbouncer.pid" ] && kill -0 "$(cat "$DIR/$1/pgbouncer.pid")" 2>/dev/null; }
 
 config() {
-    local port=$1 mode=$2
+    local port=$1 mode=$2 pool=$3
     cat <<CONF
 [databases]
 * = host=127.0.0.1 port=$UPSTREAM_PORT
@@ -40,7 +42,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = $DIR/$port/userlist.txt
 pool_mode = $mode
-default_pool_size = 4
+default_pool_size = $pool
 max_client_conn = 500
 ; sqlx sends extra_float_digits; the test harness sends options (search_path),
 ; which PgBouncer 1.18 cannot forward: it is ignored, and the storage's
@@ -57,7 +59,7 @@ start() {
     for port in "${!MODES[@]}"; do
         if up "$port"; then continue; fi
         mkdir -p "$DIR/$port"
-        config "$port" "${MODES[$port]}" > "$DIR/$port/pgbouncer.ini"
+        config "$port" "${MODES[$port]}" "${POOLS[$port]}" > "$DIR/$port/pgbouncer.ini"
         echo '"postgres" ""' > "$DIR/$port/userlist.txt"
         rm -f "$DIR/$port/pgbouncer.pid"
         if [ "$(id -u)" = 0 ]; then chown -R postgres "$DIR"; chmod o+x "$DIR" "$(dirname "$DIR")" 2>/dev/null || true; fi
