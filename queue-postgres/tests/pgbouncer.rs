@@ -20,6 +20,10 @@ const URL_VAR: &str = "QUEUE_TEST_PGBOUNCER_URL";
 const CLIENTS: usize = 16;
 const STATEMENTS: usize = 40;
 
+/// One test at a time: the LISTEN test's notifications reach whichever
+/// client has its server connection, which must not be another test's.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn url() -> String {
     std::env::var(URL_VAR).unwrap_or_else(|_| {
         panic!(
@@ -69,7 +73,8 @@ async fn run_all(cache: usize, in_transaction: bool, persistent: bool) -> Vec<St
             let mut errors = Vec::new();
             for n in 0..STATEMENTS {
                 let (sql, params) = statement(c, n);
-                let mut query = sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql)).persistent(persistent);
+                let mut query =
+                    sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql)).persistent(persistent);
                 for p in &params {
                     query = query.bind(*p);
                 }
@@ -113,6 +118,7 @@ async fn run_all(cache: usize, in_transaction: bool, persistent: bool) -> Vec<St
 /// This is the failure the storage's PgBouncer mode avoids.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn named_statements_break_through_transaction_pooling() {
+    let _serial = SERIAL.lock().await;
     let errors = run_all(100, false, true).await;
     assert!(
         !errors.is_empty(),
@@ -126,6 +132,7 @@ async fn named_statements_break_through_transaction_pooling() {
 /// client's `sqlx_s_1` then already exists on the server it lands on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn statement_cache_off_still_leaks_named_statements() {
+    let _serial = SERIAL.lock().await;
     let errors = run_all(0, true, true).await;
     assert!(
         !errors.is_empty(),
@@ -138,6 +145,7 @@ async fn statement_cache_off_still_leaks_named_statements() {
 /// back between them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unnamed_statements_outside_transactions_break() {
+    let _serial = SERIAL.lock().await;
     let errors = run_all(0, false, false).await;
     assert!(
         !errors.is_empty(),
@@ -149,8 +157,14 @@ async fn unnamed_statements_outside_transactions_break() {
 /// transaction, which keeps one server connection from Parse to Commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unnamed_statements_in_transactions_work() {
+    let _serial = SERIAL.lock().await;
     let errors = run_all(0, true, false).await;
-    assert!(errors.is_empty(), "{} failures: {:?}", errors.len(), &errors[..errors.len().min(5)]);
+    assert!(
+        errors.is_empty(),
+        "{} failures: {:?}",
+        errors.len(),
+        &errors[..errors.len().min(5)]
+    );
 }
 
 /// LISTEN through transaction pooling: the LISTEN is a transaction of its
@@ -159,6 +173,7 @@ async fn unnamed_statements_in_transactions_work() {
 /// linked to. Notifications sent meanwhile do not reach it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn listen_through_transaction_pooling_misses_notifications() {
+    let _serial = SERIAL.lock().await;
     let direct = std::env::var("QUEUE_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| panic!("QUEUE_TEST_POSTGRES_URL is not set"));
     let channel = format!("pgbouncer_test_{}", std::process::id());
@@ -189,5 +204,8 @@ async fn listen_through_transaction_pooling_misses_notifications() {
     }
     let _ = busy.await;
     eprintln!("notifications received through transaction pooling: {received} of 5");
-    assert!(received < 5, "every notification arrived through transaction pooling");
+    assert!(
+        received < 5,
+        "every notification arrived through transaction pooling"
+    );
 }
