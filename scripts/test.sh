@@ -3,9 +3,10 @@
 # they need (the test database, one schema or database per test).
 #
 # Databases come from QUEUE_TEST_POSTGRES_URL, QUEUE_TEST_MYSQL_URL,
-# QUEUE_TEST_REDIS_URL and QUEUE_TEST_REDIS_CLUSTER_URL; when unset they
-# default to the local servers below (the Redis Cluster is started by
-# scripts/redis-cluster.sh). Extra arguments go to
+# QUEUE_TEST_REDIS_URL, QUEUE_TEST_REDIS_CLUSTER_URL, QUEUE_TEST_PGBOUNCER_URL
+# and QUEUE_TEST_PGBOUNCER_SESSION_URL; when unset they default to the local
+# servers below (the Redis Cluster is started by scripts/redis-cluster.sh,
+# PgBouncer by scripts/pgbouncer.sh). Extra arguments go to
 # `cargo test`.
 #
 # The restart tests stop and start the database servers, and the browser
@@ -26,6 +27,14 @@ export QUEUE_TEST_REDIS_URL="${QUEUE_TEST_REDIS_URL:-redis://127.0.0.1:6379}"
 if [ -z "${QUEUE_TEST_REDIS_CLUSTER_URL:-}" ]; then
     export QUEUE_TEST_REDIS_CLUSTER_URL=redis://127.0.0.1:7001
     scripts/redis-cluster.sh start || echo "no local Redis Cluster: the queue-redis cluster tests will fail naming it"
+fi
+
+# The PgBouncer tests (queue-postgres/tests/pgbouncer*.rs): two local
+# instances in front of the local PostgreSQL unless they are named.
+if [ -z "${QUEUE_TEST_PGBOUNCER_URL:-}" ] || [ -z "${QUEUE_TEST_PGBOUNCER_SESSION_URL:-}" ]; then
+    export QUEUE_TEST_PGBOUNCER_URL="${QUEUE_TEST_PGBOUNCER_URL:-postgres://postgres@127.0.0.1:6432/queue_test}"
+    export QUEUE_TEST_PGBOUNCER_SESSION_URL="${QUEUE_TEST_PGBOUNCER_SESSION_URL:-postgres://postgres@127.0.0.1:6433/queue_test}"
+    scripts/pgbouncer.sh start || echo "no local PgBouncer: the queue-postgres PgBouncer tests will fail naming it"
 fi
 
 is_local() { [[ $1 =~ ://([^@/]*@)?(127\.0\.0\.1|localhost)([:/?]|$) ]]; }
@@ -49,6 +58,7 @@ fi
 echo "PostgreSQL: ${QUEUE_TEST_POSTGRES_URL}"
 echo "MySQL:      ${QUEUE_TEST_MYSQL_URL}"
 echo "Redis:      ${QUEUE_TEST_REDIS_URL} (cluster: ${QUEUE_TEST_REDIS_CLUSTER_URL})"
+echo "PgBouncer:  ${QUEUE_TEST_PGBOUNCER_URL} (session: ${QUEUE_TEST_PGBOUNCER_SESSION_URL})"
 cargo test --workspace --all-features "$@"
 
 [ $# -eq 0 ] || exit 0

@@ -77,3 +77,45 @@ pub(crate) async fn storage_in_new_schema() -> (TestSchema, sqlx::PgPool, PgStor
     storage.migrate().await.expect("migrate the test schema");
     (schema, pool, storage)
 }
+
+/// The variable naming a PgBouncer in session pooling mode in front of the
+/// test database (scripts/pgbouncer.sh: 127.0.0.1:6433).
+pub(crate) const PGBOUNCER_SESSION_URL_VAR: &str = "QUEUE_TEST_PGBOUNCER_SESSION_URL";
+
+/// As [`PgFactory`], the storage's pool connected through PgBouncer in
+/// session pooling mode (`QUEUE_TEST_PGBOUNCER_SESSION_URL`); the schema is
+/// created and dropped directly. PgBouncer 1.18 does not forward the
+/// `options` startup parameter (it is in `ignore_startup_parameters`), so the
+/// pool's `search_path` is the default: the storage names its schema in
+/// every statement.
+pub(crate) struct PgBouncerSessionFactory;
+
+#[async_trait]
+impl StorageFactory for PgBouncerSessionFactory {
+    type Storage = PgStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
+        let url = std::env::var(PGBOUNCER_SESSION_URL_VAR).unwrap_or_else(|_| {
+            panic!(
+                "{PGBOUNCER_SESSION_URL_VAR} is not set: these tests need a PgBouncer in session \
+                 pooling mode (scripts/pgbouncer.sh start; then \
+                 {PGBOUNCER_SESSION_URL_VAR}=postgres://postgres@127.0.0.1:6433/queue_test)"
+            )
+        });
+        let schema = TestSchema::create().await;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(8)
+            .connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot connect to {PGBOUNCER_SESSION_URL_VAR}: {e}"));
+        let storage = PgStorage::from_pool(pool.clone())
+            .with_schema(schema.name())
+            .expect("test schema names are valid")
+            .with_clock(clock);
+        storage.migrate().await.expect("migrate the test schema");
+        Fixture::new(storage).with_teardown(async move {
+            pool.close().await;
+            schema.drop_schema().await;
+        })
+    }
+}
