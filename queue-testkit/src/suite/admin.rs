@@ -50,7 +50,11 @@ pub async fn discard_of_an_unknown_job_is_not_found<S: Storage>(ctx: Ctx<S>) {
     let record = ctx.archived(job.id).await;
     assert_eq!(record.status, FinalStatus::Completed, "history untouched");
     let never = queue_core::JobId(job.id.get() + 1_000_000);
-    let err = ctx.storage.discard(never).await.expect_err("never enqueued");
+    let err = ctx
+        .storage
+        .discard(never)
+        .await
+        .expect_err("never enqueued");
     assert!(matches!(err, QueueError::NotFound { .. }), "{err:?}");
     assert_eq!(ctx.storage.get_job(never).await.expect("get_job"), None);
     assert_eq!(
