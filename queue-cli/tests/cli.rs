@@ -97,10 +97,22 @@ async fn tour(url: &str, schema: Option<&str>) {
     fails(
         url,
         schema,
+        &["enqueue", "emails", "{}", "--max-attempts", "2147483648"],
+        2,
+    );
+    fails(
+        url,
+        schema,
         &["enqueue", "emails", "{}", "--delay", "soon"],
         2,
     );
+    let from_stdin = queue(url, schema, &["enqueue", "emails"], Some("not json"));
+    assert_eq!(from_stdin.status.code(), Some(2), "{from_stdin:?}");
+    let stderr = String::from_utf8(from_stdin.stderr).expect("UTF-8");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr:?}");
+    assert!(stderr.starts_with("queue: "), "{stderr}");
     let stats = json_of(&ok(url, schema, &["stats", "--json"], None));
+    assert_eq!(stats.as_array().map(Vec::len), Some(1), "{stats}");
     assert_eq!(stats[0]["queue"], json!("emails"));
     assert_eq!(
         (stats[0]["pending"].clone(), stats[0]["scheduled"].clone()),
@@ -121,6 +133,7 @@ async fn tour(url: &str, schema: Option<&str>) {
         (json!(false), json!("discarded"))
     );
     fails(url, schema, &["discard", &id.to_string()], 1);
+    fails(url, schema, &["discard", "999999"], 1);
     fails(url, schema, &["show", "999999"], 1);
 
     // A dead letter, made through the library, retried from the command line.

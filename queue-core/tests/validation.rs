@@ -271,6 +271,11 @@ fn prune_rejects_a_bad_retention_or_limit() {
     assert_eq!(field_of(too_long.validate()), "older_than");
     let zero = PruneRequest { limit: 0, ..ok };
     assert_eq!(field_of(zero.validate()), "limit");
+    let too_many = PruneRequest {
+        limit: queue_core::MAX_BATCH + 1,
+        ..ok
+    };
+    assert_eq!(field_of(too_many.validate()), "limit");
 }
 
 #[test]

@@ -323,8 +323,8 @@ fn with_token() -> DashboardOptions {
 
 #[tokio::test]
 async fn with_a_token_every_page_needs_it_but_healthz() {
-    let (storage, _, _) = storage().await;
-    let app = app(storage, with_token());
+    let (storage, live, dead) = storage().await;
+    let app = app(Arc::clone(&storage), with_token());
     assert_eq!(send(&app, get("/")).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(
         send(&app, get("/metrics")).await.status,
@@ -343,6 +343,44 @@ async fn with_a_token_every_page_needs_it_but_healthz() {
         .body(Body::empty())
         .expect("request");
     assert_eq!(send(&app, wrong).await.status, StatusCode::UNAUTHORIZED);
+
+    // A mutation with a wrong token, even with a valid CSRF field, is
+    // refused and changes nothing.
+    let page = Request::get(format!("/jobs/{live}"))
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .expect("request");
+    let csrf = format!("csrf={}", csrf(&send(&app, page).await.body));
+    for (path, form) in [
+        (format!("/jobs/{live}/discard"), csrf.clone()),
+        (format!("/jobs/{dead}/retry"), csrf.clone()),
+        ("/queues/pause?queue=emails".to_owned(), csrf.clone()),
+        (
+            "/enqueue".to_owned(),
+            format!("{csrf}&queue=emails&payload=%7B%7D"),
+        ),
+    ] {
+        let mut request = post(&path, &form);
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            "Bearer s3cret-token-0123456788".parse().expect("a value"),
+        );
+        assert_eq!(
+            send(&app, request).await.status,
+            StatusCode::UNAUTHORIZED,
+            "{path}"
+        );
+    }
+    assert!(storage.get_job(live).await.expect("read").is_some(), "live");
+    assert!(storage.get_job(dead).await.expect("read").is_none(), "dead");
+    let stats = storage.stats().await.expect("stats");
+    assert!(stats.iter().all(|s| !s.paused));
+    assert_eq!(
+        stats.iter().map(|s| s.live()).sum::<u64>(),
+        1,
+        "nothing enqueued"
+    );
 }
 
 /// A login form post with `X-Forwarded-Proto` when given.
@@ -795,6 +833,18 @@ async fn the_enqueue_form_adds_a_job_and_rejects_bad_input() {
     )
     .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    let stats = storage.stats().await.expect("stats");
+    let sms = stats.iter().find(|s| s.queue.as_str() == "sms");
+    assert_eq!(
+        sms.map(|s| s.live()),
+        Some(1),
+        "only the good form wrote a job"
+    );
+    assert_eq!(
+        stats.iter().map(|s| s.live()).sum::<u64>(),
+        2,
+        "the fixture's live job and the good form's: {stats:?}"
+    );
     assert_eq!(
         send(&app, get("/history?status=bogus")).await.status,
         StatusCode::BAD_REQUEST

@@ -49,6 +49,19 @@ pub async fn discard_of_an_unknown_job_is_not_found<S: Storage>(ctx: Ctx<S>) {
     assert!(matches!(err, QueueError::NotFound { .. }), "{err:?}");
     let record = ctx.archived(job.id).await;
     assert_eq!(record.status, FinalStatus::Completed, "history untouched");
+    let never = queue_core::JobId(job.id.get() + 1_000_000);
+    let err = ctx
+        .storage
+        .discard(never)
+        .await
+        .expect_err("never enqueued");
+    assert!(matches!(err, QueueError::NotFound { .. }), "{err:?}");
+    assert_eq!(ctx.storage.get_job(never).await.expect("get_job"), None);
+    assert_eq!(
+        ctx.storage.get_history(never).await.expect("get_history"),
+        None,
+        "no history row made up"
+    );
 }
 
 /// Retrying a dead letter puts it back, same id, pending, attempts 0.
