@@ -1,6 +1,6 @@
 //! The one error type every storage backend and the worker speak.
 
-use crate::Lease;
+use crate::{Capability, Lease};
 
 /// A boxed error from a driver or other lower layer.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -48,11 +48,15 @@ pub enum QueueError {
         reason: String,
     },
 
-    /// The backend does not implement this operation.
-    #[error("operation not supported by this backend: {operation}")]
+    /// The storage does not implement this operation: it belongs to a
+    /// [`Capability`] the storage does not declare
+    /// ([`crate::Storage::capabilities`]). Nothing was changed.
+    #[error("{}", not_supported_message(.operation, .capability))]
     NotSupported {
         /// The operation's name, e.g. `pause_queue`.
         operation: &'static str,
+        /// The capability it belongs to, when it belongs to one.
+        capability: Option<Capability>,
     },
 
     /// A payload, result or error value could not be turned into JSON or back.
@@ -83,6 +87,14 @@ impl QueueError {
         Self::NotFound { what: what.into() }
     }
 
+    /// Builds a [`QueueError::NotSupported`] for `operation` of `capability`.
+    pub fn not_supported(capability: Capability, operation: &'static str) -> Self {
+        Self::NotSupported {
+            operation,
+            capability: Some(capability),
+        }
+    }
+
     /// Wraps a driver error as [`QueueError::Backend`].
     pub fn backend(source: impl Into<BoxError>) -> Self {
         Self::Backend(source.into())
@@ -104,6 +116,16 @@ impl QueueError {
             Self::InvalidInput { field, .. } => Some(field),
             _ => None,
         }
+    }
+}
+
+fn not_supported_message(operation: &str, capability: &Option<Capability>) -> String {
+    match capability {
+        Some(capability) => format!(
+            "this storage does not support {} (capability {capability}, Storage::{operation})",
+            capability.what()
+        ),
+        None => format!("this storage does not support Storage::{operation}"),
     }
 }
 

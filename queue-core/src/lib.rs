@@ -10,6 +10,7 @@
 
 pub mod backend;
 mod backoff;
+mod capability;
 mod clock;
 mod dequeue;
 mod error;
@@ -30,6 +31,7 @@ mod url;
 mod wakeup;
 
 pub use backoff::Backoff;
+pub use capability::{Capabilities, Capability};
 pub use clock::{Clock, ManualClock};
 pub use dequeue::{DequeueRequest, MAX_DEQUEUE_LIMIT, MAX_LEASE, validate_lease};
 pub use error::{BoxError, QueueError, Result};

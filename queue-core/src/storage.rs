@@ -1,4 +1,5 @@
-//! The `Storage` trait: everything a backend must do, with its contract.
+//! The `Storage` trait: the required core and the optional capabilities
+//! ([`crate::Capability`]), each method with its contract.
 //!
 //! Each `# Contract` bullet is checked by a named case of `queue-testkit`'s
 //! conformance suite. "Now" always means the storage's clock
@@ -18,20 +19,42 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::{
-    Ack, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage, HistoryRecord,
-    Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest,
-    QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
-    Throughput, Wakeups,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter,
+    HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob,
+    PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
+    Result, Retry, ScheduleRecord, Throughput, Wakeups,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
 ///
-/// Every method a backend must write itself is required. The few with a
-/// default body (`enqueue`, `ack`, `heartbeat`, `list_dead_letters`) are
-/// correct compositions of required methods, not placeholders: a backend
-/// may keep them, and overrides them only to save a round trip.
+/// The core is required: `now`, `enqueue_batch`, `dequeue`, `next_due`,
+/// `ack_batch`, `nack`, `release`, `heartbeat_batch`, `reclaim_stalled`,
+/// `stats_capped`, `get_job`, `get_history` and `list_history`. The few
+/// core methods with a default body (`enqueue`, `ack`, `heartbeat`, `stats`,
+/// `list_dead_letters`) are correct compositions of required ones, not
+/// placeholders: a backend may keep them, and overrides them only to save a
+/// round trip.
+///
+/// Everything else belongs to a [`Capability`]. Its methods default to
+/// [`crate::QueueError::NotSupported`]; a backend that implements one
+/// overrides its methods and lists it in [`Storage::capabilities`]. A
+/// capability added in a later release arrives the same way, so a backend
+/// keeps compiling and keeps passing the conformance suite, which runs only
+/// the cases of what [`Storage::capabilities`] declares.
 #[async_trait]
 pub trait Storage: Send + Sync + 'static {
+    /// The optional capabilities this storage implements.
+    ///
+    /// # Contract
+    /// - Every capability listed is implemented in full: its methods keep
+    ///   their contract and never return `NotSupported`.
+    /// - The same answer for the life of the storage.
+    ///
+    /// The default is [`Capabilities::CORE`]: nothing beyond the core.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::CORE
+    }
+
     /// The storage's current time.
     ///
     /// # Contract
@@ -147,7 +170,15 @@ pub trait Storage: Send + Sync + 'static {
     ///   `last_error`, and returns the new `available_at`.
     /// - For a lost lease: `LeaseLost`, nothing changed.
     /// - A delay above 100 years: `InvalidInput` (`delay`), nothing changed.
-    async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>>;
+    ///
+    /// Capability [`Capability::Snooze`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn snooze(&self, _lease: &Lease, _delay: Duration) -> Result<DateTime<Utc>> {
+        Err(crate::QueueError::not_supported(
+            Capability::Snooze,
+            "snooze",
+        ))
+    }
 
     /// Gives a job back without counting the attempt (used at shutdown).
     ///
@@ -197,7 +228,15 @@ pub trait Storage: Send + Sync + 'static {
     /// # Contract
     /// - A holder's later ack, nack or heartbeat gets `LeaseLost` / false.
     /// - An unknown id returns [`crate::QueueError::NotFound`].
-    async fn discard(&self, id: JobId) -> Result<()>;
+    ///
+    /// Capability [`Capability::Discard`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn discard(&self, _id: JobId) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::Discard,
+            "discard",
+        ))
+    }
 
     /// Cancels a live job, in any state: it moves into history as
     /// `cancelled`, and a worker running it is told to stop.
@@ -210,7 +249,15 @@ pub trait Storage: Send + Sync + 'static {
     ///   [`crate::Wakeup::Cancelled`] with its id soon after the commit, where
     ///   the storage has wake-ups.
     /// - An id that is not live returns [`crate::QueueError::NotFound`].
-    async fn cancel(&self, id: JobId) -> Result<()>;
+    ///
+    /// Capability [`Capability::Cancel`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn cancel(&self, _id: JobId) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::Cancel,
+            "cancel",
+        ))
+    }
 
     /// Puts a dead letter back into its queue with attempts reset to 0.
     ///
@@ -219,14 +266,30 @@ pub trait Storage: Send + Sync + 'static {
     ///   leaves history.
     /// - An id that is not a dead letter returns `NotFound`; a unique key
     ///   live again in the queue returns [`crate::QueueError::Conflict`].
-    async fn retry_dead_letter(&self, id: JobId) -> Result<()>;
+    ///
+    /// Capability [`Capability::RetryDeadLetter`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn retry_dead_letter(&self, _id: JobId) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::RetryDeadLetter,
+            "retry_dead_letter",
+        ))
+    }
 
     /// Deletes history rows finished before `now - older_than`.
     ///
     /// # Contract
     /// - Deletes only older rows, only of the given status if one is set, at
     ///   most `limit` per call, and returns how many it deleted.
-    async fn prune_history(&self, request: &PruneRequest) -> Result<u64>;
+    ///
+    /// Capability [`Capability::PruneHistory`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn prune_history(&self, _request: &PruneRequest) -> Result<u64> {
+        Err(crate::QueueError::not_supported(
+            Capability::PruneHistory,
+            "prune_history",
+        ))
+    }
 
     /// Counts live jobs per queue by derived state, each count up to
     /// [`crate::DEFAULT_COUNT_CAP`]: [`Storage::stats_capped`] with that cap.
@@ -285,7 +348,15 @@ pub trait Storage: Send + Sync + 'static {
     ///   [`crate::derive_state`] at now), ids descending, all below
     ///   `before`; `next` is set exactly when more jobs match.
     /// - An invalid limit is rejected and reads nothing.
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage>;
+    ///
+    /// Capability [`Capability::ListJobs`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn list_jobs(&self, _filter: &JobFilter) -> Result<JobPage> {
+        Err(crate::QueueError::not_supported(
+            Capability::ListJobs,
+            "list_jobs",
+        ))
+    }
 
     /// Makes the scheduled jobs the filter selects available now ("run
     /// now"): delayed jobs and jobs backing off after a failure.
@@ -296,7 +367,15 @@ pub trait Storage: Send + Sync + 'static {
     ///   now; attempts, lease and everything else stay. Jobs in other states
     ///   are left alone, so a second call changes nothing.
     /// - Returns how many jobs it moved; workers are woken as by an enqueue.
-    async fn run_now(&self, filter: &JobFilter) -> Result<u64>;
+    ///
+    /// Capability [`Capability::BulkActions`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn run_now(&self, _filter: &JobFilter) -> Result<u64> {
+        Err(crate::QueueError::not_supported(
+            Capability::BulkActions,
+            "run_now",
+        ))
+    }
 
     /// Discards what the filter selects: [`Storage::discard`] for at most
     /// `limit` matching live jobs (highest ids first), in any state.
@@ -305,7 +384,15 @@ pub trait Storage: Send + Sync + 'static {
     /// - Each selected job goes to history as `discarded`; a running one's
     ///   holder gets `LeaseLost` later. Returns how many it discarded;
     ///   repeating the call discards the next ones, and 0 once none match.
-    async fn discard_jobs(&self, filter: &JobFilter) -> Result<u64>;
+    ///
+    /// Capability [`Capability::BulkActions`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn discard_jobs(&self, _filter: &JobFilter) -> Result<u64> {
+        Err(crate::QueueError::not_supported(
+            Capability::BulkActions,
+            "discard_jobs",
+        ))
+    }
 
     /// Retries dead letters in bulk: [`Storage::retry_dead_letter`] for at
     /// most `limit` dead letters matching `filter`'s queue and `before`
@@ -316,7 +403,15 @@ pub trait Storage: Send + Sync + 'static {
     ///   reset, and leaves history. Dead letters whose unique key is live
     ///   again are skipped (and stay), not an error. Returns how many moved;
     ///   repeating the call moves the next ones, and 0 once none can move.
-    async fn retry_dead_letters(&self, filter: &HistoryFilter) -> Result<u64>;
+    ///
+    /// Capability [`Capability::BulkActions`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn retry_dead_letters(&self, _filter: &HistoryFilter) -> Result<u64> {
+        Err(crate::QueueError::not_supported(
+            Capability::BulkActions,
+            "retry_dead_letters",
+        ))
+    }
 
     /// Completed and failed (dead-lettered) jobs per queue and minute over
     /// the `window` before now, from history.
@@ -327,21 +422,41 @@ pub trait Storage: Send + Sync + 'static {
     ///   finished in `(now - window, now]`, sorted by queue, then minute.
     ///   Discarded jobs are not counted.
     /// - A window under a minute or over 7 days is rejected.
-    async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>>;
+    ///
+    /// Capability [`Capability::Throughput`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn throughput(&self, _window: Duration) -> Result<Vec<Throughput>> {
+        Err(crate::QueueError::not_supported(
+            Capability::Throughput,
+            "throughput",
+        ))
+    }
 
     /// Sets `queue`'s limits in its `queue_config` row (its paused flag is
     /// left as it is).
     ///
     /// # Contract
     /// - From the next claim on, no claim takes a job of the queue while
-    ///   `concurrency` of its jobs hold a lease, across every caller.
+    ///   `concurrency` of its jobs hold a lease, across every caller. A
+    ///   storage may remember which queues have limits for up to
+    ///   [`crate::backend::LimitedQueues::TTL`] (one second): a queue that
+    ///   had none binds the claims of the handle that configured it at
+    ///   once, and those of other handles (other hosts) within that second.
     /// - With a rate, the queue's bucket starts full (`burst` tokens), gains
     ///   `per_second` tokens per second of the storage's clock up to
     ///   `burst`, and every claimed job takes one; a claim never takes more
     ///   jobs than whole tokens.
     /// - [`QueueLimits::default`] removes every limit.
     /// - Invalid limits: `InvalidInput` naming the field, nothing changed.
-    async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()>;
+    ///
+    /// Capability [`Capability::FlowLimits`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn configure_queue(&self, _queue: &QueueName, _limits: &QueueLimits) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::FlowLimits,
+            "configure_queue",
+        ))
+    }
 
     /// Every queue with a `queue_config` row (paused, or given limits),
     /// sorted by name.
@@ -349,7 +464,15 @@ pub trait Storage: Send + Sync + 'static {
     /// # Contract
     /// - Reads back what [`Storage::configure_queue`] and
     ///   [`Storage::pause_queue`] set, durations to the millisecond.
-    async fn queue_configs(&self) -> Result<Vec<QueueConfig>>;
+    ///
+    /// Capability [`Capability::FlowLimits`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
+        Err(crate::QueueError::not_supported(
+            Capability::FlowLimits,
+            "queue_configs",
+        ))
+    }
 
     /// Enqueues a schedule's fire unless that fire time, or a later one of
     /// the same schedule, was already recorded: what makes periodic jobs
@@ -362,14 +485,30 @@ pub trait Storage: Send + Sync + 'static {
     ///   race.
     /// - Recording the fire and enqueueing its job commit together.
     /// - Invalid input: `InvalidInput` naming the field, nothing recorded.
-    async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>>;
+    ///
+    /// Capability [`Capability::Periodic`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn enqueue_periodic(&self, _fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        Err(crate::QueueError::not_supported(
+            Capability::Periodic,
+            "enqueue_periodic",
+        ))
+    }
 
     /// Every schedule that has fired, sorted by name.
     ///
     /// # Contract
     /// - Lists each schedule's latest recorded fire and the next fire time
     ///   that fire reported.
-    async fn schedules(&self) -> Result<Vec<ScheduleRecord>>;
+    ///
+    /// Capability [`Capability::Periodic`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
+        Err(crate::QueueError::not_supported(
+            Capability::Periodic,
+            "schedules",
+        ))
+    }
 
     /// Stops dequeue from claiming jobs of `queue`.
     ///
@@ -377,7 +516,15 @@ pub trait Storage: Send + Sync + 'static {
     /// - Dequeue claims nothing from a paused queue; its jobs stay as they
     ///   are and can still be enqueued, acked and nacked.
     /// - Pausing twice is the same as once.
-    async fn pause_queue(&self, queue: &QueueName) -> Result<()>;
+    ///
+    /// Capability [`Capability::Pause`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn pause_queue(&self, _queue: &QueueName) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::Pause,
+            "pause_queue",
+        ))
+    }
 
     /// Subscribes to this storage's wake-ups, so that a worker starts a job
     /// as soon as it is committed instead of at its next poll.
@@ -392,8 +539,8 @@ pub trait Storage: Send + Sync + 'static {
     /// - Signals that may have been missed (a reconnect) yield
     ///   [`crate::Wakeup::All`].
     ///
-    /// The worker subscribes by itself when it starts. The default returns
-    /// `Ok(None)`.
+    /// The worker subscribes by itself when it starts. Capability
+    /// [`Capability::Wakeups`]; the default returns `Ok(None)`.
     async fn subscribe(&self) -> Result<Option<Wakeups>> {
         Ok(None)
     }
@@ -403,5 +550,13 @@ pub trait Storage: Send + Sync + 'static {
     /// # Contract
     /// - After resume the queue's pending jobs are claimed as before.
     /// - Resuming a queue that is not paused does nothing.
-    async fn resume_queue(&self, queue: &QueueName) -> Result<()>;
+    ///
+    /// Capability [`Capability::Pause`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn resume_queue(&self, _queue: &QueueName) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::Pause,
+            "resume_queue",
+        ))
+    }
 }

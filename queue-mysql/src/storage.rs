@@ -14,10 +14,10 @@ use diesel_async::pooled_connection::{
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
 use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
-    PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Storage, Throughput, redact_secrets,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, redact_secrets,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -180,6 +180,23 @@ async fn establish(url: String) -> Result<AsyncMysqlConnection, ConnectionError>
 
 #[async_trait]
 impl Storage for MySqlStorage {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(&[
+            Capability::FlowLimits,
+            Capability::Pause,
+            Capability::Periodic,
+            Capability::Snooze,
+            Capability::Cancel,
+            Capability::Discard,
+            Capability::RetryDeadLetter,
+            Capability::PruneHistory,
+            Capability::ListJobs,
+            Capability::BulkActions,
+            Capability::Throughput,
+            Capability::Transactions,
+        ])
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         self.now_pooled().await
     }

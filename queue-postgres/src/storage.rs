@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
-    PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    ScheduleRecord, Storage, Throughput, Wakeups,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
 };
 use serde_json::Value;
 use sqlx::pool::PoolConnection;
@@ -213,6 +213,25 @@ impl PgStorage {
 
 #[async_trait]
 impl Storage for PgStorage {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(&[
+            Capability::FlowLimits,
+            Capability::Pause,
+            Capability::Periodic,
+            Capability::Snooze,
+            Capability::Cancel,
+            Capability::Discard,
+            Capability::RetryDeadLetter,
+            Capability::PruneHistory,
+            Capability::ListJobs,
+            Capability::BulkActions,
+            Capability::Throughput,
+            Capability::Wakeups,
+            Capability::RemoteWakeups,
+            Capability::Transactions,
+        ])
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         self.now_pooled().await
     }

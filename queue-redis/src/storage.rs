@@ -9,10 +9,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use queue_core::backend::stored_instant;
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
-    PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    ScheduleRecord, Storage, Throughput, Wakeups,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
 };
 use serde_json::Value as Json;
 
@@ -125,6 +125,24 @@ impl RedisStorage {
 
 #[async_trait::async_trait]
 impl Storage for RedisStorage {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(&[
+            Capability::FlowLimits,
+            Capability::Pause,
+            Capability::Periodic,
+            Capability::Snooze,
+            Capability::Cancel,
+            Capability::Discard,
+            Capability::RetryDeadLetter,
+            Capability::PruneHistory,
+            Capability::ListJobs,
+            Capability::BulkActions,
+            Capability::Throughput,
+            Capability::Wakeups,
+            Capability::RemoteWakeups,
+        ])
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         match self.clock.fixed_now() {
             Some(now) => Ok(now),

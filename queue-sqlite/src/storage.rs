@@ -8,10 +8,11 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::LimitedQueues;
 use queue_core::backend::stored_instant;
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
-    PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup, Wakeups, redact_secrets,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup,
+    Wakeups, redact_secrets,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -291,6 +292,24 @@ impl SqliteStorage {
 
 #[async_trait::async_trait]
 impl Storage for SqliteStorage {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(&[
+            Capability::FlowLimits,
+            Capability::Pause,
+            Capability::Periodic,
+            Capability::Snooze,
+            Capability::Cancel,
+            Capability::Discard,
+            Capability::RetryDeadLetter,
+            Capability::PruneHistory,
+            Capability::ListJobs,
+            Capability::BulkActions,
+            Capability::Throughput,
+            Capability::Wakeups,
+            Capability::Transactions,
+        ])
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         stored_instant("time", self.now_micros())
     }

@@ -170,6 +170,10 @@ impl From<queue_redis::RedisStorage> for AnyStorage {
 /// a backend's own implementation is always the one that runs.
 #[async_trait]
 impl Storage for AnyStorage {
+    fn capabilities(&self) -> queue_core::Capabilities {
+        each!(self, s => s.capabilities())
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         each!(self, s => s.now().await)
     }

@@ -45,6 +45,10 @@ fn traced<T: std::fmt::Debug>(operation: &'static str, outcome: Result<T>) -> Re
 
 #[async_trait]
 impl<S: Storage> Storage for TracedStorage<S> {
+    fn capabilities(&self) -> queue_core::Capabilities {
+        self.inner.capabilities()
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         traced("now", self.inner.now().await)
     }
