@@ -3,7 +3,9 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use queue::{AnyStorage, HistoryFilter, JobFilter, JobState, MAX_PAGE_SIZE, QueueName, Storage};
+use queue::{
+    AnyStorage, Capability, HistoryFilter, JobFilter, JobState, MAX_PAGE_SIZE, QueueName, Storage,
+};
 use serde_json::json;
 
 use crate::CliError;
@@ -64,6 +66,18 @@ pub(crate) async fn run(
     yes: bool,
     json: bool,
 ) -> Result<(), CliError> {
+    // Both checked before counting and asking, so that nobody confirms an
+    // action the storage cannot take.
+    let declared = storage.capabilities();
+    let operation = match action {
+        Action::RunNow => "run_now",
+        Action::Discard => "discard_jobs",
+        Action::Retry => "retry_dead_letters",
+    };
+    declared.require(Capability::BulkActions, operation)?;
+    if action != Action::Retry {
+        declared.require(Capability::ListJobs, "list_jobs")?;
+    }
     let jobs = match action {
         // Only scheduled jobs can be made available now.
         Action::RunNow if jobs.state.is_none() => JobFilter {

@@ -30,6 +30,7 @@ impl From<QueueError> for Failure {
             QueueError::NotFound { .. } => StatusCode::NOT_FOUND,
             QueueError::Conflict { .. } => StatusCode::CONFLICT,
             QueueError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            QueueError::NotSupported { .. } => StatusCode::NOT_IMPLEMENTED,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         Self::new(status, error.to_string())

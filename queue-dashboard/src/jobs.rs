@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use maud::{Markup, html};
-use queue_core::{JobFilter, JobId, JobState, QueueName, Storage, UniqueKey};
+use queue_core::{Capability, JobFilter, JobId, JobState, QueueName, Storage, UniqueKey};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -127,7 +127,7 @@ pub(crate) async fn list<S: Storage>(
             @if let Some(next) = found.next {
                 p { a href=(format!("/jobs?{selected}&before={next}")) { "Older →" } }
             }
-            @if !state.options.read_only {
+            @if !state.options.read_only && state.offers(Capability::BulkActions) {
                 form.bulk method="post" action="/jobs/bulk" {
                     input type="hidden" name="csrf" value=(state.csrf);
                     input type="hidden" name="queue" value=(query.queue);

@@ -1,7 +1,7 @@
 //! The page frame: navigation, the embedded style sheet, auto-refresh.
 
 use maud::{DOCTYPE, Markup, html};
-use queue_core::Storage;
+use queue_core::{Capability, Storage};
 
 use crate::AppState;
 
@@ -37,7 +37,9 @@ pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -
                 header {
                     a.brand href="/" { "queue" }
                     a href="/" { "Overview" }
-                    a href="/jobs" { "Jobs" }
+                    @if state.offers(Capability::ListJobs) {
+                        a href="/jobs" { "Jobs" }
+                    }
                     a href="/history" { "History" }
                     a href="/history?status=dead_letter" { "Dead letters" }
                     @if !state.options.read_only {
@@ -66,10 +68,16 @@ pub(crate) fn bare(title: &str, body: Markup) -> Markup {
     }
 }
 
-/// A POST button carrying the CSRF token; nothing in read-only mode.
-pub(crate) fn action<S: Storage>(state: &AppState<S>, path: &str, label: &str) -> Markup {
+/// A POST button carrying the CSRF token for an action of `capability`;
+/// nothing in read-only mode or when the storage does not declare it.
+pub(crate) fn action<S: Storage>(
+    state: &AppState<S>,
+    capability: Capability,
+    path: &str,
+    label: &str,
+) -> Markup {
     html! {
-        @if !state.options.read_only {
+        @if !state.options.read_only && state.offers(capability) {
             form.inline method="post" action=(path) {
                 input type="hidden" name="csrf" value=(state.csrf);
                 button type="submit" { (label) }

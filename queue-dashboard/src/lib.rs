@@ -111,6 +111,14 @@ pub(crate) struct AppState<S> {
     pub(crate) finished: metrics::Finished,
 }
 
+impl<S: Storage> AppState<S> {
+    /// True when the storage declares `capability`: pages show its buttons
+    /// and read its series only then.
+    pub(crate) fn offers(&self, capability: queue_core::Capability) -> bool {
+        self.storage.capabilities().supports(capability)
+    }
+}
+
 /// This process's CSRF token, drawn once.
 fn csrf_token() -> &'static str {
     static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();

@@ -12,7 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use queue_core::{JobState, MAX_THROUGHPUT_WINDOW, Storage, minute_of};
+use queue_core::{Capability, JobState, MAX_THROUGHPUT_WINDOW, Storage, minute_of};
 use tokio::sync::Mutex;
 
 use crate::AppState;
@@ -104,9 +104,17 @@ pub(crate) async fn metrics<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
 ) -> Result<Response, Failure> {
     let now = state.storage.now().await?;
-    state.finished.catch_up(&*state.storage, now).await?;
+    // Without a throughput series the finished-job families stay empty.
+    let counted = state.offers(Capability::Throughput);
+    if counted {
+        state.finished.catch_up(&*state.storage, now).await?;
+    }
     let stats = state.storage.stats().await?;
-    let hour = state.storage.throughput(HOUR).await?;
+    let hour = if counted {
+        state.storage.throughput(HOUR).await?
+    } else {
+        Vec::new()
+    };
     let finished = Family::<QueueStatus, Gauge>::default();
     for point in &hour {
         for (status, n) in [

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
 use queue_core::{
-    FinalStatus, HistoryFilter, JobId, JobState, QueueLimits, QueueName, QueueStats, Storage,
-    Throughput,
+    Capability, FinalStatus, HistoryFilter, JobId, JobState, QueueLimits, QueueName, QueueStats,
+    Storage, Throughput,
 };
 use serde::Deserialize;
 
@@ -21,9 +21,18 @@ pub(crate) async fn overview<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
 ) -> Result<Markup, Failure> {
     let mut stats = state.storage.stats().await?;
-    let configs = state.storage.queue_configs().await?;
+    let configs = if state.offers(Capability::FlowLimits) {
+        state.storage.queue_configs().await?
+    } else {
+        Vec::new()
+    };
     let now = state.storage.now().await?;
-    let day = state.storage.throughput(DAY).await?;
+    let counted = state.offers(Capability::Throughput);
+    let day = if counted {
+        state.storage.throughput(DAY).await?
+    } else {
+        Vec::new()
+    };
     // Queues with nothing live but jobs finished today are shown too.
     for point in &day {
         if !stats.iter().any(|s| s.queue == point.queue) {
@@ -48,7 +57,11 @@ pub(crate) async fn overview<S: Storage>(
                         @let recent: Vec<&Throughput> = points.iter().copied().filter(|p| p.minute > hour_ago).collect();
                         tr {
                             td {
-                                a href=(format!("/jobs?queue={}", component(s.queue.as_str()))) { (s.queue.as_str()) }
+                                @if state.offers(Capability::ListJobs) {
+                                    a href=(format!("/jobs?queue={}", component(s.queue.as_str()))) { (s.queue.as_str()) }
+                                } @else {
+                                    (s.queue.as_str())
+                                }
                                 @if s.paused { " " span.paused { "paused" } }
                                 @if let Some(config) = configs.iter().find(|c| c.queue == s.queue && c.limits != QueueLimits::default()) {
                                     br; small.muted { (config.limits.to_string()) }
@@ -60,23 +73,29 @@ pub(crate) async fn overview<S: Storage>(
                                 }
                             }
                             td { (s.oldest_pending_age.map_or_else(|| "-".to_owned(), |a| format!("{:.1} s", a.as_secs_f64()))) }
-                            td { (points.iter().map(|p| p.completed).sum::<u64>()) }
-                            td {
-                                a href=(format!("/history?status=dead_letter&queue={}", component(s.queue.as_str()))) {
-                                    (points.iter().map(|p| p.failed).sum::<u64>())
+                            @if counted {
+                                td { (points.iter().map(|p| p.completed).sum::<u64>()) }
+                                td {
+                                    a href=(format!("/history?status=dead_letter&queue={}", component(s.queue.as_str()))) {
+                                        (points.iter().map(|p| p.failed).sum::<u64>())
+                                    }
+                                }
+                                td { (chart::throughput(&recent, now)) }
+                            } @else {
+                                @for _ in 0..3 {
+                                    td.muted title="this storage does not count throughput" { "n/a" }
                                 }
                             }
-                            td { (chart::throughput(&recent, now)) }
                             td {
                                 @let path = format!("/queues/{}?queue={}", if s.paused { "resume" } else { "pause" }, component(s.queue.as_str()));
-                                (action(&state, &path, if s.paused { "Resume" } else { "Pause" }))
+                                (action(&state, Capability::Pause, &path, if s.paused { "Resume" } else { "Pause" }))
                             }
                         }
                     }
                 }
             }
         }
-        @if !state.options.read_only {
+        @if !state.options.read_only && state.offers(Capability::FlowLimits) {
             h2 { "Limits" }
             p.muted { "Enforced by every worker's claim on every host. An empty field lifts that limit." }
             form method="post" action="/queues/limits" {
@@ -156,7 +175,7 @@ pub(crate) async fn history<S: Storage>(
                         td { (r.finished_at.to_rfc3339()) }
                         td {
                             @if r.status == FinalStatus::DeadLetter {
-                                (action(&state, &format!("/jobs/{}/retry", r.id), "Retry"))
+                                (action(&state, Capability::RetryDeadLetter, &format!("/jobs/{}/retry", r.id), "Retry"))
                             }
                         }
                     }
@@ -166,7 +185,7 @@ pub(crate) async fn history<S: Storage>(
         @if let Some(next) = page_of.next {
             p { a href=(next_page(queue.as_ref(), status, next)) { "Older →" } }
         }
-        @if status == Some(FinalStatus::DeadLetter) && !page_of.records.is_empty() && !state.options.read_only {
+        @if status == Some(FinalStatus::DeadLetter) && !page_of.records.is_empty() && !state.options.read_only && state.offers(Capability::BulkActions) {
             form.bulk method="post" action="/dead-letters/retry" {
                 input type="hidden" name="csrf" value=(state.csrf);
                 input type="hidden" name="queue" value=(queue.as_ref().map_or("", QueueName::as_str));
@@ -214,10 +233,10 @@ pub(crate) async fn job<S: Storage>(
             h2 { "Last error" } (json_block(job.last_error.as_ref()))
             p {
                 @if job.state(now) == JobState::Scheduled {
-                    (action(&state, &format!("/jobs/{id}/run-now"), "Run now")) " "
+                    (action(&state, Capability::BulkActions, &format!("/jobs/{id}/run-now"), "Run now")) " "
                 }
-                (action(&state, &format!("/jobs/{id}/cancel"), "Cancel")) " "
-                (action(&state, &format!("/jobs/{id}/discard"), "Discard"))
+                (action(&state, Capability::Cancel, &format!("/jobs/{id}/cancel"), "Cancel")) " "
+                (action(&state, Capability::Discard, &format!("/jobs/{id}/discard"), "Discard"))
             }
         };
         return Ok(page(&state, &format!("Job {id}"), body));
@@ -246,7 +265,7 @@ pub(crate) async fn job<S: Storage>(
         h2 { "Result" } (json_block(record.result.as_ref()))
         h2 { "Last error" } (json_block(record.last_error.as_ref()))
         @if record.status == FinalStatus::DeadLetter {
-            p { (action(&state, &format!("/jobs/{id}/retry"), "Retry")) }
+            p { (action(&state, Capability::RetryDeadLetter, &format!("/jobs/{id}/retry"), "Retry")) }
         }
     };
     Ok(page(&state, &format!("Job {id}"), body))

@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
-use queue_core::{DequeueRequest, JobId, ManualClock, NewJob, QueueName, Retry, Storage, WorkerId};
+use queue_core::{
+    Capabilities, DequeueRequest, JobId, ManualClock, NewJob, QueueName, Retry, Storage, WorkerId,
+};
 use queue_dashboard::{DashboardOptions, OptionsError, router};
 use queue_testkit::MemoryStorage;
+use queue_testkit::restricted::Restricted;
 use serde_json::json;
 use tower::ServiceExt;
 
@@ -1212,5 +1215,74 @@ async fn metrics_count_finished_jobs_in_counters_that_only_grow() {
     assert_eq!(
         counter(&reply.body, "queue_jobs_dead_lettered", "mail"),
         Some(1)
+    );
+}
+
+/// On a storage that declares only the core, every page renders without
+/// the buttons, links and series it lacks, and an action it cannot do
+/// answers 501 naming the capability, changing nothing.
+#[tokio::test]
+async fn a_core_only_storage_gets_pages_without_what_it_cannot_do() {
+    let (storage, live, dead) = storage().await;
+    let core = Arc::new(Restricted::shared(Arc::clone(&storage), Capabilities::CORE));
+    let app = app(core, DashboardOptions::default());
+    for path in [
+        "/".to_owned(),
+        format!("/jobs/{live}"),
+        format!("/jobs/{dead}"),
+        "/history?status=dead_letter".to_owned(),
+    ] {
+        let page = send(&app, get(&path)).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.body);
+        for absent in [
+            "/queues/pause",
+            "/retry",
+            "/cancel",
+            "/discard",
+            "/queues/limits",
+            "/dead-letters/retry",
+            r#"href="/jobs""#,
+        ] {
+            assert!(
+                !page.body.contains(absent),
+                "{path} shows {absent}: {}",
+                page.body
+            );
+        }
+    }
+    let overview = send(&app, get("/")).await.body;
+    assert!(
+        overview.contains(">n/a<"),
+        "no throughput counts: {overview}"
+    );
+    let listing = send(&app, get("/jobs")).await;
+    assert_eq!(listing.status, StatusCode::NOT_IMPLEMENTED);
+    assert!(
+        listing
+            .body
+            .contains("this storage does not support listing live jobs"),
+        "{}",
+        listing.body
+    );
+    let metrics = send(&app, get("/metrics")).await;
+    assert_eq!(metrics.status, StatusCode::OK, "{}", metrics.body);
+
+    // The token comes from a page of the full dashboard: the same process.
+    let full = self::app(Arc::clone(&storage), DashboardOptions::default());
+    let token = csrf(&send(&full, get(&format!("/jobs/{live}"))).await.body);
+    let refused = send(
+        &app,
+        post(&format!("/jobs/{live}/discard"), &format!("csrf={token}")),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::NOT_IMPLEMENTED);
+    assert!(
+        refused.body.contains("capability discard"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        storage.get_job(live).await.expect("read").is_some(),
+        "nothing discarded"
     );
 }

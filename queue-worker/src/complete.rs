@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use queue_core::{Ack, Lease, QueueError, Retry, Storage};
-use serde_json::Value;
+use queue_core::{Ack, Capability, Lease, QueueError, Retry, Storage};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -77,7 +77,23 @@ async fn apply<S: Storage>(shared: &Arc<Shared<S>>, batch: Vec<Completion>) {
             }
             Completion::Snooze { lease, delay } => {
                 let shared = Arc::clone(shared);
-                nacks.spawn(async move { snooze(&shared, &lease, delay).await });
+                if shared.storage.capabilities().supports(Capability::Snooze) {
+                    nacks.spawn(async move { snooze(&shared, &lease, delay).await });
+                } else {
+                    // No snooze here: the job is put off as a failed attempt
+                    // would be, by the delay asked for, spending an attempt.
+                    warn!(
+                        job_id = %lease.job_id,
+                        "the handler snoozed a job, but this storage does not support \
+                         snoozing jobs: it is retried after the delay as a failed attempt"
+                    );
+                    let error = json!({
+                        "kind": "snooze_not_supported",
+                        "delay_ms": u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    });
+                    let retry = Retry::After(delay);
+                    nacks.spawn(async move { nack(&shared, &lease, error, retry).await });
+                }
             }
         }
     }

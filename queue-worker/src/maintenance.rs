@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use queue_core::{FinalStatus, MAX_BATCH, PruneRequest, Storage};
+use queue_core::{Capability, FinalStatus, MAX_BATCH, PruneRequest, Storage};
 use tracing::{debug, info, warn};
 
 use crate::shared::Shared;
@@ -74,6 +74,13 @@ async fn reclaim_round<S: Storage>(shared: &Shared<S>) {
 /// One round: up to [`ROUNDS`] batches per status. Returns whether history
 /// is left to delete (a status's last batch was full).
 async fn prune_round<S: Storage>(shared: &Shared<S>) -> bool {
+    if !shared
+        .storage
+        .capabilities()
+        .supports(Capability::PruneHistory)
+    {
+        return false;
+    }
     let plans = [
         (FinalStatus::Completed, shared.options.completed_retention),
         (

@@ -5,11 +5,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use queue_core::{EnqueueOutcome, NewJob, QueueError, QueueName, Result, Storage, WorkerId};
+use queue_core::{
+    Capability, EnqueueOutcome, NewJob, QueueError, QueueName, Result, Storage, WorkerId,
+};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::config::{QueueOptions, WorkerOptions};
 use crate::handler::Handler;
@@ -102,13 +104,30 @@ impl<S: Storage> WorkerBuilder<S> {
 
     /// Starts the worker's tasks on the current tokio runtime.
     ///
+    /// What the storage does not declare ([`Storage::capabilities`]) the
+    /// worker does without: no queue settings are read without
+    /// [`Capability::FlowLimits`] (each queue runs with its options), no
+    /// subscription without [`Capability::Wakeups`] (it polls), no pruning
+    /// without [`Capability::PruneHistory`] (history is kept; a warning
+    /// says so), and a handler's snooze becomes a retry after the same delay
+    /// without [`Capability::Snooze`].
+    ///
     /// # Errors
-    /// No queue configured, or invalid worker options.
+    /// No queue configured, invalid worker options, or periodic schedules
+    /// on a storage without [`Capability::Periodic`]
+    /// ([`QueueError::NotSupported`]).
     pub fn start(self) -> Result<Worker<S>> {
         if self.queues.is_empty() {
             return Err(QueueError::invalid("queues", "serve at least one queue"));
         }
         self.options.validate()?;
+        let declared = self.storage.capabilities();
+        if !self.schedules.is_empty() {
+            declared.require(Capability::Periodic, "enqueue_periodic")?;
+        }
+        if !declared.supports(Capability::PruneHistory) {
+            warn!("this storage does not support pruning history: the worker keeps all of it");
+        }
         let worker_id = match self.worker_id {
             Some(id) => id,
             None => default_worker_id()?,
@@ -131,9 +150,11 @@ impl<S: Storage> WorkerBuilder<S> {
             tokio::spawn(complete::run(Arc::clone(&shared), inbox)),
             tokio::spawn(heartbeat::run(Arc::clone(&shared))),
             tokio::spawn(maintenance::run(Arc::clone(&shared))),
-            tokio::spawn(settings::run(Arc::clone(&shared))),
         ];
-        if shared.options.subscribe {
+        if declared.supports(Capability::FlowLimits) {
+            tasks.push(tokio::spawn(settings::run(Arc::clone(&shared))));
+        }
+        if shared.options.subscribe && declared.supports(Capability::Wakeups) {
             tasks.push(tokio::spawn(wakeups::run(Arc::clone(&shared))));
         }
         if !self.schedules.is_empty() {
