@@ -12,6 +12,8 @@
 //! - [`transactional`]: the cases of enqueue, ack and nack inside the
 //!   caller's own transaction, run by [`transactional_tests!`], for a
 //!   storage that offers them.
+//! - [`restricted`]: a storage seen through fewer capabilities, as a backend
+//!   that never implemented the others would be.
 //! - [`harness`]: databases from environment URLs, one isolated schema or
 //!   database per test.
 
@@ -21,10 +23,16 @@ pub mod interop;
 mod macros;
 mod memory;
 pub mod model;
+pub mod restricted;
 pub mod suite;
 pub mod transactional;
 
 pub use memory::{MemoryFactory, MemoryStorage};
+
+// The path `conformance_tests!` names capabilities by, so that a caller
+// needs no queue-core dependency of its own.
+#[doc(hidden)]
+pub use queue_core as __queue_core;
 
 // The README's examples, compiled (and the runnable ones run) as doc tests.
 #[cfg(doctest)]

@@ -1,8 +1,10 @@
 //! The list of cases, and the macro that stamps them out as tests.
 
 /// Calls the macro named in brackets with `args ;` and then every case as
-/// `area::name`: the one list from which both [`conformance_tests!`] and
-/// `suite::cases` are made.
+/// `area::name`, then optionally `[Capability, ...]`, the capabilities
+/// ([`queue_core::Capability`]) it needs besides the core, and `@2` when it
+/// needs two handles on one database: the one list from which both
+/// [`conformance_tests!`] and `suite::cases` are made.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_case {
@@ -14,7 +16,7 @@ macro_rules! for_each_case {
             enqueue::enqueue_with_live_unique_key_returns_existing_job,
             enqueue::enqueue_same_key_in_another_queue_is_a_new_job,
             enqueue::enqueue_without_key_never_collides,
-            enqueue::enqueue_key_is_free_again_once_job_is_archived,
+            enqueue::enqueue_key_is_free_again_once_job_is_archived [Discard],
             enqueue::enqueue_delayed_job_is_scheduled,
             enqueue::enqueue_run_at_sets_available_at,
             enqueue::enqueue_invalid_input_is_typed_and_writes_nothing,
@@ -29,13 +31,13 @@ macro_rules! for_each_case {
             dequeue::dequeue_returns_at_most_limit_distinct_jobs,
             dequeue::dequeue_sets_lease_worker_attempts_and_first_locked_at,
             dequeue::dequeue_keeps_first_locked_at_on_later_claims,
-            dequeue::dequeue_answers_each_job_as_stored,
+            dequeue::dequeue_answers_each_job_as_stored [Snooze],
             dequeue::dequeue_skips_delayed_jobs_until_due,
             dequeue::dequeue_skips_running_and_stalled_jobs,
-            dequeue::dequeue_skips_paused_queues,
+            dequeue::dequeue_skips_paused_queues [Pause],
             dequeue::dequeue_takes_at_most_each_queues_limit,
             dequeue::next_due_is_none_without_scheduled_jobs,
-            dequeue::next_due_is_the_time_until_the_earliest_scheduled_job,
+            dequeue::next_due_is_the_time_until_the_earliest_scheduled_job [Pause],
             dequeue::next_due_counts_a_job_in_backoff_after_a_nack,
             ack::ack_archives_completed_with_result,
             ack::ack_with_stale_lease_is_lease_lost_and_changes_nothing,
@@ -71,56 +73,69 @@ macro_rules! for_each_case {
             inspect::stats_report_oldest_pending_age,
             inspect::stats_report_the_oldest_pending_age_across_priorities,
             inspect::stats_age_a_retrying_job_from_when_it_came_due,
-            inspect::stats_list_paused_queues_without_jobs,
+            inspect::stats_list_paused_queues_without_jobs [Pause],
             inspect::stats_capped_counts_each_state_up_to_the_cap,
-            inspect::stats_forget_pending_jobs_that_leave_without_a_claim,
+            inspect::stats_forget_pending_jobs_that_leave_without_a_claim [BulkActions, Cancel, Discard],
             inspect::get_job_and_get_history_see_one_place_each,
-            inspect::list_history_filters_by_queue_and_status,
+            inspect::list_history_filters_by_queue_and_status [Discard],
             inspect::list_history_pages_by_keyset,
             inspect::list_history_orders_by_id_not_finish_time,
-            inspect::list_dead_letters_lists_only_dead_letters,
+            inspect::list_dead_letters_lists_only_dead_letters [Discard],
             inspect::list_history_with_invalid_limit_is_rejected,
-            listing::list_jobs_filters_by_queue_state_id_and_key,
-            listing::list_jobs_pages_by_keyset_newest_first,
-            listing::list_jobs_and_bulk_actions_with_invalid_limit_are_rejected,
-            listing::throughput_counts_completed_and_failed_per_queue_and_minute,
-            listing::throughput_follows_history_across_minutes,
-            listing::throughput_with_invalid_window_is_rejected,
-            admin::discard_archives_a_live_job_as_discarded,
-            admin::discard_of_a_running_job_revokes_its_lease,
-            admin::discard_of_an_unknown_job_is_not_found,
-            admin::retry_dead_letter_requeues_it_under_its_id,
-            admin::retry_of_what_is_not_a_dead_letter_is_not_found,
-            admin::retry_dead_letter_whose_key_is_live_is_a_conflict,
-            admin::prune_deletes_only_history_older_than_retention,
-            admin::prune_respects_status_and_limit,
-            admin::pause_stops_claims_and_keeps_jobs_intact,
-            admin::pause_and_resume_are_idempotent,
-            bulk::run_now_makes_scheduled_jobs_pending_and_leaves_others,
-            bulk::discard_jobs_archives_what_the_filter_selects_in_batches,
-            bulk::retry_dead_letters_moves_dead_letters_in_batches,
-            bulk::retry_dead_letters_skips_those_whose_key_is_live,
+            listing::list_jobs_filters_by_queue_state_id_and_key [ListJobs],
+            listing::list_jobs_pages_by_keyset_newest_first [ListJobs],
+            listing::list_jobs_sets_next_only_when_more_jobs_match [ListJobs],
+            listing::list_jobs_and_bulk_actions_with_invalid_limit_are_rejected [BulkActions, ListJobs],
+            listing::throughput_counts_completed_and_failed_per_queue_and_minute [Discard, Throughput],
+            listing::throughput_follows_history_across_minutes [PruneHistory, RetryDeadLetter, Throughput],
+            listing::throughput_with_invalid_window_is_rejected [Throughput],
+            admin::discard_archives_a_live_job_as_discarded [Discard],
+            admin::discard_of_a_running_job_revokes_its_lease [Discard],
+            admin::discard_of_an_unknown_job_is_not_found [Discard],
+            admin::retry_dead_letter_requeues_it_under_its_id [RetryDeadLetter],
+            admin::retry_of_what_is_not_a_dead_letter_is_not_found [RetryDeadLetter],
+            admin::retry_dead_letter_whose_key_is_live_is_a_conflict [RetryDeadLetter],
+            admin::prune_deletes_only_history_older_than_retention [PruneHistory],
+            admin::prune_respects_status_and_limit [PruneHistory],
+            admin::pause_stops_claims_and_keeps_jobs_intact [Pause],
+            admin::pause_and_resume_are_idempotent [Pause],
+            bulk::run_now_makes_scheduled_jobs_pending_and_leaves_others [BulkActions],
+            bulk::discard_jobs_archives_what_the_filter_selects_in_batches [BulkActions],
+            bulk::retry_dead_letters_moves_dead_letters_in_batches [BulkActions],
+            bulk::retry_dead_letters_skips_those_whose_key_is_live [BulkActions],
+            bulk::run_now_moves_only_what_every_part_of_its_filter_selects [BulkActions],
             concurrency::concurrent_dequeuers_complete_every_job_exactly_once,
             concurrency::concurrent_enqueues_of_one_key_make_one_job,
             concurrency::dequeue_never_hands_a_held_job_to_a_second_worker,
             concurrency::racing_claims_on_several_queues_take_only_the_best_jobs,
-            flow::configure_queue_reads_back_and_keeps_the_paused_flag,
-            flow::configure_queue_rejects_invalid_limits,
-            flow::concurrency_limit_caps_the_leases_a_queue_holds,
-            flow::concurrency_limit_holds_under_concurrent_claims,
-            flow::rate_limit_refills_its_bucket_on_the_storage_clock,
-            flow::limits_bind_only_their_queue_in_a_multi_queue_claim,
-            flow::configure_queue_takes_effect_at_the_next_claim,
-            snooze::snooze_puts_the_job_off_without_counting_an_attempt,
-            snooze::snooze_needs_the_current_lease_and_a_valid_delay,
-            trace::trace_context_round_trips_through_enqueue_claim_and_history,
-            cancel::cancel_moves_a_waiting_job_to_history_as_cancelled,
-            cancel::cancel_of_a_running_job_makes_its_lease_lost,
-            cancel::cancel_of_a_job_that_is_not_live_is_not_found,
-            cancel::cancel_wakes_subscribers_with_the_job_id,
-            periodic::enqueue_periodic_enqueues_each_fire_time_once,
-            periodic::concurrent_periodic_fires_make_one_job,
-            periodic::enqueue_periodic_with_invalid_input_records_nothing,
+            flow::configure_queue_reads_back_and_keeps_the_paused_flag [FlowLimits, Pause],
+            flow::configure_queue_rejects_invalid_limits [FlowLimits],
+            flow::concurrency_limit_caps_the_leases_a_queue_holds [FlowLimits],
+            flow::concurrency_limit_holds_under_concurrent_claims [FlowLimits],
+            flow::rate_limit_refills_its_bucket_on_the_storage_clock [FlowLimits],
+            flow::limits_bind_only_their_queue_in_a_multi_queue_claim [FlowLimits],
+            flow::configure_queue_takes_effect_at_the_next_claim [FlowLimits],
+            flow::a_claim_takes_one_token_per_job_it_claims [FlowLimits],
+            flow::a_paused_queue_with_limits_yields_nothing [FlowLimits, Pause],
+            flow::every_way_a_lease_ends_gives_its_slot_back [FlowLimits, Snooze, Cancel, Discard],
+            handles::unique_key_holds_across_handles @2,
+            handles::a_lease_taken_by_one_handle_is_acked_by_another @2,
+            handles::concurrency_limit_holds_across_handles [FlowLimits] @2,
+            handles::rate_limit_bucket_is_shared_across_handles [FlowLimits] @2,
+            handles::pause_by_one_handle_stops_claims_by_another [Pause] @2,
+            handles::a_fire_one_handle_recorded_is_not_repeated_by_another [Periodic] @2,
+            handles::wakeups_reach_a_subscriber_on_another_handle [Wakeups, RemoteWakeups] @2,
+            snooze::snooze_puts_the_job_off_without_counting_an_attempt [Snooze],
+            snooze::snooze_needs_the_current_lease_and_a_valid_delay [Snooze],
+            snooze::snooze_keeps_the_error_of_the_last_failed_attempt [Snooze],
+            trace::trace_context_round_trips_through_enqueue_claim_and_history [ListJobs, RetryDeadLetter],
+            cancel::cancel_moves_a_waiting_job_to_history_as_cancelled [Cancel],
+            cancel::cancel_of_a_running_job_makes_its_lease_lost [Cancel, Snooze],
+            cancel::cancel_of_a_job_that_is_not_live_is_not_found [Cancel],
+            cancel::cancel_wakes_subscribers_with_the_job_id [Cancel],
+            periodic::enqueue_periodic_enqueues_each_fire_time_once [Periodic],
+            periodic::concurrent_periodic_fires_make_one_job [Periodic],
+            periodic::enqueue_periodic_with_invalid_input_records_nothing [Periodic],
         }
     };
 }
@@ -168,14 +183,21 @@ macro_rules! conformance_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __queue_testkit_conformance_test {
-    ($factory:expr; $($area:ident :: $name:ident),* $(,)?) => {
+    ($factory:expr; $($area:ident :: $name:ident $([$($capability:ident),+])? $(@ $handles:literal)?),* $(,)?) => {
         $(
             #[test]
             fn $name() {
                 $crate::suite::block_on(async {
-                    $crate::suite::run_case(&$factory, |ctx| {
-                        ::std::boxed::Box::pin($crate::suite::$area::$name(ctx))
-                    })
+                    $crate::suite::run_case(
+                        &$factory,
+                        $crate::suite::Case {
+                            area: stringify!($area),
+                            name: stringify!($name),
+                            requires: &[$($($crate::__queue_core::Capability::$capability),+)?],
+                            handles: 1 $(- 1 + $handles)?,
+                            run: |ctx| ::std::boxed::Box::pin($crate::suite::$area::$name(ctx)),
+                        },
+                    )
                     .await;
                 });
             }

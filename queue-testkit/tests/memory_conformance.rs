@@ -8,12 +8,23 @@ queue_testkit::conformance_tests!(MemoryFactory);
 // would write it: each lives in its own module, so nothing collides.
 queue_testkit::conformance_tests!(second_backend: queue_testkit::MemoryFactory);
 
+/// Every case passes but the one of wake-ups, which the memory storage
+/// does not declare and which is reported as not run.
 #[tokio::test]
-async fn run_all_reports_every_case_passed() {
+async fn run_all_reports_every_case_passed_but_those_of_wakeups() {
     let report = queue_testkit::suite::run_all(&MemoryFactory).await;
     assert!(report.is_success(), "{:#?}", report.failed);
+    let not_run: Vec<&str> = report
+        .not_run
+        .iter()
+        .map(|(label, _)| label.as_str())
+        .collect();
     assert_eq!(
-        report.passed.len(),
+        not_run,
+        ["handles::wakeups_reach_a_subscriber_on_another_handle"]
+    );
+    assert_eq!(
+        report.passed.len() + 1,
         queue_testkit::suite::cases::<queue_testkit::MemoryStorage>().len()
     );
 }

@@ -17,7 +17,15 @@ impl StorageFactory for MySqlFactory {
 
     async fn create(&self, clock: Clock) -> Fixture<MySqlStorage> {
         let (db, storage) = storage_in_new_database().await;
-        Fixture::new(storage.with_clock(clock)).with_teardown(db.drop_database())
+        let url = db.url();
+        let second_clock = clock.clone();
+        Fixture::new(storage.with_clock(clock))
+            .with_teardown(db.drop_database())
+            .with_second_handle(async move {
+                MySqlStorage::connect_with_size(&url, 4)
+                    .expect("a second pool on the test database")
+                    .with_clock(second_clock)
+            })
     }
 }
 

@@ -54,17 +54,35 @@ async fn fixture(clock: Clock, keyless_indexed: bool, async_claims: bool) -> Fix
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("test schema names are valid")
-        .with_clock(clock)
+        .with_clock(clock.clone())
         .with_async_claims(async_claims);
     storage.migrate().await.expect("migrate the test schema");
     storage
         .index_keyless_jobs(keyless_indexed)
         .await
         .expect("the unique-key index's form");
-    Fixture::new(storage).with_teardown(async move {
-        pool.close().await;
-        schema.drop_schema().await;
-    })
+    // Opened only for a case that asks; its connections close when the
+    // case drops it, before the teardown drops the schema.
+    let options = schema.connect_options();
+    let name = schema.name().to_owned();
+    let second = async move {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .expect("a second pool on the test schema");
+        PgStorage::from_pool(pool)
+            .with_schema(&name)
+            .expect("test schema names are valid")
+            .with_clock(clock)
+            .with_async_claims(async_claims)
+    };
+    Fixture::new(storage)
+        .with_teardown(async move {
+            pool.close().await;
+            schema.drop_schema().await;
+        })
+        .with_second_handle(second)
 }
 
 /// A migrated storage in a new schema, and the pool it uses.

@@ -91,12 +91,17 @@ impl StorageFactory for RedisFactory {
 
     async fn create(&self, clock: Clock) -> Fixture<RedisStorage> {
         let namespace = fresh_namespace();
-        let storage = connect(self.cluster)
-            .await
-            .with_namespace(&namespace)
-            .expect("a valid namespace")
-            .with_clock(clock);
         let cluster = self.cluster;
-        Fixture::new(storage).with_teardown(purge(cluster, namespace))
+        let open = |clock: Clock, namespace: String| async move {
+            connect(cluster)
+                .await
+                .with_namespace(&namespace)
+                .expect("a valid namespace")
+                .with_clock(clock)
+        };
+        let storage = open(clock.clone(), namespace.clone()).await;
+        Fixture::new(storage)
+            .with_teardown(purge(cluster, namespace.clone()))
+            .with_second_handle(open(clock, namespace))
     }
 }

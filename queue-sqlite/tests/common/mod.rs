@@ -40,7 +40,14 @@ impl StorageFactory for SqliteFileFactory {
         let storage = SqliteStorage::connect(&url)
             .await
             .expect("open a database file")
-            .with_clock(clock);
-        Fixture::new(storage).with_teardown(async move { drop(dir) })
+            .with_clock(clock.clone());
+        Fixture::new(storage)
+            .with_teardown(async move { drop(dir) })
+            .with_second_handle(async move {
+                SqliteStorage::connect(&url)
+                    .await
+                    .expect("a second handle on the database file")
+                    .with_clock(clock)
+            })
     }
 }

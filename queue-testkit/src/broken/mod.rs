@@ -147,11 +147,40 @@ pub enum Bug {
     /// that lists its columns and misses the new one). Caught by
     /// `trace::trace_context_round_trips_through_enqueue_claim_and_history`.
     ClaimDropsTheTraceContext,
+    /// Claims count a queue's held leases among the jobs this handle
+    /// claimed only (a limiter kept in the process's memory), so two hosts
+    /// together hold more than the limit. Caught by
+    /// `handles::concurrency_limit_holds_across_handles`.
+    ConcurrencyCountedPerHandle,
+    /// Run-now drops the queue from its filter (a backend whose bulk
+    /// statement forgot one condition). Caught by
+    /// `bulk::run_now_moves_only_what_every_part_of_its_filter_selects`.
+    RunNowIgnoresQueue,
+    /// The job listing sets `next` whenever a page is full, even when no
+    /// more jobs match. Caught by
+    /// `listing::list_jobs_sets_next_only_when_more_jobs_match`.
+    ListJobsNextOnFullPage,
+    /// Snooze clears `last_error`, losing the error of the failed attempt
+    /// before it. Caught by
+    /// `snooze::snooze_keeps_the_error_of_the_last_failed_attempt`.
+    SnoozeClearsLastError,
+    /// A claim takes a token for every job its request allowed, not for
+    /// every job it claimed. Caught by
+    /// `flow::a_claim_takes_one_token_per_job_it_claims`.
+    RateChargedForTheRequest,
+    /// Claims check the pause only of queues without limits (a backend
+    /// whose limited path reads the config row but not its paused flag).
+    /// Caught by `flow::a_paused_queue_with_limits_yields_nothing`.
+    PauseIgnoredWhenLimited,
+    /// A snoozed job's concurrency slot is never given back (a tally that
+    /// ack, nack and release decrement, and snooze forgets). Caught by
+    /// `flow::every_way_a_lease_ends_gives_its_slot_back`.
+    SnoozeKeepsTheSlot,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 39] = [
+    pub const ALL: [Bug; 46] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -191,6 +220,13 @@ impl Bug {
         Bug::PeriodicFiresAgainAfterFinish,
         Bug::ClaimLocksWhatItDoesNotTake,
         Bug::ClaimDropsTheTraceContext,
+        Bug::ConcurrencyCountedPerHandle,
+        Bug::RunNowIgnoresQueue,
+        Bug::ListJobsNextOnFullPage,
+        Bug::SnoozeClearsLastError,
+        Bug::RateChargedForTheRequest,
+        Bug::PauseIgnoredWhenLimited,
+        Bug::SnoozeKeepsTheSlot,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -264,6 +300,17 @@ impl Bug {
             Bug::ClaimDropsTheTraceContext => {
                 "trace::trace_context_round_trips_through_enqueue_claim_and_history"
             }
+            Bug::ConcurrencyCountedPerHandle => "handles::concurrency_limit_holds_across_handles",
+            Bug::RunNowIgnoresQueue => {
+                "bulk::run_now_moves_only_what_every_part_of_its_filter_selects"
+            }
+            Bug::ListJobsNextOnFullPage => "listing::list_jobs_sets_next_only_when_more_jobs_match",
+            Bug::SnoozeClearsLastError => {
+                "snooze::snooze_keeps_the_error_of_the_last_failed_attempt"
+            }
+            Bug::RateChargedForTheRequest => "flow::a_claim_takes_one_token_per_job_it_claims",
+            Bug::PauseIgnoredWhenLimited => "flow::a_paused_queue_with_limits_yields_nothing",
+            Bug::SnoozeKeepsTheSlot => "flow::every_way_a_lease_ends_gives_its_slot_back",
         }
     }
 }
@@ -273,6 +320,10 @@ impl Bug {
 pub struct BrokenStorage {
     inner: MemoryStorage,
     bug: Bug,
+    /// The jobs this handle claimed, for bugs that keep state per handle.
+    claimed_here: std::sync::Mutex<std::collections::HashSet<queue_core::JobId>>,
+    /// Slots snoozed jobs still take, per queue ([`Bug::SnoozeKeepsTheSlot`]).
+    snoozed_slots: std::sync::Mutex<std::collections::HashMap<queue_core::QueueName, u64>>,
 }
 
 impl BrokenStorage {
@@ -281,6 +332,19 @@ impl BrokenStorage {
         Self {
             inner: MemoryStorage::with_clock(clock),
             bug,
+            claimed_here: std::sync::Mutex::default(),
+            snoozed_slots: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Another handle on the same jobs, with the same bug and state of
+    /// its own ([`MemoryStorage::handle`]).
+    pub fn handle(&self) -> Self {
+        Self {
+            inner: self.inner.handle(),
+            bug: self.bug,
+            claimed_here: std::sync::Mutex::default(),
+            snoozed_slots: std::sync::Mutex::default(),
         }
     }
 }
@@ -294,6 +358,8 @@ impl StorageFactory for BrokenFactory {
     type Storage = BrokenStorage;
 
     async fn create(&self, clock: Clock) -> Fixture<BrokenStorage> {
-        Fixture::new(BrokenStorage::new(self.0, clock))
+        let storage = BrokenStorage::new(self.0, clock);
+        let second = storage.handle();
+        Fixture::new(storage).with_second_handle(async move { second })
     }
 }

@@ -2,6 +2,7 @@
 //! except where the planted bug says otherwise.
 
 use std::collections::HashMap;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -73,6 +74,10 @@ impl BrokenStorage {
 
 #[async_trait]
 impl Storage for BrokenStorage {
+    fn capabilities(&self) -> queue_core::Capabilities {
+        self.inner.capabilities()
+    }
+
     async fn now(&self) -> Result<DateTime<Utc>> {
         self.inner.now().await
     }
@@ -138,6 +143,88 @@ impl Storage for BrokenStorage {
                     request.worker_id().clone(),
                 )?;
                 self.inner.dequeue(&plain).await
+            }
+            Bug::ConcurrencyCountedPerHandle => {
+                let mut mine = self
+                    .claimed_here
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let mut state = self.inner.lock();
+                // The limits see only the leases this handle handed out.
+                let hidden: Vec<(JobId, Option<DateTime<Utc>>)> = (state.jobs.values_mut())
+                    .filter(|job| job.lease_until.is_some() && !mine.contains(&job.id))
+                    .map(|job| (job.id, job.lease_until.take()))
+                    .collect();
+                let narrowed = state.within_limits(request, now);
+                for (id, until) in hidden {
+                    if let Some(job) = state.jobs.get_mut(&id) {
+                        job.lease_until = until;
+                    }
+                }
+                let Some(request) = narrowed else {
+                    return Ok(Vec::new());
+                };
+                let ids = state.claimable(&request, now);
+                let claimed = state.claim(&ids, &request, now);
+                state.take_tokens(&claimed, now);
+                mine.extend(claimed.iter().map(|job| job.id));
+                Ok(claimed)
+            }
+            Bug::RateChargedForTheRequest => {
+                let mut state = self.inner.lock();
+                let Some(narrowed) = state.within_limits(request, now) else {
+                    return Ok(Vec::new());
+                };
+                let ids = state.claimable(&narrowed, now);
+                let claimed = state.claim(&ids, &narrowed, now);
+                state.take_tokens(&claimed, now);
+                for queue in narrowed.queues() {
+                    let taken = claimed.iter().filter(|job| &job.queue == queue).count() as u64;
+                    let unused = u64::from(narrowed.queue_limit(queue)).saturating_sub(taken);
+                    if let Some(bucket) = state.buckets.get_mut(queue) {
+                        bucket.tokens = (bucket.tokens - unused as f64).max(0.0);
+                    }
+                }
+                Ok(claimed)
+            }
+            Bug::PauseIgnoredWhenLimited => {
+                let mut state = self.inner.lock();
+                let paused = state.paused.clone();
+                let limited: Vec<QueueName> = state.limits.keys().cloned().collect();
+                state.paused.retain(|queue| !limited.contains(queue));
+                let narrowed = state.within_limits(request, now);
+                let claimed = narrowed.map(|request| {
+                    let ids = state.claimable(&request, now);
+                    let claimed = state.claim(&ids, &request, now);
+                    state.take_tokens(&claimed, now);
+                    claimed
+                });
+                state.paused = paused;
+                Ok(claimed.unwrap_or_default())
+            }
+            Bug::SnoozeKeepsTheSlot => {
+                let ghosts = (self.snoozed_slots.lock())
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let mut state = self.inner.lock();
+                let allowances: Vec<(QueueName, u32)> = (request.queues().iter())
+                    .filter_map(|queue| {
+                        let limits = state.limits.get(queue)?;
+                        let held = (state.jobs.values())
+                            .filter(|job| &job.queue == queue && job.lease_until.is_some())
+                            .count() as u64;
+                        let held = held + ghosts.get(queue).copied().unwrap_or(0);
+                        let bucket = state.buckets.get(queue).copied();
+                        Some((queue.clone(), limits.allowance(held, bucket, now)))
+                    })
+                    .collect();
+                let Some(narrowed) = request.narrowed(&allowances) else {
+                    return Ok(Vec::new());
+                };
+                let ids = state.claimable(&narrowed, now);
+                let claimed = state.claim(&ids, &narrowed, now);
+                state.take_tokens(&claimed, now);
+                Ok(claimed)
             }
             Bug::ClaimChecksLimitsThenClaims => {
                 let narrowed = self.inner.lock().within_limits(request, now);
@@ -386,10 +473,24 @@ impl Storage for BrokenStorage {
     }
 
     async fn list_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
-        self.inner.list_jobs(filter).await
+        let mut page = self.inner.list_jobs(filter).await?;
+        if self.bug == Bug::ListJobsNextOnFullPage
+            && page.next.is_none()
+            && page.jobs.len() == filter.limit as usize
+        {
+            page.next = page.jobs.last().map(|job| job.id);
+        }
+        Ok(page)
     }
 
     async fn run_now(&self, filter: &JobFilter) -> Result<u64> {
+        if self.bug == Bug::RunNowIgnoresQueue {
+            let loose = JobFilter {
+                queue: None,
+                ..filter.clone()
+            };
+            return self.inner.run_now(&loose).await;
+        }
         self.inner.run_now(filter).await
     }
 
@@ -487,7 +588,29 @@ impl Storage for BrokenStorage {
     }
 
     async fn snooze(&self, lease: &Lease, delay: Duration) -> Result<DateTime<Utc>> {
+        let queue = self
+            .inner
+            .lock()
+            .jobs
+            .get(&lease.job_id)
+            .map(|job| job.queue.clone());
         let at = self.inner.snooze(lease, delay).await?;
+        match (self.bug, queue) {
+            (Bug::SnoozeClearsLastError, _) => {
+                if let Some(job) = self.inner.lock().jobs.get_mut(&lease.job_id) {
+                    job.last_error = None;
+                }
+            }
+            (Bug::SnoozeKeepsTheSlot, Some(queue)) => {
+                *(self
+                    .snoozed_slots
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner))
+                .entry(queue)
+                .or_default() += 1;
+            }
+            _ => {}
+        }
         if self.bug == Bug::SnoozeCountsTheAttempt
             && let Some(job) = self.inner.lock().jobs.get_mut(&lease.job_id)
         {

@@ -10,7 +10,7 @@ mod steps;
 mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
 use queue_core::time::truncate_to_micros;
@@ -20,11 +20,12 @@ use queue_core::{
 };
 use serde_json::Value;
 
-/// An in-memory `Storage`. Cheap to create; nothing outlives it.
+/// An in-memory `Storage`. Cheap to create; nothing outlives it (but the
+/// handles [`MemoryStorage::handle`] opens on it).
 #[derive(Debug, Default)]
 pub struct MemoryStorage {
     clock: Clock,
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 /// What a [`MemoryStorage`] holds; the crate's deliberately broken storages
@@ -50,7 +51,16 @@ impl MemoryStorage {
     pub fn with_clock(clock: impl Into<Clock>) -> Self {
         Self {
             clock: clock.into(),
-            state: Mutex::default(),
+            state: Arc::default(),
+        }
+    }
+
+    /// Another handle on the same jobs, as a second process on one
+    /// database would hold: what one handle writes, the other reads.
+    pub fn handle(&self) -> Self {
+        Self {
+            clock: self.clock.clone(),
+            state: Arc::clone(&self.state),
         }
     }
 
@@ -174,6 +184,8 @@ impl crate::suite::StorageFactory for MemoryFactory {
     type Storage = MemoryStorage;
 
     async fn create(&self, clock: Clock) -> crate::suite::Fixture<MemoryStorage> {
-        crate::suite::Fixture::new(MemoryStorage::with_clock(clock))
+        let storage = MemoryStorage::with_clock(clock);
+        let second = storage.handle();
+        crate::suite::Fixture::new(storage).with_second_handle(async move { second })
     }
 }

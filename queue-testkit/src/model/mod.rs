@@ -27,7 +27,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRu
 
 use crate::suite::StorageFactory;
 
-pub use ops::{JobSpec, Op, QUEUES};
+pub use ops::{JobSpec, Op, QUEUES, Selection};
 
 /// Full live-job and history comparison happens every this many steps.
 pub const FULL_COMPARE_EVERY: usize = 10;

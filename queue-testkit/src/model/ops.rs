@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use queue_core::{FinalStatus, NewJob, QueueLimits, RateLimit, Retry, TraceContext};
+use queue_core::{
+    Capability, FinalStatus, JobState, NewJob, QueueLimits, RateLimit, Retry, TraceContext,
+};
 use serde_json::json;
 
 /// Queue names the operations use: few, so that they collide.
@@ -97,6 +99,65 @@ pub enum Op {
         /// Rows per page.
         limit: u32,
     },
+    /// List, run now or discard what a job filter selects.
+    Select {
+        /// What to do with the selection.
+        action: Selection,
+        /// Queue 0 or 1, or all.
+        queue: Option<usize>,
+        /// Derived state, or all.
+        state: Option<JobState>,
+        /// Unique key `k{n}`, or any.
+        key: Option<u8>,
+        /// Pick of the job whose id the selection starts below.
+        before: Option<usize>,
+        /// Jobs per page or per call.
+        limit: u32,
+    },
+    /// Retry dead letters in bulk, maybe of one queue, at most `limit`.
+    RetryDeadLetters {
+        /// Queue 0 or 1, or all.
+        queue: Option<usize>,
+        /// Dead letters per call.
+        limit: u32,
+    },
+    /// Completed and failed jobs per minute over the last `n` minutes.
+    Throughput(u32),
+}
+
+/// What an [`Op::Select`] does with the jobs its filter selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// `list_jobs`: one page.
+    List,
+    /// `run_now`.
+    RunNow,
+    /// `discard_jobs`.
+    Discard,
+}
+
+impl Op {
+    /// The optional capability the step exercises, if any: the model test
+    /// skips it on a storage that does not declare it.
+    pub fn requires(&self) -> Option<Capability> {
+        match self {
+            Op::Discard(_) => Some(Capability::Discard),
+            Op::RetryDeadLetter(_) => Some(Capability::RetryDeadLetter),
+            Op::Pause(_) | Op::Resume(_) => Some(Capability::Pause),
+            Op::Prune(..) => Some(Capability::PruneHistory),
+            Op::Snooze(..) => Some(Capability::Snooze),
+            Op::Cancel(_) => Some(Capability::Cancel),
+            Op::Configure(..) => Some(Capability::FlowLimits),
+            Op::Fire(_) => Some(Capability::Periodic),
+            Op::Select {
+                action: Selection::List,
+                ..
+            } => Some(Capability::ListJobs),
+            Op::Select { .. } | Op::RetryDeadLetters { .. } => Some(Capability::BulkActions),
+            Op::Throughput(_) => Some(Capability::Throughput),
+            _ => None,
+        }
+    }
 }
 
 /// A job to enqueue, small enough to print when a case fails (the printed
@@ -203,6 +264,18 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         2 => (2u8..=4, 1u32..=2).prop_map(|(workers, limit)| Op::ConcurrentClaims { workers, limit }),
         2 => (proptest::option::of(0..QUEUES.len()), status(), proptest::option::of(pick.clone()), 1u32..=4)
             .prop_map(|(queue, status, before, limit)| Op::ListHistory { queue, status, before, limit }),
+        3 => (
+            prop_oneof![2 => Just(Selection::List), 1 => Just(Selection::RunNow), 1 => Just(Selection::Discard)],
+            proptest::option::of(0..QUEUES.len()),
+            proptest::option::weighted(0.4, proptest::sample::select(JobState::ALL.to_vec())),
+            proptest::option::weighted(0.3, 0u8..3),
+            proptest::option::weighted(0.3, pick.clone()),
+            1u32..=4,
+        )
+            .prop_map(|(action, queue, state, key, before, limit)| Op::Select { action, queue, state, key, before, limit }),
+        1 => (proptest::option::of(0..QUEUES.len()), 1u32..=3)
+            .prop_map(|(queue, limit)| Op::RetryDeadLetters { queue, limit }),
+        1 => (1u32..=10).prop_map(Op::Throughput),
     ]
 }
 

@@ -4,10 +4,12 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use queue_core::{
-    Ack, Clock, DequeueRequest, EnqueueOutcome, HistoryRecord, Job, JobId, Lease, ManualClock,
-    NewJob, PeriodicFire, PruneRequest, QueueError, QueueName, Result, ScheduleName, Storage,
-    WorkerId,
+    Ack, Capability, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryRecord, Job,
+    JobId, Lease, ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueName, Result,
+    ScheduleName, Storage, WorkerId,
 };
 use serde_json::json;
 
@@ -22,12 +24,18 @@ pub(super) async fn run_sequence<F: StorageFactory>(
     sequence: &[Op],
 ) -> Result<(), TestCaseError> {
     let backend_clock = ManualClock::new(start());
-    let fixture = factory.create(Clock::Manual(backend_clock.clone())).await;
+    let mut fixture = factory.create(Clock::Manual(backend_clock.clone())).await;
+    let second = fixture.take_second_handle();
     let (backend, teardown) = fixture.into_parts();
+    let mut handles = vec![std::sync::Arc::new(backend)];
+    if let Some(open) = second {
+        handles.push(std::sync::Arc::new(open.await));
+    }
     let model_clock = ManualClock::new(start());
     let mut pair = Pair {
         model: MemoryStorage::with_clock(model_clock.clone()),
-        backend: std::sync::Arc::new(backend),
+        handles,
+        turn: AtomicUsize::new(0),
         clocks: [model_clock, backend_clock],
         ids: Vec::new(),
         leases: Vec::new(),
@@ -59,7 +67,10 @@ pub(super) async fn run_sequence<F: StorageFactory>(
 
 pub(super) struct Pair<S> {
     pub(super) model: MemoryStorage,
-    pub(super) backend: std::sync::Arc<S>,
+    /// The backend's handles on one database: one, or two when the factory
+    /// opens a second; calls take them in turn, as two hosts would.
+    pub(super) handles: Vec<std::sync::Arc<S>>,
+    pub(super) turn: AtomicUsize,
     pub(super) clocks: [ManualClock; 2],
     /// (model id, backend id) of every job either side reported.
     pub(super) ids: Vec<(JobId, JobId)>,
@@ -167,12 +178,23 @@ impl<S: Storage> Pair<S> {
         spec.to_new_job(self.serial)
     }
 
+    /// The backend handle whose turn it is.
+    pub(super) fn backend(&self) -> &S {
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
+        &self.handles[turn % self.handles.len()]
+    }
+
     async fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        if let Some(capability) = op.requires()
+            && !self.backend().capabilities().supports(capability)
+        {
+            return Ok(());
+        }
         match op {
             Op::Enqueue(spec) => {
                 let job = self.next_job(spec);
                 let model = kind(self.model.enqueue(job.clone()).await);
-                let backend = kind(self.backend.enqueue(job).await);
+                let backend = kind(self.backend().enqueue(job).await);
                 match (model, backend) {
                     (Ok(m), Ok(b)) => self.record_enqueue(m, b),
                     (m, b) => same("enqueue", m.map(|_| ()), b.map(|_| ())),
@@ -181,7 +203,7 @@ impl<S: Storage> Pair<S> {
             Op::EnqueueBatch(specs) => {
                 let jobs: Vec<NewJob> = specs.iter().map(|s| self.next_job(s)).collect();
                 let model = kind(self.model.enqueue_batch(jobs.clone()).await);
-                let backend = kind(self.backend.enqueue_batch(jobs).await);
+                let backend = kind(self.backend().enqueue_batch(jobs).await);
                 match (model, backend) {
                     (Ok(m), Ok(b)) => {
                         same("batch length", m.len(), b.len())?;
@@ -220,7 +242,7 @@ impl<S: Storage> Pair<S> {
                 let result = Some(json!({"acked": pick}));
                 let model = kind(self.model.ack(&lease, result.clone()).await);
                 let backend_lease = self.backend_lease(&lease)?;
-                let backend = kind(self.backend.ack(&backend_lease, result).await);
+                let backend = kind(self.backend().ack(&backend_lease, result).await);
                 same("ack", model, backend)
             }
             Op::AckBatch(picks) => {
@@ -237,7 +259,7 @@ impl<S: Storage> Pair<S> {
                     }
                 }
                 let model = kind(self.model.ack_batch(&model_acks).await);
-                let backend = kind(self.backend.ack_batch(&backend_acks).await);
+                let backend = kind(self.backend().ack_batch(&backend_acks).await);
                 same("ack_batch", model, backend)
             }
             Op::Nack(pick, delay) => {
@@ -248,7 +270,7 @@ impl<S: Storage> Pair<S> {
                 let model = kind(self.model.nack(&lease, error.clone(), retry(*delay)).await);
                 let backend_lease = self.backend_lease(&lease)?;
                 let backend = kind(
-                    self.backend
+                    self.backend()
                         .nack(&backend_lease, error, retry(*delay))
                         .await,
                 );
@@ -261,7 +283,7 @@ impl<S: Storage> Pair<S> {
                 let extend = Duration::from_secs(*secs);
                 let model = kind(self.model.heartbeat(&lease, extend).await);
                 let backend_lease = self.backend_lease(&lease)?;
-                let backend = kind(self.backend.heartbeat(&backend_lease, extend).await);
+                let backend = kind(self.backend().heartbeat(&backend_lease, extend).await);
                 same("heartbeat", model, backend)
             }
             Op::HeartbeatBatch(picks, secs) => {
@@ -273,7 +295,11 @@ impl<S: Storage> Pair<S> {
                     .collect::<Result<Vec<_>, _>>()?;
                 let extend = Duration::from_secs(*secs);
                 let model = kind(self.model.heartbeat_batch(&model_leases, extend).await);
-                let backend = kind(self.backend.heartbeat_batch(&backend_leases, extend).await);
+                let backend = kind(
+                    self.backend()
+                        .heartbeat_batch(&backend_leases, extend)
+                        .await,
+                );
                 same("heartbeat_batch", model, backend)
             }
             Op::Release(pick) => {
@@ -282,12 +308,12 @@ impl<S: Storage> Pair<S> {
                 };
                 let model = kind(self.model.release(&lease).await);
                 let backend_lease = self.backend_lease(&lease)?;
-                let backend = kind(self.backend.release(&backend_lease).await);
+                let backend = kind(self.backend().release(&backend_lease).await);
                 same("release", model, backend)
             }
             Op::Reclaim(limit) => {
                 let model = kind(self.model.reclaim_stalled(*limit).await);
-                let backend = kind(self.backend.reclaim_stalled(*limit).await);
+                let backend = kind(self.backend().reclaim_stalled(*limit).await);
                 same("reclaim_stalled", model, backend)
             }
             Op::Advance(secs) => {
@@ -301,7 +327,7 @@ impl<S: Storage> Pair<S> {
                     return Ok(());
                 };
                 let model = kind(self.model.discard(m).await);
-                let backend = kind(self.backend.discard(b).await);
+                let backend = kind(self.backend().discard(b).await);
                 same("discard", model, backend)
             }
             Op::Cancel(pick) => {
@@ -309,7 +335,7 @@ impl<S: Storage> Pair<S> {
                     return Ok(());
                 };
                 let model = kind(self.model.cancel(m).await);
-                let backend = kind(self.backend.cancel(b).await);
+                let backend = kind(self.backend().cancel(b).await);
                 same("cancel", model, backend)
             }
             Op::Snooze(pick, secs) => {
@@ -319,17 +345,27 @@ impl<S: Storage> Pair<S> {
                 let delay = Duration::from_secs(*secs);
                 let model = kind(self.model.snooze(&lease, delay).await);
                 let backend_lease = self.backend_lease(&lease)?;
-                let backend = kind(self.backend.snooze(&backend_lease, delay).await);
+                let backend = kind(self.backend().snooze(&backend_lease, delay).await);
                 same("snooze", model, backend)
             }
             Op::Configure(q, concurrency, rate) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
                 let limits = super::ops::limits(*concurrency, *rate);
                 let model = kind(self.model.configure_queue(&queue, &limits).await);
-                let backend = kind(self.backend.configure_queue(&queue, &limits).await);
-                same("configure_queue", model, backend)?;
+                let backend = kind(self.backend().configure_queue(&queue, &limits).await);
+                same("configure_queue", model.clone(), backend)?;
+                // A backend may trust its own read of which queues have
+                // limits for `LimitedQueues::TTL` (see `configure_queue`'s
+                // contract): a change binds the handle that made it at
+                // once, the others within that second of real time, which
+                // the model's manual clock cannot follow. The same change
+                // through every handle binds them all at once.
+                for other in self.handles.iter().skip(1) {
+                    let again = kind(other.configure_queue(&queue, &limits).await);
+                    same("configure_queue on the other handle", model.clone(), again)?;
+                }
                 let model = kind(self.model.queue_configs().await);
-                let backend = kind(self.backend.queue_configs().await);
+                let backend = kind(self.backend().queue_configs().await);
                 same("queue_configs", model, backend)
             }
             Op::Fire(minute) => {
@@ -342,7 +378,7 @@ impl<S: Storage> Pair<S> {
                     job: NewJob::new(QUEUES[0], json!({ "serial": self.serial })),
                 };
                 let model = kind(self.model.enqueue_periodic(&fire).await);
-                let backend = kind(self.backend.enqueue_periodic(&fire).await);
+                let backend = kind(self.backend().enqueue_periodic(&fire).await);
                 match (model, backend) {
                     (Ok(Some(m)), Ok(Some(b))) => self.record_enqueue(m, b),
                     (m, b) => same(
@@ -357,7 +393,7 @@ impl<S: Storage> Pair<S> {
                     return Ok(());
                 };
                 let model = kind(self.model.retry_dead_letter(m).await);
-                let backend = kind(self.backend.retry_dead_letter(b).await);
+                let backend = kind(self.backend().retry_dead_letter(b).await);
                 same("retry_dead_letter", model, backend)
             }
             Op::Pause(q) | Op::Resume(q) => {
@@ -366,12 +402,12 @@ impl<S: Storage> Pair<S> {
                 let (model, backend) = if pause {
                     (
                         kind(self.model.pause_queue(&queue).await),
-                        kind(self.backend.pause_queue(&queue).await),
+                        kind(self.backend().pause_queue(&queue).await),
                     )
                 } else {
                     (
                         kind(self.model.resume_queue(&queue).await),
-                        kind(self.backend.resume_queue(&queue).await),
+                        kind(self.backend().resume_queue(&queue).await),
                     )
                 };
                 same("pause/resume", model, backend)
@@ -383,7 +419,7 @@ impl<S: Storage> Pair<S> {
                     limit: *limit,
                 };
                 let model = kind(self.model.prune_history(&request).await);
-                let backend = kind(self.backend.prune_history(&request).await);
+                let backend = kind(self.backend().prune_history(&request).await);
                 same("prune_history", model, backend)
             }
             Op::DequeueCapped { a, b, worker } => self.dequeue_capped([*a, *b], *worker).await,
@@ -397,16 +433,43 @@ impl<S: Storage> Pair<S> {
                 before,
                 limit,
             } => self.list_history(*queue, *status, *before, *limit).await,
+            Op::Select {
+                action,
+                queue,
+                state,
+                key,
+                before,
+                limit,
+            } => {
+                let filter = (*queue, *state, *key, *before, *limit);
+                self.select(*action, filter).await
+            }
+            Op::RetryDeadLetters { queue, limit } => {
+                let filter = HistoryFilter {
+                    queue: queue.map(|q| QueueName::new(QUEUES[q]).expect("model queue names")),
+                    limit: *limit,
+                    ..HistoryFilter::default()
+                };
+                let model = kind(self.model.retry_dead_letters(&filter).await);
+                let backend = kind(self.backend().retry_dead_letters(&filter).await);
+                same("retry_dead_letters", model, backend)
+            }
+            Op::Throughput(minutes) => {
+                let window = Duration::from_secs(60 * u64::from(*minutes));
+                let model = kind(self.model.throughput(window).await);
+                let backend = kind(self.backend().throughput(window).await);
+                same("throughput", model, backend)
+            }
         }
     }
 
     async fn compare_stats(&self) -> Result<(), TestCaseError> {
         let model = kind(self.model.stats().await);
-        let backend = kind(self.backend.stats().await);
+        let backend = kind(self.backend().stats().await);
         same("stats", model, backend)?;
         // A cap the few jobs of a run reach.
         let model = kind(self.model.stats_capped(2).await);
-        let backend = kind(self.backend.stats_capped(2).await);
+        let backend = kind(self.backend().stats_capped(2).await);
         same("stats capped at 2", model, backend)
     }
 
@@ -414,7 +477,7 @@ impl<S: Storage> Pair<S> {
     async fn compare_everything(&self) -> Result<(), TestCaseError> {
         for (m, b) in &self.ids {
             let model = self.model.get_job(*m).await;
-            let backend = self.backend.get_job(*b).await;
+            let backend = self.backend().get_job(*b).await;
             let backend = match backend {
                 Ok(job) => Ok(job.map(|j| self.normalise_job(j)).transpose()?),
                 Err(e) => Err(e),
@@ -422,18 +485,24 @@ impl<S: Storage> Pair<S> {
             same(&format!("live job {m}"), kind(model), kind(backend))?;
 
             let model = self.model.get_history(*m).await;
-            let backend = self.backend.get_history(*b).await;
+            let backend = self.backend().get_history(*b).await;
             let backend = match backend {
                 Ok(record) => Ok(record.map(|r| self.normalise_record(r)).transpose()?),
                 Err(e) => Err(e),
             };
             same(&format!("history of {m}"), kind(model), kind(backend))?;
         }
-        let model = kind(self.model.schedules().await);
-        let backend = kind(self.backend.schedules().await);
-        same("schedules", model, backend)?;
-        let model = kind(self.model.queue_configs().await);
-        let backend = kind(self.backend.queue_configs().await);
-        same("queue_configs", model, backend)
+        let declared = self.backend().capabilities();
+        if declared.supports(Capability::Periodic) {
+            let model = kind(self.model.schedules().await);
+            let backend = kind(self.backend().schedules().await);
+            same("schedules", model, backend)?;
+        }
+        if declared.supports(Capability::FlowLimits) {
+            let model = kind(self.model.queue_configs().await);
+            let backend = kind(self.backend().queue_configs().await);
+            same("queue_configs", model, backend)?;
+        }
+        Ok(())
     }
 }

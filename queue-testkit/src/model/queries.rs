@@ -1,14 +1,17 @@
 //! The model test's newer operations: capped and concurrent claims,
-//! `next_due` and history listings, compared between the backend and the
-//! model.
+//! `next_due`, history and job listings, bulk actions, compared between the
+//! backend and the model.
 
 use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
-use queue_core::{DequeueRequest, HistoryFilter, Job, QueueName, Storage, WorkerId};
+use queue_core::{
+    DequeueRequest, HistoryFilter, Job, JobFilter, JobState, QueueName, Storage, UniqueKey,
+    WorkerId,
+};
 
 use super::fail;
-use super::ops::QUEUES;
+use super::ops::{QUEUES, Selection};
 use super::pair::{Pair, kind, same};
 
 fn queue_name(index: usize) -> QueueName {
@@ -32,7 +35,7 @@ impl<S: Storage> Pair<S> {
 
     pub(super) async fn claim(&mut self, request: &DequeueRequest) -> Result<(), TestCaseError> {
         let model = kind(self.model.dequeue(request).await);
-        let backend = kind(self.backend.dequeue(request).await);
+        let backend = kind(self.backend().dequeue(request).await);
         match (model, backend) {
             (Ok(m), Ok(b)) => {
                 let b = b
@@ -53,7 +56,7 @@ impl<S: Storage> Pair<S> {
             .map(queue_name)
             .collect();
         let model = kind(self.model.next_due(&names).await);
-        let backend = kind(self.backend.next_due(&names).await);
+        let backend = kind(self.backend().next_due(&names).await);
         same("next_due", model, backend)
     }
 
@@ -76,7 +79,7 @@ impl<S: Storage> Pair<S> {
             ..model_filter.clone()
         };
         let model = kind(self.model.list_history(&model_filter).await);
-        let backend = kind(self.backend.list_history(&backend_filter).await);
+        let backend = kind(self.backend().list_history(&backend_filter).await);
         match (model, backend) {
             (Ok(m), Ok(b)) => {
                 let records = b
@@ -89,6 +92,61 @@ impl<S: Storage> Pair<S> {
                 same("next page", m.next, next)
             }
             (m, b) => same("list_history", m.map(|_| ()), b.map(|_| ())),
+        }
+    }
+
+    /// Lists, runs now or discards what a job filter selects, on both
+    /// sides, and compares the page or the count.
+    pub(super) async fn select(
+        &self,
+        action: Selection,
+        (queue, state, key, before, limit): (
+            Option<usize>,
+            Option<JobState>,
+            Option<u8>,
+            Option<usize>,
+            u32,
+        ),
+    ) -> Result<(), TestCaseError> {
+        let before = before.and_then(|pick| self.job(pick));
+        let model_filter = JobFilter {
+            queue: queue.map(queue_name),
+            state,
+            unique_key: key.map(|k| UniqueKey::new(format!("k{k}")).expect("model keys are valid")),
+            before: before.map(|(m, _)| m),
+            limit,
+            ..JobFilter::default()
+        };
+        let backend_filter = JobFilter {
+            before: before.map(|(_, b)| b),
+            ..model_filter.clone()
+        };
+        match action {
+            Selection::List => {
+                let model = kind(self.model.list_jobs(&model_filter).await);
+                let backend = kind(self.backend().list_jobs(&backend_filter).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => {
+                        let jobs = (b.jobs.into_iter())
+                            .map(|job| self.normalise_job(job))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        same("job page", &m.jobs, &jobs)?;
+                        let next = b.next.map(|id| self.to_model(id)).transpose()?;
+                        same("next job page", m.next, next)
+                    }
+                    (m, b) => same("list_jobs", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Selection::RunNow => {
+                let model = kind(self.model.run_now(&model_filter).await);
+                let backend = kind(self.backend().run_now(&backend_filter).await);
+                same("run_now", model, backend)
+            }
+            Selection::Discard => {
+                let model = kind(self.model.discard_jobs(&model_filter).await);
+                let backend = kind(self.backend().discard_jobs(&backend_filter).await);
+                same("discard_jobs", model, backend)
+            }
         }
     }
 
@@ -114,7 +172,7 @@ impl<S: Storage> Pair<S> {
         // threads, the first often finished before the second began). A
         // database still receives the claims at once.
         let racers = (0..workers).map(|worker| {
-            let backend = &self.backend;
+            let backend = self.backend();
             let request = request(worker);
             async move { (worker, backend.dequeue(&request).await) }
         });

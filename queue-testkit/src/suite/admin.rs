@@ -131,26 +131,13 @@ pub async fn retry_dead_letter_whose_key_is_live_is_a_conflict<S: Storage>(ctx: 
     assert_eq!(ctx.live(replacement).await.payload, json!(2));
 }
 
-async fn finish_one<S: Storage>(ctx: &Ctx<S>, dead: bool) -> queue_core::JobId {
-    let job = ctx.enqueue_and_claim("q", 1).await;
-    if dead {
-        ctx.storage
-            .nack(&lease_of(&job), json!("x"), Retry::Never)
-            .await
-            .expect("nack");
-    } else {
-        ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
-    }
-    job.id
-}
-
 /// Prune deletes rows finished before now - retention, and only those.
 pub async fn prune_deletes_only_history_older_than_retention<S: Storage>(ctx: Ctx<S>) {
-    let old = finish_one(&ctx, false).await;
+    let old = ctx.finish("q", false).await;
     ctx.clock.advance(secs(100));
-    let edge = finish_one(&ctx, false).await;
+    let edge = ctx.finish("q", false).await;
     ctx.clock.advance(secs(50));
-    let young = finish_one(&ctx, true).await;
+    let young = ctx.finish("q", true).await;
     ctx.clock.advance(secs(50));
     let request = PruneRequest {
         older_than: secs(100),
@@ -180,7 +167,7 @@ pub async fn prune_respects_status_and_limit<S: Storage>(ctx: Ctx<S>) {
     let mut completed = Vec::new();
     let mut dead = Vec::new();
     for i in 0..6 {
-        let id = finish_one(&ctx, i % 2 == 1).await;
+        let id = ctx.finish("q", i % 2 == 1).await;
         if i % 2 == 1 {
             dead.push(id)
         } else {

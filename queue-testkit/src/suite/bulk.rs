@@ -1,7 +1,9 @@
 //! Operator actions on what a filter selects: run now, discard, retry dead
 //! letters; bounded per call, and repeated until they report 0.
 
-use queue_core::{FinalStatus, HistoryFilter, JobFilter, JobState, NewJob, Retry, Storage};
+use queue_core::{
+    FinalStatus, HistoryFilter, JobFilter, JobState, NewJob, Retry, Storage, UniqueKey,
+};
 use serde_json::json;
 
 use super::{Ctx, assert_lease_lost, lease_of, queue, secs};
@@ -197,4 +199,49 @@ pub async fn retry_dead_letters_skips_those_whose_key_is_live<S: Storage>(ctx: C
     ctx.live(plain).await;
     assert_eq!(ctx.archived(keyed).await.status, FinalStatus::DeadLetter);
     assert_eq!(ctx.live(taken).await.payload, json!(3));
+}
+
+/// Run-now honours every part of its filter: queue, unique key, state and
+/// id each narrow what moves, in a storage holding jobs of two queues.
+pub async fn run_now_moves_only_what_every_part_of_its_filter_selects<S: Storage>(ctx: Ctx<S>) {
+    let delayed = |q: &str, key: &str| NewJob::new(q, json!(key)).unique_key(key).delay(secs(60));
+    let a1 = ctx.enqueue(delayed("a", "k1")).await;
+    let a2 = ctx.enqueue(delayed("a", "k2")).await;
+    let b1 = ctx.enqueue(delayed("b", "k1")).await;
+    let run_now = |filter: JobFilter| {
+        let storage = &ctx.storage;
+        async move { storage.run_now(&filter).await.expect("run_now") }
+    };
+    let key = |k: &str| Some(UniqueKey::new(k).expect("valid key"));
+    let moved = run_now(JobFilter {
+        queue: Some(queue("b")),
+        unique_key: key("k2"),
+        ..JobFilter::default()
+    })
+    .await;
+    assert_eq!(moved, 0, "k2 lives in queue a only");
+    let moved = run_now(JobFilter {
+        queue: Some(queue("b")),
+        state: Some(JobState::Pending),
+        ..JobFilter::default()
+    })
+    .await;
+    assert_eq!(moved, 0, "no pending job is scheduled");
+    let moved = run_now(JobFilter {
+        queue: Some(queue("a")),
+        unique_key: key("k1"),
+        ..JobFilter::default()
+    })
+    .await;
+    assert_eq!(moved, 1, "a1 only");
+    assert_eq!(run_now(JobFilter::id(b1)).await, 1, "b1 by id");
+    let now = ctx.now();
+    let mut states = Vec::new();
+    for id in [a1, a2, b1] {
+        states.push(ctx.live(id).await.state(now));
+    }
+    assert_eq!(
+        states,
+        [JobState::Pending, JobState::Scheduled, JobState::Pending]
+    );
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use queue_core::{FinalStatus, JobId, NewJob, QueueError, Retry, Storage, Wakeup};
+use queue_core::{Capability, FinalStatus, JobId, NewJob, QueueError, Retry, Storage, Wakeup};
 use serde_json::json;
 
 use super::{Ctx, assert_lease_lost, lease_of, secs};
@@ -66,12 +66,22 @@ pub async fn cancel_of_a_job_that_is_not_live_is_not_found<S: Storage>(ctx: Ctx<
     assert_eq!(ctx.archived(job.id).await.status, FinalStatus::Completed);
 }
 
-/// A cancelled job's runner hears of it: a storage with wake-ups tells its
-/// subscribers the job's id (`Wakeup::Cancelled`); one without (`subscribe`
-/// answers `None`) tells the runner at its next heartbeat, which must then
-/// fail. The case checks whichever applies, never nothing.
+/// A cancelled job's runner hears of it: a storage that declares wake-ups
+/// ([`Capability::Wakeups`]) tells its subscribers the job's id
+/// (`Wakeup::Cancelled`); one without tells the runner at its next
+/// heartbeat, which must then fail. The case checks whichever applies,
+/// never nothing.
 pub async fn cancel_wakes_subscribers_with_the_job_id<S: Storage>(ctx: Ctx<S>) {
-    let subscription = ctx.storage.subscribe().await.expect("subscribe");
+    let subscription = if ctx.storage.capabilities().supports(Capability::Wakeups) {
+        let stream = ctx.storage.subscribe().await.expect("subscribe");
+        assert!(
+            stream.is_some(),
+            "the storage declares wake-ups, but subscribe answered None"
+        );
+        stream
+    } else {
+        None
+    };
     let job = ctx.enqueue_and_claim("q", 1).await;
     let Some(mut wakeups) = subscription else {
         eprintln!("no wake-ups: the runner learns of the cancel at its heartbeat");

@@ -15,7 +15,7 @@ const DEQUEUERS: usize = 8;
 /// once, none stays live, and no claim ever returns a job another holder
 /// still leases.
 pub async fn concurrent_dequeuers_complete_every_job_exactly_once<S: Storage>(ctx: Ctx<S>) {
-    fill(&ctx, JOBS).await;
+    ctx.fill("q", JOBS).await;
     let completed = race(&ctx, 10, 0).await;
     let total = completed.len();
     assert_eq!(total, JOBS);
@@ -77,7 +77,7 @@ pub async fn concurrent_enqueues_of_one_key_make_one_job<S: Storage>(ctx: Ctx<S>
 /// without a lock hands the same job out twice, and this catches it.
 pub async fn dequeue_never_hands_a_held_job_to_a_second_worker<S: Storage>(ctx: Ctx<S>) {
     const HELD_JOBS: usize = 200;
-    fill(&ctx, HELD_JOBS).await;
+    ctx.fill("q", HELD_JOBS).await;
     let all = race(&ctx, 2, 4).await;
     assert_eq!(all.len(), HELD_JOBS);
     assert_eq!(ctx.live_count().await, 0);
@@ -188,18 +188,4 @@ async fn race<S: Storage>(ctx: &Ctx<S>, limit: u32, hold: usize) -> HashSet<JobI
         }
     }
     all
-}
-
-/// Enqueues `jobs` jobs into queue `q`, 500 per batch.
-async fn fill<S: Storage>(ctx: &Ctx<S>, jobs: usize) {
-    for chunk in (0..jobs).collect::<Vec<_>>().chunks(500) {
-        let batch = chunk
-            .iter()
-            .map(|i| NewJob::new("q", json!({"i": i})))
-            .collect();
-        ctx.storage
-            .enqueue_batch(batch)
-            .await
-            .expect("enqueue_batch");
-    }
 }

@@ -3,45 +3,13 @@
 
 use std::time::Duration;
 
-use queue_core::{Backoff, NewJob, QueueConfig, QueueLimits, RateLimit, Retry, Storage};
+use queue_core::{Backoff, QueueConfig, QueueLimits, RateLimit, Retry, Storage};
 use serde_json::json;
 
-use super::{Ctx, LEASE, acks_of, assert_invalid, lease_of, queue, request, secs};
-
-fn concurrency(limit: u32) -> QueueLimits {
-    QueueLimits {
-        concurrency: Some(limit),
-        ..QueueLimits::default()
-    }
-}
-
-fn rate(per_second: f64, burst: u32) -> QueueLimits {
-    QueueLimits {
-        rate: Some(RateLimit { per_second, burst }),
-        ..QueueLimits::default()
-    }
-}
-
-impl<S: Storage> Ctx<S> {
-    async fn fill(&self, queue_name: &str, n: usize) {
-        let jobs = (0..n).map(|i| NewJob::new(queue_name, json!({ "i": i })));
-        self.storage
-            .enqueue_batch(jobs.collect())
-            .await
-            .expect("enqueue_batch");
-    }
-
-    async fn configure(&self, queue_name: &str, limits: QueueLimits) {
-        self.storage
-            .configure_queue(&queue(queue_name), &limits)
-            .await
-            .expect("configure_queue");
-    }
-
-    async fn configs(&self) -> Vec<QueueConfig> {
-        self.storage.queue_configs().await.expect("queue_configs")
-    }
-}
+use super::{
+    Ctx, LEASE, acks_of, assert_invalid, concurrency_limit, lease_of, queue, rate_limit, request,
+    secs,
+};
 
 /// Limits read back as set, to the millisecond; pause and limits live in
 /// one row without overwriting each other; default limits clear them.
@@ -59,7 +27,7 @@ pub async fn configure_queue_reads_back_and_keeps_the_paused_flag<S: Storage>(ct
     assert!(ctx.configs().await.is_empty(), "no queue is configured yet");
     ctx.storage.pause_queue(&queue("a")).await.expect("pause");
     ctx.configure("a", limits).await;
-    ctx.configure("b", concurrency(7)).await;
+    ctx.configure("b", concurrency_limit(7)).await;
     let configs = ctx.configs().await;
     assert_eq!(
         configs,
@@ -72,7 +40,7 @@ pub async fn configure_queue_reads_back_and_keeps_the_paused_flag<S: Storage>(ct
             QueueConfig {
                 queue: queue("b"),
                 paused: false,
-                limits: concurrency(7),
+                limits: concurrency_limit(7),
             },
         ]
     );
@@ -85,18 +53,18 @@ pub async fn configure_queue_reads_back_and_keeps_the_paused_flag<S: Storage>(ct
 
 /// Invalid limits are refused naming the field, and change nothing.
 pub async fn configure_queue_rejects_invalid_limits<S: Storage>(ctx: Ctx<S>) {
-    ctx.configure("q", concurrency(2)).await;
+    ctx.configure("q", concurrency_limit(2)).await;
     let q = queue("q");
     assert_invalid(
-        ctx.storage.configure_queue(&q, &concurrency(0)).await,
+        ctx.storage.configure_queue(&q, &concurrency_limit(0)).await,
         "concurrency",
     );
     assert_invalid(
-        ctx.storage.configure_queue(&q, &rate(-1.0, 1)).await,
+        ctx.storage.configure_queue(&q, &rate_limit(-1.0, 1)).await,
         "rate",
     );
     assert_invalid(
-        ctx.storage.configure_queue(&q, &rate(1.0, 0)).await,
+        ctx.storage.configure_queue(&q, &rate_limit(1.0, 0)).await,
         "burst",
     );
     let lease = QueueLimits {
@@ -104,13 +72,13 @@ pub async fn configure_queue_rejects_invalid_limits<S: Storage>(ctx: Ctx<S>) {
         ..QueueLimits::default()
     };
     assert_invalid(ctx.storage.configure_queue(&q, &lease).await, "lease");
-    assert_eq!(ctx.configs().await[0].limits, concurrency(2));
+    assert_eq!(ctx.configs().await[0].limits, concurrency_limit(2));
 }
 
 /// A concurrency limit counts every held lease, expired ones too until
 /// reclaim; ack, nack and reclaim free the slot.
 pub async fn concurrency_limit_caps_the_leases_a_queue_holds<S: Storage>(ctx: Ctx<S>) {
-    ctx.configure("q", concurrency(2)).await;
+    ctx.configure("q", concurrency_limit(2)).await;
     ctx.fill("q", 6).await;
     let first = ctx.claim("q", 5).await;
     assert_eq!(first.len(), 2, "the limit, not the request, decides");
@@ -138,7 +106,7 @@ pub async fn concurrency_limit_caps_the_leases_a_queue_holds<S: Storage>(ctx: Ct
 /// Eight workers claiming at once never hold more than the limit.
 pub async fn concurrency_limit_holds_under_concurrent_claims<S: Storage>(ctx: Ctx<S>) {
     const LIMIT: usize = 3;
-    ctx.configure("q", concurrency(LIMIT as u32)).await;
+    ctx.configure("q", concurrency_limit(LIMIT as u32)).await;
     ctx.fill("q", 40).await;
     for round in 0..5 {
         // Polled together on this task rather than spawned: each claim
@@ -177,7 +145,7 @@ pub async fn concurrency_limit_holds_under_concurrent_claims<S: Storage>(ctx: Ct
 /// The bucket starts full, takes a token per job, and refills at the rate
 /// on the storage's clock up to the burst.
 pub async fn rate_limit_refills_its_bucket_on_the_storage_clock<S: Storage>(ctx: Ctx<S>) {
-    ctx.configure("q", rate(2.0, 4)).await;
+    ctx.configure("q", rate_limit(2.0, 4)).await;
     ctx.fill("q", 30).await;
     assert_eq!(
         ctx.claim("q", 10).await.len(),
@@ -208,7 +176,7 @@ pub async fn rate_limit_refills_its_bucket_on_the_storage_clock<S: Storage>(ctx:
 /// In a claim over several queues each queue's limits bind only its own
 /// jobs.
 pub async fn limits_bind_only_their_queue_in_a_multi_queue_claim<S: Storage>(ctx: Ctx<S>) {
-    ctx.configure("slow", concurrency(1)).await;
+    ctx.configure("slow", concurrency_limit(1)).await;
     ctx.fill("slow", 3).await;
     ctx.fill("fast", 3).await;
     let claimed = ctx
@@ -223,13 +191,72 @@ pub async fn limits_bind_only_their_queue_in_a_multi_queue_claim<S: Storage>(ctx
 
 /// A change of limits binds the next claim; default limits lift them.
 pub async fn configure_queue_takes_effect_at_the_next_claim<S: Storage>(ctx: Ctx<S>) {
-    ctx.configure("q", concurrency(1)).await;
+    ctx.configure("q", concurrency_limit(1)).await;
     ctx.fill("q", 10).await;
     assert_eq!(ctx.claim("q", 10).await.len(), 1);
-    ctx.configure("q", concurrency(3)).await;
+    ctx.configure("q", concurrency_limit(3)).await;
     assert_eq!(ctx.claim("q", 10).await.len(), 2, "three held in all");
-    ctx.configure("q", rate(1.0, 2)).await;
+    ctx.configure("q", rate_limit(1.0, 2)).await;
     assert_eq!(ctx.claim("q", 10).await.len(), 2, "a new rate starts full");
     ctx.configure("q", QueueLimits::default()).await;
     assert_eq!(ctx.claim("q", 10).await.len(), 5, "no limit left");
+}
+
+/// A claim takes one token per job it claims, not per job it asked for:
+/// a burst of 5 that two jobs drew from has 3 left.
+pub async fn a_claim_takes_one_token_per_job_it_claims<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", rate_limit(0.001, 5)).await;
+    ctx.fill("q", 2).await;
+    assert_eq!(ctx.claim("q", 10).await.len(), 2);
+    ctx.fill("q", 5).await;
+    assert_eq!(ctx.claim("q", 10).await.len(), 3, "the bucket holds 3");
+    assert_eq!(ctx.claim("q", 10).await.len(), 0);
+}
+
+/// A paused queue yields nothing, whatever limits it has.
+pub async fn a_paused_queue_with_limits_yields_nothing<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", concurrency_limit(5)).await;
+    ctx.fill("q", 2).await;
+    ctx.storage.pause_queue(&queue("q")).await.expect("pause");
+    assert!(
+        ctx.claim("q", 10).await.is_empty(),
+        "claimed from a paused queue"
+    );
+    ctx.storage.resume_queue(&queue("q")).await.expect("resume");
+    assert_eq!(ctx.claim("q", 10).await.len(), 2);
+}
+
+/// Every way a lease ends gives its concurrency slot back: snooze, cancel,
+/// discard, release, nack and ack each let the next claim take a job.
+pub async fn every_way_a_lease_ends_gives_its_slot_back<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", concurrency_limit(1)).await;
+    ctx.fill("q", 6).await;
+    let one = |what: &'static str| {
+        let ctx = &ctx;
+        async move {
+            let claimed = ctx.claim("q", 10).await;
+            assert_eq!(claimed.len(), 1, "after {what}, the slot is free again");
+            claimed.into_iter().next().expect("one job")
+        }
+    };
+    let job = one("the start").await;
+    assert!(ctx.claim("q", 10).await.is_empty(), "the limit holds");
+    ctx.storage
+        .snooze(&lease_of(&job), secs(600))
+        .await
+        .expect("snooze");
+    let job = one("a snooze").await;
+    ctx.storage.cancel(job.id).await.expect("cancel");
+    let job = one("a cancel").await;
+    ctx.storage.discard(job.id).await.expect("discard");
+    let job = one("a discard").await;
+    assert!(ctx.storage.release(&lease_of(&job)).await.expect("release"));
+    let job = one("a release").await;
+    (ctx.storage
+        .nack(&lease_of(&job), json!("e"), Retry::After(secs(600)))
+        .await)
+        .expect("nack");
+    let job = one("a nack").await;
+    ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
+    one("an ack").await;
 }

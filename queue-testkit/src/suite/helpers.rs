@@ -1,12 +1,14 @@
-//! Small helpers the cases share: names, claims, lookups, assertions.
+//! The building blocks the cases share, public for an author's own cases:
+//! names, fills, limits, claims, finished jobs, lookups, assertions.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue_core::{
-    DequeueRequest, HistoryRecord, Job, JobId, Lease, NewJob, QueueError, QueueName, Result,
-    Storage, WorkerId,
+    DequeueRequest, HistoryRecord, Job, JobId, Lease, NewJob, QueueConfig, QueueError, QueueLimits,
+    QueueName, RateLimit, Result, Retry, Storage, WorkerId,
 };
+use serde_json::json;
 
 use super::Ctx;
 
@@ -54,7 +56,66 @@ pub fn acks_of(jobs: &[Job]) -> Vec<queue_core::Ack> {
         .collect()
 }
 
+/// Limits of at most `limit` leases at once, and nothing else.
+pub fn concurrency_limit(limit: u32) -> QueueLimits {
+    QueueLimits {
+        concurrency: Some(limit),
+        ..QueueLimits::default()
+    }
+}
+
+/// Limits of `per_second` claims a second with bursts of `burst`, and
+/// nothing else.
+pub fn rate_limit(per_second: f64, burst: u32) -> QueueLimits {
+    QueueLimits {
+        rate: Some(RateLimit { per_second, burst }),
+        ..QueueLimits::default()
+    }
+}
+
 impl<S: Storage> Ctx<S> {
+    /// Enqueues `n` jobs into `queue_name` (payload `{"i": i}`), 500 per
+    /// batch.
+    pub async fn fill(&self, queue_name: &str, n: usize) {
+        for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+            let jobs = chunk
+                .iter()
+                .map(|i| NewJob::new(queue_name, json!({ "i": i })));
+            self.storage
+                .enqueue_batch(jobs.collect())
+                .await
+                .expect("enqueue_batch");
+        }
+    }
+
+    /// Sets `queue_name`'s limits ([`queue_core::Capability::FlowLimits`]).
+    pub async fn configure(&self, queue_name: &str, limits: QueueLimits) {
+        self.storage
+            .configure_queue(&queue(queue_name), &limits)
+            .await
+            .expect("configure_queue");
+    }
+
+    /// Every queue's configuration ([`queue_core::Capability::FlowLimits`]).
+    pub async fn configs(&self) -> Vec<QueueConfig> {
+        self.storage.queue_configs().await.expect("queue_configs")
+    }
+
+    /// Enqueues a job with one attempt into `queue_name`, claims it, and
+    /// finishes it: dead-lettered when `dead`, else completed. Its id.
+    pub async fn finish(&self, queue_name: &str, dead: bool) -> JobId {
+        let job = self.enqueue_and_claim(queue_name, 1).await;
+        if dead {
+            self.storage
+                .nack(&lease_of(&job), json!("x"), Retry::Never)
+                .await
+                .expect("nack");
+        } else {
+            self.storage.ack(&lease_of(&job), None).await.expect("ack");
+        }
+        job.id
+    }
+
     /// The storage's now (the manual clock).
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()

@@ -281,3 +281,27 @@ pub async fn throughput_with_invalid_window_is_rejected<S: Storage>(ctx: Ctx<S>)
     assert_invalid(ctx.storage.throughput(secs(59)).await, "window");
     assert_invalid(ctx.storage.throughput(secs(8 * 24 * 3600)).await, "window");
 }
+
+/// `next` is set exactly when more jobs match: not after a last page that
+/// happens to be full.
+pub async fn list_jobs_sets_next_only_when_more_jobs_match<S: Storage>(ctx: Ctx<S>) {
+    ctx.fill("q", 4).await;
+    let page = |before: Option<JobId>, limit: u32| {
+        let filter = JobFilter {
+            before,
+            limit,
+            ..JobFilter::default()
+        };
+        let storage = &ctx.storage;
+        async move { storage.list_jobs(&filter).await.expect("list_jobs") }
+    };
+    let first = page(None, 2).await;
+    assert_eq!(first.jobs.len(), 2);
+    let next = first.next.expect("two more jobs match");
+    assert_eq!(next, first.jobs[1].id);
+    let second = page(Some(next), 2).await;
+    assert_eq!(second.jobs.len(), 2);
+    assert_eq!(second.next, None, "a full last page has no next");
+    let all = page(None, 4).await;
+    assert_eq!((all.jobs.len(), all.next), (4, None));
+}

@@ -1,6 +1,7 @@
 //! Snooze: a handler's "not now", which gives the claim back.
 
-use queue_core::{FinalStatus, JobState, Storage};
+use queue_core::{FinalStatus, JobState, Retry, Storage};
+use serde_json::json;
 
 use super::{Ctx, LEASE, assert_invalid, assert_lease_lost, lease_of, secs};
 
@@ -49,4 +50,25 @@ pub async fn snooze_needs_the_current_lease_and_a_valid_delay<S: Storage>(ctx: C
     let second = ctx.claim_one("q").await;
     assert_lease_lost(ctx.storage.snooze(&lease_of(&first), secs(5)).await);
     assert_eq!(ctx.live(first.id).await, second, "nothing changed");
+}
+
+/// A snooze after a failed attempt keeps that attempt's error: the job's
+/// `last_error` is still the nack's when it runs again.
+pub async fn snooze_keeps_the_error_of_the_last_failed_attempt<S: Storage>(ctx: Ctx<S>) {
+    let job = ctx.enqueue_and_claim("q", 3).await;
+    let error = json!({"error": "timeout"});
+    ctx.storage
+        .nack(&lease_of(&job), error.clone(), Retry::After(secs(1)))
+        .await
+        .expect("nack");
+    ctx.clock.advance(secs(2));
+    let again = ctx.claim_one("q").await;
+    ctx.storage
+        .snooze(&lease_of(&again), secs(1))
+        .await
+        .expect("snooze");
+    assert_eq!(ctx.live(job.id).await.last_error, Some(error.clone()));
+    ctx.clock.advance(secs(2));
+    let third = ctx.claim_one("q").await;
+    assert_eq!(third.last_error, Some(error));
 }
