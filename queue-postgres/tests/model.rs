@@ -6,12 +6,5 @@ use queue_testkit::model::{ModelConfig, check_against_model};
 
 #[test]
 fn postgres_agrees_with_the_model() {
-    check_against_model(
-        &common::PgFactory,
-        // 12 sequences for each of the four fixed seeds.
-        ModelConfig {
-            cases: 12,
-            max_ops: 50,
-        },
-    );
+    check_against_model(&common::PgFactory, ModelConfig::for_databases());
 }

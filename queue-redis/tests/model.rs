@@ -8,10 +8,7 @@ use queue_testkit::model::{ModelConfig, check_against_model};
 fn redis_agrees_with_the_model() {
     check_against_model(
         &common::RedisFactory::STANDALONE,
-        ModelConfig {
-            cases: 12,
-            max_ops: 50,
-        },
+        ModelConfig::for_databases(),
     );
 }
 

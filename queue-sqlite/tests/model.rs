@@ -6,11 +6,5 @@ use queue_testkit::model::{ModelConfig, check_against_model};
 
 #[test]
 fn sqlite_agrees_with_the_model() {
-    check_against_model(
-        &common::SqliteFactory,
-        ModelConfig {
-            cases: 12,
-            max_ops: 50,
-        },
-    );
+    check_against_model(&common::SqliteFactory, ModelConfig::for_databases());
 }

@@ -55,6 +55,18 @@ impl Default for ModelConfig {
     }
 }
 
+impl ModelConfig {
+    /// What the docs recommend against a database, where every sequence
+    /// makes a schema: fewer, shorter sequences than the default, still
+    /// enough to reject every storage of [`crate::broken`] (a test checks).
+    pub fn for_databases() -> Self {
+        Self {
+            cases: 32,
+            max_ops: 100,
+        }
+    }
+}
+
 /// The seeds to run: `QUEUE_MODEL_SEEDS` or [`SEEDS`].
 fn seeds() -> Vec<u64> {
     match std::env::var("QUEUE_MODEL_SEEDS") {

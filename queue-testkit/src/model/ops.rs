@@ -256,7 +256,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0u64..=60, status(), 1u32..=4).prop_map(|(s, st, l)| Op::Prune(s, st, l)),
         2 => (1u32..=3, 1u32..=3, 0u8..2).prop_map(|(a, b, worker)| Op::DequeueCapped { a, b, worker }),
         2 => (1u8..=3).prop_map(Op::NextDue),
-        1 => (pick.clone(), 0u64..=20).prop_map(|(i, s)| Op::Snooze(i, s)),
+        2 => (pick.clone(), 0u64..=20).prop_map(|(i, s)| Op::Snooze(i, s)),
         1 => pick.clone().prop_map(Op::Cancel),
         1 => (0..QUEUES.len(), proptest::option::of(1u32..=3), proptest::option::weighted(0.4, (1u32..=3, 1u32..=3)))
             .prop_map(|(q, c, r)| Op::Configure(q, c, r)),

@@ -171,8 +171,11 @@ impl<S: Storage> Pair<S> {
         // window on every run, however busy the machine (spawned on two
         // threads, the first often finished before the second began). A
         // database still receives the claims at once.
+        // On one handle: "only the best jobs" is a promise of one process's
+        // claims. Across processes, a claim may skip a better job another
+        // process is locking at that moment (SKIP LOCKED) and take the next.
+        let backend = self.backend();
         let racers = (0..workers).map(|worker| {
-            let backend = self.backend();
             let request = request(worker);
             async move { (worker, backend.dequeue(&request).await) }
         });
