@@ -167,6 +167,24 @@ impl Capabilities {
     /// The required core only: no optional capability.
     pub const CORE: Capabilities = Capabilities(0);
 
+    /// What workers and operators use beyond the core, as of release 0.1:
+    /// every capability but wake-ups and transactions, which depend on the
+    /// database. Fixed: a capability added later is not in it, so a backend
+    /// that declares this set never claims more than it wrote.
+    pub const OPERATIONS: Capabilities = Capabilities::of(&[
+        Capability::FlowLimits,
+        Capability::Pause,
+        Capability::Periodic,
+        Capability::Snooze,
+        Capability::Cancel,
+        Capability::Discard,
+        Capability::RetryDeadLetter,
+        Capability::PruneHistory,
+        Capability::ListJobs,
+        Capability::BulkActions,
+        Capability::Throughput,
+    ]);
+
     /// This set and `capability`.
     #[must_use]
     pub const fn with(self, capability: Capability) -> Self {

@@ -181,20 +181,7 @@ async fn establish(url: String) -> Result<AsyncMysqlConnection, ConnectionError>
 #[async_trait]
 impl Storage for MySqlStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
-            Capability::FlowLimits,
-            Capability::Pause,
-            Capability::Periodic,
-            Capability::Snooze,
-            Capability::Cancel,
-            Capability::Discard,
-            Capability::RetryDeadLetter,
-            Capability::PruneHistory,
-            Capability::ListJobs,
-            Capability::BulkActions,
-            Capability::Throughput,
-            Capability::Transactions,
-        ])
+        Capabilities::OPERATIONS.with(Capability::Transactions)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

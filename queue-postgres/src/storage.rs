@@ -214,22 +214,10 @@ impl PgStorage {
 #[async_trait]
 impl Storage for PgStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
-            Capability::FlowLimits,
-            Capability::Pause,
-            Capability::Periodic,
-            Capability::Snooze,
-            Capability::Cancel,
-            Capability::Discard,
-            Capability::RetryDeadLetter,
-            Capability::PruneHistory,
-            Capability::ListJobs,
-            Capability::BulkActions,
-            Capability::Throughput,
-            Capability::Wakeups,
-            Capability::RemoteWakeups,
-            Capability::Transactions,
-        ])
+        Capabilities::OPERATIONS
+            .with(Capability::Wakeups)
+            .with(Capability::RemoteWakeups)
+            .with(Capability::Transactions)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

@@ -126,21 +126,9 @@ impl RedisStorage {
 #[async_trait::async_trait]
 impl Storage for RedisStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
-            Capability::FlowLimits,
-            Capability::Pause,
-            Capability::Periodic,
-            Capability::Snooze,
-            Capability::Cancel,
-            Capability::Discard,
-            Capability::RetryDeadLetter,
-            Capability::PruneHistory,
-            Capability::ListJobs,
-            Capability::BulkActions,
-            Capability::Throughput,
-            Capability::Wakeups,
-            Capability::RemoteWakeups,
-        ])
+        Capabilities::OPERATIONS
+            .with(Capability::Wakeups)
+            .with(Capability::RemoteWakeups)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

@@ -293,21 +293,9 @@ impl SqliteStorage {
 #[async_trait::async_trait]
 impl Storage for SqliteStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
-            Capability::FlowLimits,
-            Capability::Pause,
-            Capability::Periodic,
-            Capability::Snooze,
-            Capability::Cancel,
-            Capability::Discard,
-            Capability::RetryDeadLetter,
-            Capability::PruneHistory,
-            Capability::ListJobs,
-            Capability::BulkActions,
-            Capability::Throughput,
-            Capability::Wakeups,
-            Capability::Transactions,
-        ])
+        Capabilities::OPERATIONS
+            .with(Capability::Wakeups)
+            .with(Capability::Transactions)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
-    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter,
-    HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
-    minute_of, validate_lease, validate_limit, validate_window,
+    Ack, Capabilities, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
+    HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob,
+    PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, minute_of, validate_lease,
+    validate_limit, validate_window,
 };
 use serde_json::Value;
 
@@ -51,19 +51,7 @@ impl State {
 #[async_trait]
 impl Storage for MemoryStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::of(&[
-            Capability::FlowLimits,
-            Capability::Pause,
-            Capability::Periodic,
-            Capability::Snooze,
-            Capability::Cancel,
-            Capability::Discard,
-            Capability::RetryDeadLetter,
-            Capability::PruneHistory,
-            Capability::ListJobs,
-            Capability::BulkActions,
-            Capability::Throughput,
-        ])
+        Capabilities::OPERATIONS
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
