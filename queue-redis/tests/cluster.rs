@@ -9,5 +9,5 @@ queue_testkit::conformance_tests!(on_cluster: common::RedisFactory::CLUSTER);
 
 #[test]
 fn redis_cluster_agrees_with_the_model() {
-    check_against_model(&common::RedisFactory::CLUSTER, ModelConfig::for_databases());
+    check_against_model(&common::RedisFactory::CLUSTER, ModelConfig::default());
 }

@@ -6,10 +6,7 @@ use queue_testkit::model::{ModelConfig, check_against_model};
 
 #[test]
 fn redis_agrees_with_the_model() {
-    check_against_model(
-        &common::RedisFactory::STANDALONE,
-        ModelConfig::for_databases(),
-    );
+    check_against_model(&common::RedisFactory::STANDALONE, ModelConfig::default());
 }
 
 /// Two dequeuers over two queues at once, one job each: each must get one

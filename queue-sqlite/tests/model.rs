@@ -6,5 +6,5 @@ use queue_testkit::model::{ModelConfig, check_against_model};
 
 #[test]
 fn sqlite_agrees_with_the_model() {
-    check_against_model(&common::SqliteFactory, ModelConfig::for_databases());
+    check_against_model(&common::SqliteFactory, ModelConfig::default());
 }

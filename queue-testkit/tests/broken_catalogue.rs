@@ -45,24 +45,3 @@ fn the_catalogue_lists_each_bug_once() {
     }
     assert!(Bug::ALL.len() >= 25);
 }
-
-/// The smaller model configuration the docs recommend for database
-/// backends (docs/writing-a-backend.md, "5. The model test") rejects every
-/// broken storage of the catalogue too, not only the default one.
-#[test]
-fn the_model_configuration_recommended_for_databases_rejects_every_broken_storage() {
-    std::panic::set_hook(Box::new(|_| {}));
-    let missed: Vec<Bug> = (Bug::ALL.into_iter())
-        .filter(|bug| {
-            std::panic::catch_unwind(|| {
-                check_against_model(&BrokenFactory(*bug), ModelConfig::for_databases());
-            })
-            .is_ok()
-        })
-        .collect();
-    drop(std::panic::take_hook());
-    assert!(
-        missed.is_empty(),
-        "the database configuration passes {missed:?}"
-    );
-}

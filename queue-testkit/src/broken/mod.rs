@@ -176,11 +176,21 @@ pub enum Bug {
     /// ack, nack and release decrement, and snooze forgets). Caught by
     /// `flow::every_way_a_lease_ends_gives_its_slot_back`.
     SnoozeKeepsTheSlot,
+    /// Enqueue looks for a live job with the key, awaits the database, then
+    /// inserts without a unique index or lock, so racing producers make two
+    /// jobs of one key. Caught by
+    /// `concurrency::concurrent_enqueues_of_one_key_make_one_job`.
+    KeyChecksThenInserts,
+    /// A periodic fire reads the schedule's last fire, awaits the database,
+    /// then records and enqueues without a lock or a re-check, so racing
+    /// workers enqueue one fire time twice. Caught by
+    /// `periodic::concurrent_periodic_fires_make_one_job`.
+    FireChecksThenRecords,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 46] = [
+    pub const ALL: [Bug; 48] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -227,6 +237,8 @@ impl Bug {
         Bug::RateChargedForTheRequest,
         Bug::PauseIgnoredWhenLimited,
         Bug::SnoozeKeepsTheSlot,
+        Bug::KeyChecksThenInserts,
+        Bug::FireChecksThenRecords,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -311,6 +323,8 @@ impl Bug {
             Bug::RateChargedForTheRequest => "flow::a_claim_takes_one_token_per_job_it_claims",
             Bug::PauseIgnoredWhenLimited => "flow::a_paused_queue_with_limits_yields_nothing",
             Bug::SnoozeKeepsTheSlot => "flow::every_way_a_lease_ends_gives_its_slot_back",
+            Bug::KeyChecksThenInserts => "concurrency::concurrent_enqueues_of_one_key_make_one_job",
+            Bug::FireChecksThenRecords => "periodic::concurrent_periodic_fires_make_one_job",
         }
     }
 }

@@ -84,6 +84,34 @@ impl Storage for BrokenStorage {
 
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         let valid = job.validate()?;
+        if self.bug == Bug::KeyChecksThenInserts
+            && let Some(key) = valid.unique_key.clone()
+        {
+            let existing = (self.inner.lock().jobs.values())
+                .find(|j| j.queue == valid.queue && j.unique_key.as_ref() == Some(&key))
+                .map(|j| j.id);
+            // The round trip between the look-up and the insert.
+            tokio::task::yield_now().await;
+            if let Some(id) = existing {
+                return Ok(EnqueueOutcome { id, existed: true });
+            }
+            let mut keyless = NewJob::new(valid.queue.as_str(), valid.payload)
+                .priority(valid.priority)
+                .max_attempts(valid.max_attempts);
+            if let Some(trace) = valid.trace_context {
+                keyless = keyless.trace_context(trace);
+            }
+            keyless = match valid.schedule {
+                queue_core::Schedule::Now => keyless,
+                queue_core::Schedule::After(delay) => keyless.delay(delay),
+                queue_core::Schedule::At(at) => keyless.run_at(at),
+            };
+            let outcome = self.inner.enqueue(keyless).await?;
+            if let Some(stored) = self.inner.lock().jobs.get_mut(&outcome.id) {
+                stored.unique_key = Some(key);
+            }
+            return Ok(outcome);
+        }
         if let Some(key) = valid.unique_key {
             let state = self.inner.lock();
             let existing = match self.bug {
@@ -632,6 +660,17 @@ impl Storage for BrokenStorage {
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
+        if self.bug == Bug::FireChecksThenRecords {
+            let fresh = (self.inner.lock().fires.get(&fire.schedule))
+                .is_none_or(|record| record.last_fire_at < fire.fire_at);
+            // The round trip between the read and the write.
+            tokio::task::yield_now().await;
+            if fresh {
+                // Written as if the read still held: whatever a racer
+                // recorded meanwhile is overwritten.
+                self.inner.lock().fires.remove(&fire.schedule);
+            }
+        }
         if self.bug == Bug::PeriodicFiresAgainAfterFinish {
             let mut state = self.inner.lock();
             let queue = fire.job.validate()?.queue;

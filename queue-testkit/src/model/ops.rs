@@ -123,6 +123,27 @@ pub enum Op {
     },
     /// Completed and failed jobs per minute over the last `n` minutes.
     Throughput(u32),
+    /// `racers` producers enqueue jobs of one unique key at once, through
+    /// the handles in turn: one job, every producer told its id.
+    EnqueueRace {
+        /// The job (its key is always set).
+        spec: JobSpec,
+        /// How many producers race.
+        racers: u8,
+    },
+    /// Move both clocks forward by this many milliseconds.
+    AdvanceMillis(u64),
+    /// `racers` callers offer one fire time at once, through the handles
+    /// in turn: exactly one enqueues it (or, with an invalid job, every one
+    /// is refused naming the field).
+    FireRace {
+        /// Minutes after the start the fire is for.
+        minute: u8,
+        /// How many callers race.
+        racers: u8,
+        /// The fire's job is invalid (0 attempts).
+        invalid: bool,
+    },
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -148,7 +169,7 @@ impl Op {
             Op::Snooze(..) => Some(Capability::Snooze),
             Op::Cancel(_) => Some(Capability::Cancel),
             Op::Configure(..) => Some(Capability::FlowLimits),
-            Op::Fire(_) => Some(Capability::Periodic),
+            Op::Fire(_) | Op::FireRace { .. } => Some(Capability::Periodic),
             Op::Select {
                 action: Selection::List,
                 ..
@@ -276,6 +297,13 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (proptest::option::of(0..QUEUES.len()), 1u32..=3)
             .prop_map(|(queue, limit)| Op::RetryDeadLetters { queue, limit }),
         1 => (1u32..=10).prop_map(Op::Throughput),
+        2 => (1u64..=1500).prop_map(Op::AdvanceMillis),
+        1 => (job_spec(), 0u8..3, 2u8..=4).prop_map(|(spec, key, racers)| Op::EnqueueRace {
+            spec: JobSpec { key: Some(key), ..spec },
+            racers,
+        }),
+        1 => (0u8..4, 2u8..=4, proptest::bool::weighted(0.2))
+            .prop_map(|(minute, racers, invalid)| Op::FireRace { minute, racers, invalid }),
     ]
 }
 

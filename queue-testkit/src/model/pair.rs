@@ -13,7 +13,7 @@ use queue_core::{
 };
 use serde_json::json;
 
-use super::ops::{Op, QUEUES, retry};
+use super::ops::{JobSpec, Op, QUEUES, retry};
 use super::{FULL_COMPARE_EVERY, fail};
 use crate::MemoryStorage;
 use crate::suite::{StorageFactory, start};
@@ -152,6 +152,89 @@ impl<S: Storage> Pair<S> {
             id: self.to_model(record.id)?,
             ..record
         })
+    }
+
+    /// One keyed job enqueued by `racers` producers at once through the
+    /// handles in turn; the model enqueues it once.
+    async fn enqueue_race(&mut self, spec: &JobSpec, racers: u8) -> Result<(), TestCaseError> {
+        let job = self.next_job(spec);
+        let model = kind(self.model.enqueue(job.clone()).await);
+        let racing = (0..racers).map(|_| {
+            let backend = self.backend();
+            let job = job.clone();
+            async move { kind(backend.enqueue(job).await) }
+        });
+        let outcomes = futures_util::future::join_all(racing).await;
+        let model = match model {
+            Err(m) => {
+                for outcome in outcomes {
+                    same(
+                        "racing enqueue",
+                        Err::<(), _>(m.clone()),
+                        outcome.map(|_| ()),
+                    )?;
+                }
+                return Ok(());
+            }
+            Ok(model) => model,
+        };
+        let outcomes = (outcomes.into_iter())
+            .map(|outcome| outcome.map_err(|e| fail(format!("racing enqueue refused: {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let fresh: Vec<_> = outcomes.iter().filter(|o| !o.existed).collect();
+        let ids: std::collections::BTreeSet<_> = outcomes.iter().map(|o| o.id).collect();
+        if ids.len() != 1 || fresh.len() != usize::from(!model.existed) {
+            return Err(fail(format!(
+                "racing enqueue of one key: model {model:?}, racers {outcomes:?}"
+            )));
+        }
+        let first = fresh.first().copied().copied().unwrap_or(outcomes[0]);
+        self.record_enqueue(model, first)
+    }
+
+    /// One fire time offered by `racers` callers at once through the
+    /// handles in turn; the model takes it once.
+    async fn fire_race(
+        &mut self,
+        minute: u8,
+        racers: u8,
+        invalid: bool,
+    ) -> Result<(), TestCaseError> {
+        let at = start() + chrono::TimeDelta::minutes(i64::from(minute));
+        self.serial += 1;
+        let mut job = NewJob::new(QUEUES[0], json!({ "serial": self.serial }));
+        if invalid {
+            job = job.max_attempts(0);
+        }
+        let fire = PeriodicFire {
+            schedule: ScheduleName::new("nightly").expect("valid name"),
+            fire_at: at,
+            next_fire_at: Some(at + chrono::TimeDelta::minutes(1)),
+            job,
+        };
+        let model = kind(self.model.enqueue_periodic(&fire).await);
+        let racing = (0..racers).map(|_| {
+            let backend = self.backend();
+            let fire = &fire;
+            async move { kind(backend.enqueue_periodic(fire).await) }
+        });
+        let outcomes = futures_util::future::join_all(racing).await;
+        let mut winners = Vec::new();
+        for outcome in outcomes {
+            match (&model, outcome) {
+                (Err(m), b) => same("racing fire", Err::<(), _>(m.clone()), b.map(|_| ()))?,
+                (Ok(_), Ok(Some(b))) => winners.push(b),
+                (Ok(_), Ok(None)) => {}
+                (Ok(_), Err(b)) => return Err(fail(format!("racing fire refused: {b}"))),
+            }
+        }
+        match (model, winners.as_slice()) {
+            (Err(_), _) | (Ok(None), []) => Ok(()),
+            (Ok(Some(m)), [b]) => self.record_enqueue(m, *b),
+            (m, winners) => Err(fail(format!(
+                "racing fire: the model enqueued {m:?}, the racers {winners:?}"
+            ))),
+        }
     }
 
     fn record_enqueue(
@@ -388,6 +471,18 @@ impl<S: Storage> Pair<S> {
                     ),
                 }
             }
+            Op::EnqueueRace { spec, racers } => self.enqueue_race(spec, *racers).await,
+            Op::AdvanceMillis(millis) => {
+                for clock in &self.clocks {
+                    clock.advance(Duration::from_millis(*millis));
+                }
+                Ok(())
+            }
+            Op::FireRace {
+                minute,
+                racers,
+                invalid,
+            } => self.fire_race(*minute, *racers, *invalid).await,
             Op::RetryDeadLetter(pick) => {
                 let Some((m, b)) = self.job(*pick) else {
                     return Ok(());

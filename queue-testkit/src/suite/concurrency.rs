@@ -45,22 +45,16 @@ pub async fn concurrent_dequeuers_complete_every_job_exactly_once<S: Storage>(ct
 pub async fn concurrent_enqueues_of_one_key_make_one_job<S: Storage>(ctx: Ctx<S>) {
     for round in 0..10 {
         let key = format!("race-{round}");
-        let racers: Vec<_> = (0..DEQUEUERS)
-            .map(|n| {
-                let ctx = ctx.clone();
-                let key = key.clone();
-                tokio::spawn(async move {
-                    ctx.storage
-                        .enqueue(NewJob::new("q", json!({"n": n})).unique_key(key))
-                        .await
-                        .expect("enqueue")
-                })
-            })
+        // Polled together on this task (see `racing_claims_...`): a storage
+        // that looks the key up, awaits, then inserts meets the other
+        // producers in that window every run.
+        let racers = (0..DEQUEUERS).map(|n| {
+            let job = NewJob::new("q", json!({"n": n})).unique_key(key.clone());
+            ctx.storage.enqueue(job)
+        });
+        let outcomes: Vec<_> = (futures_util::future::join_all(racers).await.into_iter())
+            .map(|outcome| outcome.expect("enqueue"))
             .collect();
-        let mut outcomes = Vec::new();
-        for racer in racers {
-            outcomes.push(racer.await.expect("enqueue task"));
-        }
         let ids: HashSet<_> = outcomes.iter().map(|o| o.id).collect();
         assert_eq!(ids.len(), 1, "round {round}: {outcomes:?}");
         assert_eq!(
