@@ -7,7 +7,8 @@
 # QUEUE_PGBOUNCER_DIR). PgBouncer refuses to run as root: as root the script
 # runs it as the postgres user.
 #
-#   scripts/pgbouncer.sh start   # idempotent: running instances are kept
+#   scripts/pgbouncer.sh start   # idempotent: running instances are kept,
+#                                # also ones another checkout started
 #   scripts/pgbouncer.sh stop    # stops both instances
 #
 # The tests reach them through QUEUE_TEST_PGBOUNCER_URL
@@ -28,6 +29,10 @@ as_owner() {
 }
 
 up() { [ -f "$DIR/$1/pgbouncer.pid" ] && kill -0 "$(cat "$DIR/$1/pgbouncer.pid")" 2>/dev/null; }
+
+# Something already answers on the port: another checkout's instance of this
+# script (its pid file lives in that checkout), kept as it is.
+serving() { pg_isready -q -h 127.0.0.1 -p "$1" -t 2 2>/dev/null; }
 
 config() {
     local port=$1 mode=$2 pool=$3
@@ -58,6 +63,10 @@ start() {
     command -v pgbouncer >/dev/null || { echo "pgbouncer is not installed (apt-get install pgbouncer)" >&2; exit 1; }
     for port in "${!MODES[@]}"; do
         if up "$port"; then continue; fi
+        if serving "$port"; then
+            echo "127.0.0.1:$port already serves (a PgBouncer started elsewhere): kept"
+            continue
+        fi
         mkdir -p "$DIR/$port"
         config "$port" "${MODES[$port]}" "${POOLS[$port]}" > "$DIR/$port/pgbouncer.ini"
         echo '"postgres" ""' > "$DIR/$port/userlist.txt"
@@ -66,8 +75,8 @@ start() {
         as_owner pgbouncer -d "$DIR/$port/pgbouncer.ini"
     done
     for port in "${!MODES[@]}"; do
-        for _ in $(seq 1 50); do up "$port" && break; sleep 0.1; done
-        up "$port" || { echo "pgbouncer on port $port did not start; see $DIR/$port/pgbouncer.log" >&2; exit 1; }
+        for _ in $(seq 1 50); do { up "$port" || serving "$port"; } && break; sleep 0.1; done
+        up "$port" || serving "$port" || { echo "pgbouncer on port $port did not start; see $DIR/$port/pgbouncer.log" >&2; exit 1; }
     done
     echo "PgBouncer up on 127.0.0.1:6432 (transaction pooling) and 127.0.0.1:6433 (session pooling)"
 }
