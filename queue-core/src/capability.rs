@@ -112,7 +112,7 @@ impl Capability {
             Capability::ListJobs => "listing live jobs",
             Capability::BulkActions => "bulk actions on what a filter selects",
             Capability::Throughput => "throughput per minute",
-            Capability::Wakeups => "wake-ups (workers poll instead)",
+            Capability::Wakeups => "wake-ups",
             Capability::RemoteWakeups => "wake-ups from other processes",
             Capability::Transactions => "enqueueing in the application's transaction",
         }

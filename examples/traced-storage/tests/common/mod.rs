@@ -14,6 +14,10 @@ impl StorageFactory for TracedFactory {
     type Storage = TracedStorage<MemoryStorage>;
 
     async fn create(&self, clock: Clock) -> Fixture<Self::Storage> {
-        Fixture::new(TracedStorage::new(MemoryStorage::with_clock(clock)))
+        let storage = MemoryStorage::with_clock(clock);
+        // The cases of promises across hosts need a second handle on the
+        // same data: a database backend would open a second pool here.
+        let second = TracedStorage::new(storage.handle());
+        Fixture::new(TracedStorage::new(storage)).with_second_handle(async move { second })
     }
 }
