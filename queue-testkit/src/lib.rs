@@ -29,11 +29,6 @@ pub mod transactional;
 
 pub use memory::{MemoryFactory, MemoryStorage};
 
-// The path `conformance_tests!` names capabilities by, so that a caller
-// needs no queue-core dependency of its own.
-#[doc(hidden)]
-pub use queue_core as __queue_core;
-
 // The README's examples, compiled (and the runnable ones run) as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -188,17 +188,8 @@ macro_rules! __queue_testkit_conformance_test {
             #[test]
             fn $name() {
                 $crate::suite::block_on(async {
-                    $crate::suite::run_case(
-                        &$factory,
-                        $crate::suite::Case {
-                            area: stringify!($area),
-                            name: stringify!($name),
-                            requires: &[$($($crate::__queue_core::Capability::$capability),+)?],
-                            handles: 1 $(- 1 + $handles)?,
-                            run: |ctx| ::std::boxed::Box::pin($crate::suite::$area::$name(ctx)),
-                        },
-                    )
-                    .await;
+                    let case = $crate::suite::case(stringify!($area), stringify!($name));
+                    $crate::suite::run_case(&$factory, case).await;
                 });
             }
         )*

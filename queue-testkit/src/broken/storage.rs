@@ -179,22 +179,16 @@ impl Storage for BrokenStorage {
                     .unwrap_or_else(PoisonError::into_inner);
                 let mut state = self.inner.lock();
                 // The limits see only the leases this handle handed out.
-                let hidden: Vec<(JobId, Option<DateTime<Utc>>)> = (state.jobs.values_mut())
-                    .filter(|job| job.lease_until.is_some() && !mine.contains(&job.id))
-                    .map(|job| (job.id, job.lease_until.take()))
-                    .collect();
-                let narrowed = state.within_limits(request, now);
-                for (id, until) in hidden {
-                    if let Some(job) = state.jobs.get_mut(&id) {
-                        job.lease_until = until;
-                    }
-                }
+                let narrowed = state.within_limits_counting(request, now, |queue| {
+                    (state.jobs.values())
+                        .filter(|job| &job.queue == queue && job.lease_until.is_some())
+                        .filter(|job| mine.contains(&job.id))
+                        .count() as u64
+                });
                 let Some(request) = narrowed else {
                     return Ok(Vec::new());
                 };
-                let ids = state.claimable(&request, now);
-                let claimed = state.claim(&ids, &request, now);
-                state.take_tokens(&claimed, now);
+                let claimed = state.claim_within(&request, now);
                 mine.extend(claimed.iter().map(|job| job.id));
                 Ok(claimed)
             }
@@ -203,9 +197,7 @@ impl Storage for BrokenStorage {
                 let Some(narrowed) = state.within_limits(request, now) else {
                     return Ok(Vec::new());
                 };
-                let ids = state.claimable(&narrowed, now);
-                let claimed = state.claim(&ids, &narrowed, now);
-                state.take_tokens(&claimed, now);
+                let claimed = state.claim_within(&narrowed, now);
                 for queue in narrowed.queues() {
                     let taken = claimed.iter().filter(|job| &job.queue == queue).count() as u64;
                     let unused = u64::from(narrowed.queue_limit(queue)).saturating_sub(taken);
@@ -221,12 +213,7 @@ impl Storage for BrokenStorage {
                 let limited: Vec<QueueName> = state.limits.keys().cloned().collect();
                 state.paused.retain(|queue| !limited.contains(queue));
                 let narrowed = state.within_limits(request, now);
-                let claimed = narrowed.map(|request| {
-                    let ids = state.claimable(&request, now);
-                    let claimed = state.claim(&ids, &request, now);
-                    state.take_tokens(&claimed, now);
-                    claimed
-                });
+                let claimed = narrowed.map(|request| state.claim_within(&request, now));
                 state.paused = paused;
                 Ok(claimed.unwrap_or_default())
             }
@@ -235,24 +222,13 @@ impl Storage for BrokenStorage {
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone();
                 let mut state = self.inner.lock();
-                let allowances: Vec<(QueueName, u32)> = (request.queues().iter())
-                    .filter_map(|queue| {
-                        let limits = state.limits.get(queue)?;
-                        let held = (state.jobs.values())
-                            .filter(|job| &job.queue == queue && job.lease_until.is_some())
-                            .count() as u64;
-                        let held = held + ghosts.get(queue).copied().unwrap_or(0);
-                        let bucket = state.buckets.get(queue).copied();
-                        Some((queue.clone(), limits.allowance(held, bucket, now)))
-                    })
-                    .collect();
-                let Some(narrowed) = request.narrowed(&allowances) else {
+                let narrowed = state.within_limits_counting(request, now, |queue| {
+                    state.leases_held(queue) + ghosts.get(queue).copied().unwrap_or(0)
+                });
+                let Some(narrowed) = narrowed else {
                     return Ok(Vec::new());
                 };
-                let ids = state.claimable(&narrowed, now);
-                let claimed = state.claim(&ids, &narrowed, now);
-                state.take_tokens(&claimed, now);
-                Ok(claimed)
+                Ok(state.claim_within(&narrowed, now))
             }
             Bug::ClaimChecksLimitsThenClaims => {
                 let narrowed = self.inner.lock().within_limits(request, now);
@@ -260,11 +236,7 @@ impl Storage for BrokenStorage {
                 let Some(request) = narrowed else {
                     return Ok(Vec::new());
                 };
-                let mut state = self.inner.lock();
-                let ids = state.claimable(&request, now);
-                let claimed = state.claim(&ids, &request, now);
-                state.take_tokens(&claimed, now);
-                Ok(claimed)
+                Ok(self.inner.lock().claim_within(&request, now))
             }
             Bug::ClaimLocksWhatItDoesNotTake => {
                 // Every queue's best `cap` jobs, "locked" by leasing them

@@ -18,21 +18,47 @@ impl State {
         request: &DequeueRequest,
         now: DateTime<Utc>,
     ) -> Option<DequeueRequest> {
+        self.within_limits_counting(request, now, |queue| self.leases_held(queue))
+    }
+
+    /// [`State::within_limits`] with each queue's held leases counted by
+    /// `held` (the broken storages count them wrongly).
+    pub(crate) fn within_limits_counting(
+        &self,
+        request: &DequeueRequest,
+        now: DateTime<Utc>,
+        held: impl Fn(&QueueName) -> u64,
+    ) -> Option<DequeueRequest> {
         let allowances: Vec<(QueueName, u32)> = request
             .queues()
             .iter()
             .filter_map(|queue| {
                 let limits = self.limits.get(queue)?;
-                let held = self
-                    .jobs
-                    .values()
-                    .filter(|job| &job.queue == queue && job.lease_until.is_some())
-                    .count() as u64;
                 let bucket = self.buckets.get(queue).copied();
-                Some((queue.clone(), limits.allowance(held, bucket, now)))
+                Some((queue.clone(), limits.allowance(held(queue), bucket, now)))
             })
             .collect();
         request.narrowed(&allowances)
+    }
+
+    /// How many of `queue`'s jobs hold a lease, expired ones included.
+    pub(crate) fn leases_held(&self, queue: &QueueName) -> u64 {
+        (self.jobs.values())
+            .filter(|job| &job.queue == queue && job.lease_until.is_some())
+            .count() as u64
+    }
+
+    /// Claims the best jobs `narrowed` (a request already within limits)
+    /// allows, and takes their tokens.
+    pub(crate) fn claim_within(
+        &mut self,
+        narrowed: &DequeueRequest,
+        now: DateTime<Utc>,
+    ) -> Vec<Job> {
+        let ids = self.claimable(narrowed, now);
+        let claimed = self.claim(&ids, narrowed, now);
+        self.take_tokens(&claimed, now);
+        claimed
     }
 
     /// Takes a token per claimed job from rate-limited queues' buckets.

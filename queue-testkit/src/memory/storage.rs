@@ -93,10 +93,7 @@ impl Storage for MemoryStorage {
         let Some(request) = state.within_limits(request, now) else {
             return Ok(Vec::new());
         };
-        let ids = state.claimable(&request, now);
-        let claimed = state.claim(&ids, &request, now);
-        state.take_tokens(&claimed, now);
-        Ok(claimed)
+        Ok(state.claim_within(&request, now))
     }
 
     async fn ack(&self, lease: &Lease, result: Option<Value>) -> Result<()> {

@@ -443,9 +443,11 @@ impl<S: Storage> Pair<S> {
                 // once, the others within that second of real time, which
                 // the model's manual clock cannot follow. The same change
                 // through every handle binds them all at once.
-                for other in self.handles.iter().filter(|_| self.handles.len() > 1) {
-                    let again = kind(other.configure_queue(&queue, &limits).await);
-                    same("configure_queue on the other handle", model.clone(), again)?;
+                if self.handles.len() > 1 {
+                    for handle in &self.handles {
+                        let again = kind(handle.configure_queue(&queue, &limits).await);
+                        same("configure_queue on every handle", model.clone(), again)?;
+                    }
                 }
                 let model = kind(self.model.queue_configs().await);
                 let backend = kind(self.backend().queue_configs().await);

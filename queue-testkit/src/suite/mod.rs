@@ -82,3 +82,14 @@ macro_rules! case_list {
 }
 
 crate::for_each_case!([case_list]);
+
+/// The case `area::name` of [`cases`], as [`conformance_tests!`](crate::conformance_tests)
+/// runs it.
+///
+/// # Panics
+/// When the suite has no such case.
+pub fn case<S: Storage>(area: &str, name: &str) -> Case<S> {
+    (cases().into_iter())
+        .find(|case| case.area == area && case.name == name)
+        .unwrap_or_else(|| panic!("the suite has no case {area}::{name}"))
+}
