@@ -3,9 +3,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use queue::{
-    AnyStorage, Capability, HistoryFilter, JobFilter, JobState, MAX_PAGE_SIZE, QueueName, Storage,
-};
+use queue::{Capability, HistoryFilter, JobFilter, JobState, MAX_PAGE_SIZE, QueueName, Storage};
 use serde_json::json;
 
 use crate::CliError;
@@ -58,7 +56,7 @@ pub(crate) fn job_filter(selection: &JobSelection) -> Result<JobFilter, CliError
 /// Counts what `action` would touch, asks unless `yes`, then acts in
 /// batches of at most 1,000 until that many are done or none is left.
 pub(crate) async fn run(
-    storage: &AnyStorage,
+    storage: &impl Storage,
     action: Action,
     jobs: JobFilter,
     dead_letters: HistoryFilter,
@@ -141,7 +139,7 @@ pub(crate) async fn run(
 
 /// How many jobs (or dead letters) the action would touch now.
 async fn count(
-    storage: &AnyStorage,
+    storage: &impl Storage,
     action: Action,
     jobs: &JobFilter,
     dead_letters: &HistoryFilter,
@@ -204,5 +202,62 @@ fn finish(action: Action, total: u64, json: bool) -> Result<(), CliError> {
     } else {
         println!("{} {total}", action.done());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use queue::{Capabilities, Capability, NewJob, Storage};
+    use queue_testkit::MemoryStorage;
+    use queue_testkit::restricted::Restricted;
+
+    use super::{Action, run};
+
+    /// Each bulk command on a storage without bulk actions (or, for run-now
+    /// and discard, without job listings) stops before counting or asking,
+    /// with one line naming what is missing, and changes nothing.
+    #[tokio::test]
+    async fn bulk_commands_name_the_capability_the_storage_lacks() {
+        let memory = std::sync::Arc::new(MemoryStorage::new());
+        memory
+            .enqueue(NewJob::new("q", serde_json::json!(1)))
+            .await
+            .expect("enqueue");
+        let cases = [
+            (Capabilities::CORE, Action::Discard, "bulk_actions"),
+            (Capabilities::CORE, Action::RunNow, "bulk_actions"),
+            (Capabilities::CORE, Action::Retry, "bulk_actions"),
+            (
+                Capabilities::CORE.with(Capability::BulkActions),
+                Action::Discard,
+                "list_jobs",
+            ),
+        ];
+        for (offered, action, named) in cases {
+            let storage = Restricted::shared(std::sync::Arc::clone(&memory), offered);
+            let error = run(
+                &storage,
+                action,
+                queue::JobFilter::default(),
+                queue::HistoryFilter::default(),
+                "every job",
+                true,
+                false,
+            )
+            .await
+            .expect_err("refused");
+            assert_eq!(error.code, 1, "{action:?}: {}", error.message);
+            assert!(!error.message.contains('\n'), "one line: {}", error.message);
+            assert!(
+                error.message.contains(named),
+                "{action:?}: {}",
+                error.message
+            );
+        }
+        assert_eq!(
+            memory.stats().await.expect("stats").len(),
+            1,
+            "nothing changed"
+        );
     }
 }

@@ -107,6 +107,14 @@ pub trait Storage: Send + Sync + 'static {
     /// - Each claimed job gets `lease_until = now + lease`, `locked_by`,
     ///   `attempts + 1`, and `first_locked_at = now` only on its first claim.
     /// - Concurrent dequeuers never receive the same job while its lease is live.
+    /// - Racing claims, on one handle or many, take each queue's jobs in
+    ///   order: a claim never leaves a free job of a queue for a worse one
+    ///   of the same queue. Across queues a claim looks at each queue's best
+    ///   `request.queue_limit(q)` jobs (fewer when its limits allow fewer):
+    ///   while other claims are taking all of those, it may take a worse
+    ///   job of another queue, and the better one goes to the next claim.
+    ///   (A claim that locked jobs it does not take would make racers skip
+    ///   them for worse ones: [`DequeueRequest::over_subscribed`].)
     /// - Scheduled, running, stalled and exhausted jobs are not claimed.
     async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>>;
 

@@ -261,14 +261,26 @@ impl MySqlStorage {
                 continue;
             }
             // Entries already tried come back: read past them.
-            let limit =
-                i64::try_from(((room + tried.len()) * depth).min(MAX_PEEK)).unwrap_or(i64::MAX);
-            let mut params = vec![Param::OptTime(fixed)];
-            for _ in 0..=sql::INBOX_SOURCE {
-                params.extend([name(), Param::Int(limit)]);
-            }
-            params.push(name());
-            let mut entries = cached(READY_PEEK, params).load::<Entry>(conn).await?;
+            let mut limit = ((room + tried.len()) * depth).min(MAX_PEEK);
+            let mut entries = loop {
+                let mut params = vec![Param::OptTime(fixed)];
+                for _ in 0..=sql::INBOX_SOURCE {
+                    params.extend([name(), Param::Int(i64::try_from(limit).unwrap_or(i64::MAX))]);
+                }
+                params.push(name());
+                let entries = cached(READY_PEEK, params).load::<Entry>(conn).await?;
+                // Stale, tried or repeated entries filled a source's window
+                // and left this queue short: read deeper before picking, or
+                // another queue's worse job would be taken instead.
+                if limit < MAX_PEEK
+                    && window_full(&entries, limit)
+                    && usable(&entries, tried) < room
+                {
+                    limit = (limit * 2).min(MAX_PEEK);
+                    continue;
+                }
+                break entries;
+            };
             entries.extend(self.scheduled(conn, queue.as_str(), room, top).await?);
             entries.sort_by_key(Entry::order);
             let mut seen = HashSet::new();
@@ -362,4 +374,21 @@ async fn delete_entries(
         }
     }
     Ok(())
+}
+
+/// Whether a ring source gave [`READY_PEEK`] all `limit` entries it asked
+/// for (it may hold more).
+fn window_full(entries: &[Entry], limit: usize) -> bool {
+    (0..=sql::INBOX_SOURCE)
+        .any(|source| entries.iter().filter(|e| e.source() == source).count() >= limit)
+}
+
+/// How many distinct jobs of `entries` a claim may pick (claimable, not
+/// tried already).
+fn usable(entries: &[Entry], tried: &HashSet<i64>) -> usize {
+    (entries.iter())
+        .filter(|e| e.claimable == 1 && e.stale == 0 && !tried.contains(&e.id))
+        .map(|e| e.id)
+        .collect::<HashSet<_>>()
+        .len()
 }

@@ -252,3 +252,37 @@ async fn a_claim_reads_past_the_entries_of_discarded_jobs() {
     drop(conn);
     db.drop_database().await;
 }
+
+/// A claim over two queues whose first queue's window is filled by a stale
+/// entry (a discarded job's) reads that queue deeper before it picks: it
+/// takes queue `a`'s job behind the entry, not queue `b`'s later one (the
+/// model test found the claim taking `b`'s, seed 3134582484).
+#[tokio::test]
+async fn a_claim_over_several_queues_reads_past_one_queues_stale_entries() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let mut ids = Vec::new();
+    for queue in ["a", "a", "b"] {
+        ids.push(
+            storage
+                .enqueue(NewJob::new(queue, json!({})))
+                .await
+                .expect("enqueue")
+                .id,
+        );
+    }
+    storage.discard(ids[0]).await.expect("discard");
+    let both = queue_core::DequeueRequest::new(
+        vec![
+            queue_core::QueueName::new("a").unwrap(),
+            queue_core::QueueName::new("b").unwrap(),
+        ],
+        1,
+        Duration::from_secs(30),
+        queue_core::WorkerId::new("w").unwrap(),
+    )
+    .expect("request");
+    let claimed = storage.dequeue(&both).await.expect("dequeue");
+    let claimed: Vec<_> = claimed.iter().map(|job| job.id).collect();
+    assert_eq!(claimed, [ids[1]], "the best job left is a's second");
+    db.drop_database().await;
+}

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use queue_core::{
-    DequeueRequest, EnqueueOutcome, FinalStatus, Job, JobState, Lease, NackOutcome, NewJob,
-    QueueError, QueueName, Result, Retry, Storage, WorkerId,
+    Capability, DequeueRequest, EnqueueOutcome, FinalStatus, Job, JobState, Lease, NackOutcome,
+    NewJob, QueueError, QueueName, Result, Retry, Storage, WorkerId,
 };
 use serde_json::{Value, json};
 
@@ -89,12 +89,23 @@ pub trait TransactionalFactory: Send + Sync {
 /// when the case panics, whose panic it then resumes).
 ///
 /// # Panics
-/// With the case's panic.
+/// With the case's panic, or before running it when the harness's storage
+/// does not declare [`Capability::Transactions`]: a storage that passes
+/// this suite should say so, so that callers can ask it.
 pub async fn run_case<F: TransactionalFactory>(
     factory: &F,
     case: fn(Arc<F::Harness>) -> BoxFuture<()>,
 ) {
-    let harness = Arc::new(factory.create().await);
+    let harness = factory.create().await;
+    let declared = harness.storage().capabilities();
+    if !declared.supports(Capability::Transactions) {
+        harness.finish().await;
+        panic!(
+            "the storage runs the transactional suite but does not declare \
+             Capability::Transactions in capabilities() (it declares {declared:?})"
+        );
+    }
+    let harness = Arc::new(harness);
     let outcome = tokio::spawn(case(Arc::clone(&harness))).await;
     match Arc::try_unwrap(harness) {
         Ok(harness) => harness.finish().await,

@@ -104,3 +104,61 @@ async fn a_hidden_capability_answers_not_supported() {
         "{error:?}"
     );
 }
+
+/// A harness over a storage that does not declare transactions (the memory
+/// storage): the transactional suite refuses to run its cases.
+struct Undeclared(queue_testkit::MemoryStorage);
+
+#[async_trait::async_trait]
+impl queue_testkit::transactional::TransactionalHarness for Undeclared {
+    type Storage = queue_testkit::MemoryStorage;
+
+    fn storage(&self) -> &Self::Storage {
+        &self.0
+    }
+
+    async fn run_in_transaction(
+        &self,
+        _steps: Vec<queue_testkit::transactional::Step>,
+        _commit: bool,
+    ) -> queue_core::Result<Vec<queue_testkit::transactional::Answer>> {
+        Err(queue_core::QueueError::backend("no transactions here"))
+    }
+
+    async fn effect_committed(&self, _order: i64) -> bool {
+        false
+    }
+
+    async fn finish(self) {}
+}
+
+struct UndeclaredFactory;
+
+#[async_trait::async_trait]
+impl queue_testkit::transactional::TransactionalFactory for UndeclaredFactory {
+    type Harness = Undeclared;
+
+    async fn create(&self) -> Undeclared {
+        Undeclared(queue_testkit::MemoryStorage::new())
+    }
+}
+
+#[tokio::test]
+async fn the_transactional_suite_asks_for_the_declared_capability() {
+    let run = tokio::spawn(queue_testkit::transactional::run_case(
+        &UndeclaredFactory,
+        |harness| {
+            Box::pin(
+                queue_testkit::transactional::enqueue_in_a_rolled_back_transaction_leaves_neither(
+                    harness,
+                ),
+            )
+        },
+    ));
+    let panic = run.await.expect_err("refused").into_panic();
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.contains("does not declare Capability::Transactions"),
+        "{message}"
+    );
+}

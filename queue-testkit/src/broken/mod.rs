@@ -186,11 +186,21 @@ pub enum Bug {
     /// workers enqueue one fire time twice. Caught by
     /// `periodic::concurrent_periodic_fires_make_one_job`.
     FireChecksThenRecords,
+    /// A claim reads each queue's best two pages, awaits, and takes a
+    /// queue's second page when a job of its first was taken meanwhile
+    /// (a backend that moves past a contended page), leaving the first
+    /// page's free jobs for worse ones. Caught by
+    /// `concurrency::racing_claims_take_each_queues_jobs_in_order`.
+    ClaimSkipsThePageOfATakenJob,
+    /// A claim takes the right jobs and returns them by id (a backend that
+    /// forgot that `RETURNING` has no order). Caught by
+    /// `dequeue::dequeue_orders_by_priority_then_available_at_then_id`.
+    ClaimReturnsInIdOrder,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 48] = [
+    pub const ALL: [Bug; 50] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -239,6 +249,8 @@ impl Bug {
         Bug::SnoozeKeepsTheSlot,
         Bug::KeyChecksThenInserts,
         Bug::FireChecksThenRecords,
+        Bug::ClaimSkipsThePageOfATakenJob,
+        Bug::ClaimReturnsInIdOrder,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -325,6 +337,12 @@ impl Bug {
             Bug::SnoozeKeepsTheSlot => "flow::every_way_a_lease_ends_gives_its_slot_back",
             Bug::KeyChecksThenInserts => "concurrency::concurrent_enqueues_of_one_key_make_one_job",
             Bug::FireChecksThenRecords => "periodic::concurrent_periodic_fires_make_one_job",
+            Bug::ClaimSkipsThePageOfATakenJob => {
+                "concurrency::racing_claims_take_each_queues_jobs_in_order"
+            }
+            Bug::ClaimReturnsInIdOrder => {
+                "dequeue::dequeue_orders_by_priority_then_available_at_then_id"
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use queue_core::backend::claim_order;
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
@@ -268,6 +269,56 @@ impl Storage for BrokenStorage {
                     state.jobs.insert(job.id, job);
                 }
                 Ok(state.claim(&best, request, now))
+            }
+            Bug::ClaimSkipsThePageOfATakenJob => {
+                // Reads each queue's best two pages of its cap, awaits, then
+                // takes each queue's first page, or its second when a job of
+                // the first was taken meanwhile ("contended, move on").
+                let pages = {
+                    let state = self.inner.lock();
+                    let Some(narrowed) = state.within_limits(request, now) else {
+                        return Ok(Vec::new());
+                    };
+                    let mut pages = Vec::new();
+                    for queue in narrowed.queues() {
+                        let cap = narrowed.queue_limit(queue);
+                        let two_pages = DequeueRequest::with_queue_limits(
+                            vec![(queue.clone(), cap.saturating_mul(2).max(1))],
+                            request.lease(),
+                            request.worker_id().clone(),
+                        )?;
+                        pages.push((cap as usize, state.claimable(&two_pages, now)));
+                    }
+                    pages
+                };
+                tokio::task::yield_now().await;
+                let mut state = self.inner.lock();
+                let pending = |state: &crate::memory::State, id: &JobId| {
+                    (state.jobs.get(id)).is_some_and(|job| job.state(now) == JobState::Pending)
+                };
+                let mut chosen = Vec::new();
+                for (cap, ids) in pages {
+                    let (first, second) = ids.split_at(cap.min(ids.len()));
+                    let page = if first.iter().all(|id| pending(&state, id)) {
+                        first
+                    } else {
+                        second
+                    };
+                    chosen.extend(page.iter().copied().filter(|id| pending(&state, id)));
+                }
+                chosen.sort_by_key(|id| {
+                    let job = &state.jobs[id];
+                    claim_order(job.priority, job.available_at, id.get())
+                });
+                chosen.truncate(request.limit() as usize);
+                let claimed = state.claim(&chosen, request, now);
+                state.take_tokens(&claimed, now);
+                Ok(claimed)
+            }
+            Bug::ClaimReturnsInIdOrder => {
+                let mut jobs = self.inner.dequeue(request).await?;
+                jobs.sort_by_key(|job| job.id);
+                Ok(jobs)
             }
             Bug::ClaimResetsFirstLockedAt => {
                 let mut jobs = self.inner.dequeue(request).await?;

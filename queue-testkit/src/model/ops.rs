@@ -67,8 +67,12 @@ pub enum Op {
     },
     /// `workers` workers (`c0`, `c1`, ...) claim up to `limit` jobs each of
     /// both queues at once, leased for 30 s: no job may go to two of them,
-    /// and together they take only jobs a single claim of all their limits
-    /// would take. The model then records the backend's assignment.
+    /// and each takes jobs as [`Storage::dequeue`] promises racing claims
+    /// (within a queue never past a free better job; across queues past one
+    /// only while the round took that queue's cap). The model then records
+    /// the backend's assignment.
+    ///
+    /// [`Storage::dequeue`]: queue_core::Storage::dequeue
     ConcurrentClaims {
         /// How many workers race.
         workers: u8,

@@ -2,11 +2,13 @@
 //! `next_due`, history and job listings, bulk actions, compared between the
 //! backend and the model.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
+use queue_core::backend::claim_order;
 use queue_core::{
-    DequeueRequest, HistoryFilter, Job, JobFilter, JobState, QueueName, Storage, UniqueKey,
+    DequeueRequest, HistoryFilter, Job, JobFilter, JobId, JobState, QueueName, Storage, UniqueKey,
     WorkerId,
 };
 
@@ -171,9 +173,6 @@ impl<S: Storage> Pair<S> {
         // window on every run, however busy the machine (spawned on two
         // threads, the first often finished before the second began). A
         // database still receives the claims at once.
-        // On one handle: "only the best jobs" is a promise of one process's
-        // claims. Across processes, a claim may skip a better job another
-        // process is locking at that moment (SKIP LOCKED) and take the next.
         let backend = self.backend();
         let racers = (0..workers).map(|worker| {
             let request = request(worker);
@@ -189,22 +188,66 @@ impl<S: Storage> Pair<S> {
             claims.push((worker, jobs));
         }
         claims.sort_by_key(|(worker, _)| *worker);
+        self.check_racing_claims(&claims, workers, limit)?;
         let now = self.model.current_time();
-        let all = DequeueRequest::new(
-            both(),
-            limit * u32::from(workers),
+        for (worker, jobs) in claims {
+            let ids: Vec<_> = jobs.iter().map(|job| job.id).collect();
+            let mut state = self.model.lock();
+            let model = state.claim(&ids, &request(worker), now);
+            state.take_tokens(&model, now);
+            drop(state);
+            same(&format!("jobs claimed by c{worker}"), &model, &jobs)?;
+            self.leases.extend(model.iter().filter_map(Job::lease));
+        }
+        Ok(())
+    }
+
+    /// The promise of [`Storage::dequeue`] to racing claims, checked
+    /// against the state before the round: no job twice, at most `limit`
+    /// each, only jobs a claim could take under the queues' limits; within
+    /// a queue, no racer takes a job while a better one of that queue is
+    /// left free; across queues, a racer takes a worse job of one queue
+    /// while a better one of queue `q` is left only when the round took at
+    /// least `q`'s cap (`limit`, or its allowance when smaller) of `q`'s
+    /// jobs: the better jobs a claim looks at were all being taken.
+    fn check_racing_claims(
+        &self,
+        claims: &[(u8, Vec<Job>)],
+        workers: u8,
+        limit: u32,
+    ) -> Result<(), TestCaseError> {
+        let now = self.model.current_time();
+        let deep = limit * u32::from(workers);
+        let every_queue = DequeueRequest::with_queue_limits(
+            (0..QUEUES.len()).map(|q| (queue_name(q), deep)).collect(),
             Duration::from_secs(30),
             WorkerId::new("c").expect("valid worker id"),
         )
         .expect("model requests are valid");
-        let eligible = {
-            let state = self.model.lock();
-            state
-                .within_limits(&all, now)
-                .map_or_else(Vec::new, |all| state.claimable(&all, now))
+        let state = self.model.lock();
+        let Some(allowed) = state.within_limits(&every_queue, now) else {
+            return match claims.iter().find(|(_, jobs)| !jobs.is_empty()) {
+                Some((worker, jobs)) => Err(fail(format!(
+                    "c{worker} claimed job {} while no queue's limits allowed one",
+                    jobs[0].id
+                ))),
+                None => Ok(()),
+            };
         };
-        let mut seen = std::collections::HashSet::new();
-        for (worker, jobs) in &claims {
+        let eligible = state.claimable(&allowed, now);
+        let order = |id: &JobId| {
+            let job = &state.jobs[id];
+            (
+                claim_order(job.priority, job.available_at, id.get()),
+                job.queue.clone(),
+            )
+        };
+        let taken: HashSet<JobId> = claims
+            .iter()
+            .flat_map(|(_, jobs)| jobs.iter().map(|j| j.id))
+            .collect();
+        let mut seen = HashSet::new();
+        for (worker, jobs) in claims {
             same(
                 &format!("at most {limit} jobs for c{worker}"),
                 true,
@@ -219,21 +262,37 @@ impl<S: Storage> Pair<S> {
                 }
                 if !eligible.contains(&job.id) {
                     return Err(fail(format!(
-                        "c{worker} claimed job {}, outside the best {} jobs {eligible:?}",
-                        job.id,
-                        all.limit()
+                        "c{worker} claimed job {}, outside each queue's best {deep} within its limits {eligible:?}",
+                        job.id
                     )));
                 }
+                let (mine, queue) = order(&job.id);
+                for left in eligible.iter().filter(|id| !taken.contains(id)) {
+                    let (theirs, left_queue) = order(left);
+                    if theirs > mine {
+                        continue;
+                    }
+                    if left_queue == queue {
+                        return Err(fail(format!(
+                            "c{worker} claimed job {} of {queue} while its better job {left} was left free",
+                            job.id
+                        )));
+                    }
+                    let cap = limit.min(allowed.queue_limit(&left_queue));
+                    let took = claims
+                        .iter()
+                        .flat_map(|(_, jobs)| jobs)
+                        .filter(|j| j.queue == left_queue)
+                        .count();
+                    if took < cap as usize {
+                        return Err(fail(format!(
+                            "c{worker} claimed job {} of {queue} while job {left} of {left_queue} was better and left free, \
+                             and the round took {took} of {left_queue}'s jobs, fewer than its cap {cap}",
+                            job.id
+                        )));
+                    }
+                }
             }
-        }
-        for (worker, jobs) in claims {
-            let ids: Vec<_> = jobs.iter().map(|job| job.id).collect();
-            let mut state = self.model.lock();
-            let model = state.claim(&ids, &request(worker), now);
-            state.take_tokens(&model, now);
-            drop(state);
-            same(&format!("jobs claimed by c{worker}"), &model, &jobs)?;
-            self.leases.extend(model.iter().filter_map(Job::lease));
         }
         Ok(())
     }

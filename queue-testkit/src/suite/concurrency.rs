@@ -122,6 +122,48 @@ pub async fn racing_claims_on_several_queues_take_only_the_best_jobs<S: Storage>
     }
 }
 
+/// Two claimers of two jobs each race over queues `a` (priorities 10, 8, 2
+/// and 1) and `b` (9): within each queue the jobs they take are its best,
+/// never a worse one while a better one of that queue is left free (the
+/// contract allows a worse job of *another* queue while the better ones of
+/// a queue are all being taken). A claim that, finding part of a queue's
+/// first page taken meanwhile, moves on to the next page leaves `a`'s 8
+/// for its 2 and 1. Polled together on this task, as the key race is.
+pub async fn racing_claims_take_each_queues_jobs_in_order<S: Storage>(ctx: Ctx<S>) {
+    for round in 0..20 {
+        let (a, b) = (format!("a{round}"), format!("b{round}"));
+        let mut order: Vec<(String, JobId)> = Vec::new();
+        for (queue, priority) in [(&a, 10), (&b, 9), (&a, 8), (&a, 2), (&a, 1)] {
+            let id = ctx
+                .enqueue(NewJob::new(queue.as_str(), json!({})).priority(priority))
+                .await;
+            order.push((queue.clone(), id));
+        }
+        let racers = (0..2).map(|n| {
+            let request = request(&[a.as_str(), b.as_str()], 2, &format!("c{n}"));
+            let storage = &ctx.storage;
+            async move { storage.dequeue(&request).await.expect("dequeue") }
+        });
+        let taken: HashSet<JobId> = futures_util::future::join_all(racers)
+            .await
+            .into_iter()
+            .flatten()
+            .map(|job| job.id)
+            .collect();
+        for queue in [&a, &b] {
+            let in_order: Vec<bool> = order
+                .iter()
+                .filter(|(q, _)| q == queue)
+                .map(|(_, id)| taken.contains(id))
+                .collect();
+            assert!(
+                in_order.windows(2).all(|w| w[0] || !w[1]),
+                "round {round}: queue {queue}'s jobs best first, taken or not: {in_order:?}"
+            );
+        }
+    }
+}
+
 /// [`DEQUEUERS`] workers, started together, drain queue `q`: each claims
 /// `limit` jobs at a time, checks that nobody else holds them, holds them
 /// across `hold` yields and a millisecond (when `hold > 0`), then acks them.

@@ -1,7 +1,7 @@
 //! Dequeue: order, queues, limits, what a claim sets, what it skips.
 
 use chrono::TimeDelta;
-use queue_core::{JobState, NewJob, Retry, Storage};
+use queue_core::{JobId, JobState, NewJob, Retry, Storage};
 use serde_json::json;
 
 use super::{Ctx, LEASE, lease_of, queue, request, secs, start, worker};
@@ -160,38 +160,61 @@ pub async fn dequeue_keeps_first_locked_at_on_later_claims<S: Storage>(ctx: Ctx<
 /// A claim answers each job as the storage holds it after the claim, every
 /// field alike: a backend that builds the claimed row itself (rather than
 /// reading it back) must agree with its own reads, here for a job that
-/// carries a unique key, a priority, an attempt limit, a snooze and the
-/// error of a failed attempt.
+/// carries a unique key, a priority, an attempt limit and the error of a
+/// failed attempt.
 pub async fn dequeue_answers_each_job_as_stored<S: Storage>(ctx: Ctx<S>) {
-    let id = ctx
-        .enqueue(
-            NewJob::new("q", json!({"k": [1, "two"]}))
-                .priority(3)
-                .unique_key("key-1")
-                .max_attempts(4),
-        )
-        .await;
+    let id = enqueue_stored_case(&ctx).await;
+    fail_once(&ctx).await;
+    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
+    let stored = ctx.live(id).await;
+    assert_eq!(claimed, stored);
+    assert_eq!((claimed.attempts, claimed.snoozes), (2, 0));
+    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
+}
+
+/// [`dequeue_answers_each_job_as_stored`] for a job snoozed once before
+/// its failed attempt: the snooze count is answered as stored too.
+pub async fn dequeue_answers_a_snoozed_job_as_stored<S: Storage>(ctx: Ctx<S>) {
+    let id = enqueue_stored_case(&ctx).await;
     let first = ctx.claim_one("q").await;
     ctx.storage
         .snooze(&lease_of(&first), secs(1))
         .await
         .expect("snooze");
     ctx.clock.advance(secs(2));
-    let second = ctx.claim_one("q").await;
+    fail_once(&ctx).await;
+    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
+    let stored = ctx.live(id).await;
+    assert_eq!(claimed, stored);
+    assert_eq!((claimed.attempts, claimed.snoozes), (2, 1));
+    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
+}
+
+/// The job of the "answers as stored" cases: a payload, a priority, a key
+/// and an attempt limit.
+async fn enqueue_stored_case<S: Storage>(ctx: &Ctx<S>) -> JobId {
+    ctx.enqueue(
+        NewJob::new("q", json!({"k": [1, "two"]}))
+            .priority(3)
+            .unique_key("key-1")
+            .max_attempts(4),
+    )
+    .await
+}
+
+/// Claims queue `q`'s job, fails it with a retry in a second, and moves
+/// the clock past that.
+async fn fail_once<S: Storage>(ctx: &Ctx<S>) {
+    let job = ctx.claim_one("q").await;
     ctx.storage
         .nack(
-            &lease_of(&second),
+            &lease_of(&job),
             json!({"error": "boom"}),
             Retry::After(secs(1)),
         )
         .await
         .expect("nack");
     ctx.clock.advance(secs(2));
-    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
-    let stored = ctx.live(id).await;
-    assert_eq!(claimed, stored);
-    assert_eq!((claimed.attempts, claimed.snoozes), (2, 1));
-    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
 }
 
 /// A delayed job is not claimed before its time, and is at its time.
@@ -279,7 +302,7 @@ pub async fn next_due_is_none_without_scheduled_jobs<S: Storage>(ctx: Ctx<S>) {
 
 /// `next_due` is the time until the earliest scheduled job of the named
 /// queues, whatever its priority; leased, due and other queues' jobs do
-/// not count; paused queues do.
+/// not count.
 pub async fn next_due_is_the_time_until_the_earliest_scheduled_job<S: Storage>(ctx: Ctx<S>) {
     ctx.enqueue(NewJob::new("a", json!(1)).priority(5).delay(secs(40)))
         .await;
@@ -293,9 +316,6 @@ pub async fn next_due_is_the_time_until_the_earliest_scheduled_job<S: Storage>(c
     ctx.enqueue(NewJob::new("a", json!(6)).priority(99)).await;
     assert_eq!(next_due(&ctx, &["a"]).await, Some(secs(25)));
     assert_eq!(next_due(&ctx, &["a", "b"]).await, Some(secs(20)));
-
-    ctx.storage.pause_queue(&queue("b")).await.expect("pause");
-    assert_eq!(next_due(&ctx, &["b"]).await, Some(secs(20)), "paused");
 
     // Ten seconds on, then claimed: a claimed job no longer counts.
     ctx.clock.advance(secs(10));
@@ -312,6 +332,16 @@ pub async fn next_due_is_the_time_until_the_earliest_scheduled_job<S: Storage>(c
     let held = ctx.claim("a", 1).await;
     assert_eq!(held.len(), 1, "the 40 s job, now due");
     assert_eq!(next_due(&ctx, &["a"]).await, Some(secs(20)));
+}
+
+/// A paused queue's scheduled jobs count for `next_due`: a worker that
+/// sleeps until then finds the queue resumed or still paused, and polls
+/// no sooner.
+pub async fn next_due_counts_the_jobs_of_paused_queues<S: Storage>(ctx: Ctx<S>) {
+    ctx.enqueue(NewJob::new("b", json!(4)).priority(9).delay(secs(20)))
+        .await;
+    ctx.storage.pause_queue(&queue("b")).await.expect("pause");
+    assert_eq!(next_due(&ctx, &["b"]).await, Some(secs(20)), "paused");
 }
 
 async fn next_due<S: Storage>(ctx: &Ctx<S>, queues: &[&str]) -> Option<std::time::Duration> {

@@ -240,7 +240,10 @@ pub async fn get_job_and_get_history_see_one_place_each<S: Storage>(ctx: Ctx<S>)
 
 /// Archive jobs in queues a and b with each final status; returns their ids
 /// as (queue, status, id) in archive order.
-async fn archive_mix<S: Storage>(ctx: &Ctx<S>) -> Vec<(&'static str, FinalStatus, JobId)> {
+async fn archive_mix<S: Storage>(
+    ctx: &Ctx<S>,
+    discards: bool,
+) -> Vec<(&'static str, FinalStatus, JobId)> {
     let mut out = Vec::new();
     for q in ["a", "b"] {
         let done = ctx.enqueue_and_claim(q, 3).await;
@@ -252,16 +255,34 @@ async fn archive_mix<S: Storage>(ctx: &Ctx<S>) -> Vec<(&'static str, FinalStatus
             .await
             .expect("nack");
         out.push((q, FinalStatus::DeadLetter, dead.id));
-        let gone = ctx.enqueue(NewJob::new(q, json!(0))).await;
-        ctx.storage.discard(gone).await.expect("discard");
-        out.push((q, FinalStatus::Discarded, gone));
+        if discards {
+            let gone = ctx.enqueue(NewJob::new(q, json!(0))).await;
+            ctx.storage.discard(gone).await.expect("discard");
+            out.push((q, FinalStatus::Discarded, gone));
+        }
     }
     out
 }
 
 /// Every filter combination returns exactly the matching rows, newest first.
 pub async fn list_history_filters_by_queue_and_status<S: Storage>(ctx: Ctx<S>) {
-    let mix = archive_mix(&ctx).await;
+    let mix = archive_mix(&ctx, false).await;
+    check_history_filters(&ctx, &mix).await;
+}
+
+/// [`list_history_filters_by_queue_and_status`] with discarded jobs among
+/// the history.
+pub async fn list_history_filters_discarded_jobs<S: Storage>(ctx: Ctx<S>) {
+    let mix = archive_mix(&ctx, true).await;
+    check_history_filters(&ctx, &mix).await;
+}
+
+/// Every filter of a queue (any, `a`, `b`) and a status (any or each)
+/// lists exactly the records of `mix` it selects, newest first, on one page.
+async fn check_history_filters<S: Storage>(
+    ctx: &Ctx<S>,
+    mix: &[(&'static str, FinalStatus, JobId)],
+) {
     let queues = [None, Some("a"), Some("b")];
     let statuses = [
         None,
@@ -328,7 +349,7 @@ pub async fn list_history_pages_by_keyset<S: Storage>(ctx: Ctx<S>) {
 
 /// The dead-letter listing holds dead letters only.
 pub async fn list_dead_letters_lists_only_dead_letters<S: Storage>(ctx: Ctx<S>) {
-    let mix = archive_mix(&ctx).await;
+    let mix = archive_mix(&ctx, false).await;
     let page = ctx
         .storage
         .list_dead_letters(&HistoryFilter {
