@@ -165,11 +165,7 @@ pub async fn dequeue_keeps_first_locked_at_on_later_claims<S: Storage>(ctx: Ctx<
 pub async fn dequeue_answers_each_job_as_stored<S: Storage>(ctx: Ctx<S>) {
     let id = enqueue_stored_case(&ctx).await;
     fail_once(&ctx).await;
-    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
-    let stored = ctx.live(id).await;
-    assert_eq!(claimed, stored);
-    assert_eq!((claimed.attempts, claimed.snoozes), (2, 0));
-    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
+    claimed_as_stored(&ctx, id, 0).await;
 }
 
 /// [`dequeue_answers_each_job_as_stored`] for a job snoozed once before
@@ -183,11 +179,7 @@ pub async fn dequeue_answers_a_snoozed_job_as_stored<S: Storage>(ctx: Ctx<S>) {
         .expect("snooze");
     ctx.clock.advance(secs(2));
     fail_once(&ctx).await;
-    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
-    let stored = ctx.live(id).await;
-    assert_eq!(claimed, stored);
-    assert_eq!((claimed.attempts, claimed.snoozes), (2, 1));
-    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
+    claimed_as_stored(&ctx, id, 1).await;
 }
 
 /// The job of the "answers as stored" cases: a payload, a priority, a key
@@ -200,6 +192,16 @@ async fn enqueue_stored_case<S: Storage>(ctx: &Ctx<S>) -> JobId {
             .max_attempts(4),
     )
     .await
+}
+
+/// Claims job `id` again and checks the claim answers it as stored: its
+/// second attempt, `snoozes` snoozes, the failed attempt's error.
+async fn claimed_as_stored<S: Storage>(ctx: &Ctx<S>, id: JobId, snoozes: u32) {
+    let claimed = ctx.claim_as("q", 1, "worker-9").await.remove(0);
+    let stored = ctx.live(id).await;
+    assert_eq!(claimed, stored);
+    assert_eq!((claimed.attempts, claimed.snoozes), (2, snoozes));
+    assert_eq!(claimed.last_error, Some(json!({"error": "boom"})));
 }
 
 /// Claims queue `q`'s job, fails it with a retry in a second, and moves
