@@ -6,7 +6,8 @@
 # QUEUE_TEST_REDIS_URL, QUEUE_TEST_REDIS_CLUSTER_URL, QUEUE_TEST_PGBOUNCER_URL
 # and QUEUE_TEST_PGBOUNCER_SESSION_URL; when unset they default to the local
 # servers below (the Redis Cluster is started by scripts/redis-cluster.sh,
-# PgBouncer by scripts/pgbouncer.sh). Extra arguments go to
+# PgBouncer by scripts/pgbouncer.sh; the failover test's two clusters by
+# scripts/pg-ha.sh, when QUEUE_TEST_PG_HA=1). Extra arguments go to
 # `cargo test`.
 #
 # The restart tests stop and start the database servers, and the browser
@@ -37,6 +38,13 @@ if [ -z "${QUEUE_TEST_PGBOUNCER_URL:-}" ] || [ -z "${QUEUE_TEST_PGBOUNCER_SESSIO
     scripts/pgbouncer.sh start || echo "no local PgBouncer: the queue-postgres PgBouncer tests will fail naming it"
 fi
 
+# The failover test (queue-postgres/tests/failover.rs) builds a primary and a
+# standby of its own with scripts/pg-ha.sh, which needs Debian's
+# postgresql-common and root: on by default where both are there.
+if [ -z "${QUEUE_TEST_PG_HA:-}" ] && command -v pg_createcluster >/dev/null && [ "$(id -u)" = 0 ]; then
+    export QUEUE_TEST_PG_HA=1
+fi
+
 is_local() { [[ $1 =~ ://([^@/]*@)?(127\.0\.0\.1|localhost)([:/?]|$) ]]; }
 
 if [ -z "${QUEUE_TEST_POSTGRES_STOP:-}" ] && is_local "$QUEUE_TEST_POSTGRES_URL" \
@@ -59,6 +67,7 @@ echo "PostgreSQL: ${QUEUE_TEST_POSTGRES_URL}"
 echo "MySQL:      ${QUEUE_TEST_MYSQL_URL}"
 echo "Redis:      ${QUEUE_TEST_REDIS_URL} (cluster: ${QUEUE_TEST_REDIS_CLUSTER_URL})"
 echo "PgBouncer:  ${QUEUE_TEST_PGBOUNCER_URL} (session: ${QUEUE_TEST_PGBOUNCER_SESSION_URL})"
+echo "Failover:   QUEUE_TEST_PG_HA=${QUEUE_TEST_PG_HA:-unset} (scripts/pg-ha.sh, ports 5441 and 5442)"
 cargo test --workspace --all-features "$@"
 
 [ $# -eq 0 ] || exit 0

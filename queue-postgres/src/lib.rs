@@ -33,6 +33,7 @@ mod error;
 mod explain;
 mod flow;
 mod heartbeat;
+mod hosts;
 mod inspect;
 mod lease;
 #[cfg(test)]

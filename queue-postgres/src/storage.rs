@@ -47,6 +47,9 @@ pub struct PgStorage {
     pub(crate) ring: Arc<queue_core::backend::Turn>,
     /// Claims commit without waiting for the WAL flush ([`PgStorage::with_async_claims`]).
     async_claims: bool,
+    /// For a URL of several hosts: the watcher that keeps the pool on the
+    /// one that accepts writes (`hosts.rs`).
+    failover: Option<Arc<crate::hosts::Failover>>,
 }
 
 /// The pool options [`PgStorage::connect`] uses, for building a pool of
@@ -74,15 +77,61 @@ pub fn pool_options() -> PgPoolOptions {
 impl PgStorage {
     /// Connects a pool of 10 connections to `url`, in the `public` schema.
     ///
+    /// `url` may name several hosts, as libpq reads them
+    /// (`postgres://user@a:5432,b:5432/db?target_session_attrs=read-write`):
+    /// the storage connects to the first, in the URL's order, that accepts
+    /// writes (not a standby, not read-only), checks every new connection
+    /// again, and moves its pool to another host within about a second of
+    /// the one it uses no longer taking writes (a failover). See
+    /// docs/high-availability.md.
+    ///
     /// # Errors
-    /// [`queue_core::QueueError::Unavailable`] when the server cannot be reached.
+    /// [`queue_core::QueueError::Unavailable`] when the server cannot be
+    /// reached, or, for several hosts, none accepts writes (each named,
+    /// with the reason). [`queue_core::QueueError::InvalidInput`] for a
+    /// `target_session_attrs` other than `read-write` or `primary`.
     pub async fn connect(url: &str) -> Result<Self> {
+        if let Some(hosts) = crate::hosts::parse(url)? {
+            return Self::connect_hosts(hosts).await;
+        }
         let pool = pool_options()
             .max_connections(10)
             .connect(url)
             .await
             .map_err(interpret_error)?;
         Ok(Self::from_pool(pool))
+    }
+
+    /// [`PgStorage::connect`] for a URL of several hosts.
+    async fn connect_hosts(hosts: crate::hosts::Hosts) -> Result<Self> {
+        let (index, probe) = hosts.find_writable().await?;
+        let pool = pool_options()
+            .max_connections(10)
+            .after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    crate::hosts::writable(conn).await.map_err(|why| {
+                        sqlx::Error::Io(std::io::Error::other(format!(
+                            "the host no longer accepts writes: {why}"
+                        )))
+                    })
+                })
+            })
+            .connect_with(hosts.options(index).clone())
+            .await
+            .map_err(interpret_error)?;
+        let failover = crate::hosts::Failover::watch(hosts, index, probe, pool.clone());
+        let mut storage = Self::from_pool(pool);
+        storage.failover = Some(failover);
+        Ok(storage)
+    }
+
+    /// For a storage connected through a URL of several hosts, the one its
+    /// pool connects to now (`host:port` as the URL writes it); `None` for
+    /// one host.
+    pub fn current_host(&self) -> Option<&str> {
+        self.failover
+            .as_deref()
+            .map(crate::hosts::Failover::current)
     }
 
     /// A storage on an existing pool, in the `public` schema, on the
@@ -100,12 +149,10 @@ impl PgStorage {
     /// underscores.
     pub fn with_schema(self, schema: &str) -> Result<Self> {
         validate_schema(schema)?;
-        Ok(Self::build(
-            self.pool,
-            self.clock,
-            schema,
-            self.async_claims,
-        ))
+        let failover = self.failover.clone();
+        let mut storage = Self::build(self.pool, self.clock, schema, self.async_claims);
+        storage.failover = failover;
+        Ok(storage)
     }
 
     /// The same storage, its claims committing asynchronously when `on`
@@ -171,6 +218,7 @@ impl PgStorage {
                 crate::ready_ring::ROTATE_EVERY,
             )),
             async_claims,
+            failover: None,
         }
     }
 
