@@ -95,6 +95,9 @@ if [ -n "${QUEUE_TEST_MYSQL_STOP:-}" ]; then
     restart_tests+=(mysql_restart_mid_run_loses_nothing)
     chaos_tests+=(mysql_survives_the_ci_schedule_transactionally)
 fi
+if [ "${QUEUE_TEST_PG_HA:-}" = 1 ]; then
+    chaos_tests+=(postgres_survives_a_failover_to_a_synchronous_standby)
+fi
 echo "chaos tests: ${chaos_tests[*]}"
 cargo test -p queue-chaos --all-features --test chaos -- --ignored --exact --test-threads=1 --nocapture "${chaos_tests[@]}"
 if [ ${#restart_tests[@]} -eq 0 ]; then

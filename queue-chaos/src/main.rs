@@ -116,10 +116,20 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         }
         .to_owned()
     });
+    let several = target::several_hosts(&url);
+    if several && args.cuts > 0 {
+        return Err(Failure(
+            "--cuts needs a URL of one host: the proxy that cuts stands in front of one server \
+             (a URL of several hosts is for a failover: give --stop and --start instead)"
+                .to_owned(),
+        ));
+    }
     let storage = target::prepare(args.backend, &url).await?;
-    // A file has no connection to cut: SQLite's workers open it directly.
+    // A file has no connection to cut: SQLite's workers open it directly;
+    // nor has a URL of several hosts (the failover run).
     let proxy = match args.backend {
         Backend::Sqlite => None,
+        _ if several => None,
         _ => Some(Proxy::start(target::server_address(&url)).await?),
     };
     let worker_url = match &proxy {

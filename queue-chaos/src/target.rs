@@ -27,13 +27,15 @@ pub(crate) async fn prepare(backend: Backend, url: &str) -> Result<AnyStorage, F
     match backend {
         Backend::Postgres => {
             queue::postgres::create_database_if_missing(url).await?;
-            let pool = sqlx::PgPool::connect(url).await?;
+            // Through the storage's connect: a URL may name a primary and
+            // its standby (the failover run).
+            let storage = PgStorage::connect(url).await?;
             sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
                 "DROP SCHEMA IF EXISTS {PG_SCHEMA} CASCADE"
             )))
-            .execute(&pool)
+            .execute(storage.pool())
             .await?;
-            let storage = PgStorage::from_pool(pool).with_schema(PG_SCHEMA)?;
+            let storage = storage.with_schema(PG_SCHEMA)?;
             storage.migrate().await?;
             sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
                 "CREATE TABLE {PG_SCHEMA}.chaos_effects (job_id BIGINT NOT NULL, attempt INT NOT NULL, worker TEXT NOT NULL)"
@@ -213,6 +215,14 @@ pub(crate) async fn handle(
         ctx.mark_completed();
     }
     Ok(None)
+}
+
+/// Whether `url` names several hosts (a primary and its standbys): the
+/// proxy, which stands in front of one server, cannot serve it.
+pub(crate) fn several_hosts(url: &str) -> bool {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let rest = &url[start..];
+    rest[..rest.find(['/', '?']).unwrap_or(rest.len())].contains(',')
 }
 
 /// `url` with its host and port replaced by the proxy's.

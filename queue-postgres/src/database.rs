@@ -16,15 +16,25 @@ const DUPLICATE_DATABASE: &str = "42P04";
 
 /// Creates the database that `url` names unless it exists, connecting to
 /// the server's `postgres` maintenance database to do so. Returns true when
-/// it created it. Safe to call from several processes at once.
+/// it created it. Safe to call from several processes at once. For a URL
+/// of several hosts, on the first that accepts writes.
 ///
 /// # Errors
 /// - [`QueueError::InvalidInput`] when `url` is not a PostgreSQL URL.
 /// - [`QueueError::Unavailable`] when the server cannot be reached.
 /// - [`QueueError::Backend`] when the user may not create databases.
 pub async fn create_database_if_missing(url: &str) -> Result<bool> {
-    let options = PgConnectOptions::from_str(url)
-        .map_err(|e| QueueError::invalid("url", format!("{}: {e}", redact_url(url))))?;
+    let options = match crate::hosts::parse(url)? {
+        // Several hosts: the database goes where writes go (found through
+        // the maintenance database, since this one may not exist yet).
+        Some(hosts) => {
+            let (index, conn) = hosts.with_database("postgres").find_writable().await?;
+            let _ = conn.close().await;
+            hosts.options(index).clone()
+        }
+        None => PgConnectOptions::from_str(url)
+            .map_err(|e| QueueError::invalid("url", format!("{}: {e}", redact_url(url))))?,
+    };
     match PgConnection::connect_with(&options).await {
         Ok(conn) => {
             let _ = conn.close().await;

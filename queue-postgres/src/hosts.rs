@@ -122,6 +122,16 @@ impl Hosts {
         )))
     }
 
+    /// The same hosts, each connecting to database `name` (the server's
+    /// `postgres` to create the one the URL names).
+    pub(crate) fn with_database(&self, name: &str) -> Self {
+        Self {
+            candidates: (self.candidates.iter())
+                .map(|(host, options)| (host.clone(), options.clone().database(name)))
+                .collect(),
+        }
+    }
+
     /// The connect options of host `index`.
     pub(crate) fn options(&self, index: usize) -> &PgConnectOptions {
         &self.candidates[index].1
