@@ -30,6 +30,7 @@ mod database;
 mod dequeue;
 mod enqueue;
 mod error;
+mod exec;
 mod explain;
 mod flow;
 mod heartbeat;
