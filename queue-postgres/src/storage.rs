@@ -49,7 +49,7 @@ pub struct PgStorage {
     async_claims: bool,
     /// Unnamed statements, each in a transaction ([`PgStorage::with_transaction_pooling`]).
     pub(crate) pooling: Pooling,
-    /// Where LISTEN connects in transaction pooling ([`PgStorage::with_listen_options`]).
+    /// Where LISTEN connects, when not on the pool ([`PgStorage::with_listen_options`]).
     pub(crate) listen: Option<ListenOptions>,
 }
 
@@ -131,7 +131,8 @@ impl PgStorage {
     /// neither [`Capability::Wakeups`] nor [`Capability::RemoteWakeups`],
     /// `subscribe` answers `None` and workers poll. Enqueues still NOTIFY
     /// (inside their transaction), which works through PgBouncer.
-    /// [`PgStorage::index_keyless_jobs`] needs a session too, and refuses.
+    /// [`PgStorage::index_keyless_jobs`] needs a session too, and refuses
+    /// to change the index.
     /// Settings and figures: docs/high-availability.md, "PgBouncer".
     pub fn with_transaction_pooling(mut self, on: bool) -> Self {
         self.pooling = if on {
