@@ -30,8 +30,10 @@ if [ -z "${QUEUE_TEST_REDIS_CLUSTER_URL:-}" ]; then
     scripts/redis-cluster.sh start || echo "no local Redis Cluster: the queue-redis cluster tests will fail naming it"
 fi
 
-# The PgBouncer tests (queue-postgres/tests/pgbouncer*.rs): two local
-# instances in front of the local PostgreSQL unless they are named.
+# The PgBouncer tests (queue-postgres/tests/pgbouncer*.rs,
+# queue-worker/tests/pgbouncer_transaction.rs): two local instances in front
+# of the local PostgreSQL unless they are named. `cargo test` runs test
+# binaries one at a time, as these need (docs/high-availability.md).
 if [ -z "${QUEUE_TEST_PGBOUNCER_URL:-}" ] || [ -z "${QUEUE_TEST_PGBOUNCER_SESSION_URL:-}" ]; then
     export QUEUE_TEST_PGBOUNCER_URL="${QUEUE_TEST_PGBOUNCER_URL:-postgres://postgres@127.0.0.1:6432/queue_test}"
     export QUEUE_TEST_PGBOUNCER_SESSION_URL="${QUEUE_TEST_PGBOUNCER_SESSION_URL:-postgres://postgres@127.0.0.1:6433/queue_test}"

@@ -41,6 +41,16 @@ pub(crate) struct Args {
     /// (`PgStorage::with_async_claims(true)`).
     #[arg(long)]
     pub(crate) async_claims: bool,
+    /// PostgreSQL: `--url` is a PgBouncer in `pool_mode = transaction`
+    /// (`PgStorage::with_transaction_pooling(true)`): unnamed statements,
+    /// each in a transaction. Without `--listen-url` the worker polls.
+    #[arg(long)]
+    pub(crate) transaction_pooling: bool,
+    /// PostgreSQL: LISTEN on a connection to this URL (the server itself)
+    /// rather than on the pool (`PgStorage::with_listen_url`), as
+    /// `--transaction-pooling` needs for wake-ups.
+    #[arg(long)]
+    pub(crate) listen_url: Option<String>,
     /// Run through the facade's `queue::AnyStorage` (as `queue::connect`
     /// returns it) instead of the backend's own storage type.
     #[arg(long)]

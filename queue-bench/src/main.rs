@@ -107,9 +107,19 @@ async fn main() -> ExitCode {
         backend: args.backend,
         keyless_indexed: !args.keyless_unindexed,
         async_claims: args.async_claims,
+        transaction_pooling: args.transaction_pooling,
+        listen_url: args.listen_url.clone(),
     };
     if args.async_claims && (args.backend != Backend::Postgres || args.facade) {
         eprintln!("queue-bench: --async-claims needs --backend postgres without --facade");
+        return ExitCode::FAILURE;
+    }
+    if (args.transaction_pooling || args.listen_url.is_some())
+        && (args.backend != Backend::Postgres || args.facade)
+    {
+        eprintln!(
+            "queue-bench: --transaction-pooling and --listen-url need --backend postgres without --facade"
+        );
         return ExitCode::FAILURE;
     }
     if args.keyless_unindexed && (args.backend != Backend::Postgres || args.facade) {

@@ -31,6 +31,11 @@ pub(crate) struct Setup {
     pub(crate) keyless_indexed: bool,
     /// PostgreSQL: claims commit asynchronously (`--async-claims`).
     pub(crate) async_claims: bool,
+    /// PostgreSQL: through a transaction-pooling PgBouncer
+    /// (`--transaction-pooling`).
+    pub(crate) transaction_pooling: bool,
+    /// PostgreSQL: where LISTEN connects (`--listen-url`), when not the pool.
+    pub(crate) listen_url: Option<String>,
 }
 
 /// A backend the benchmark can run on.
@@ -84,9 +89,13 @@ impl Target for PgStorage {
         sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
             .execute(&pool)
             .await?;
-        let storage = PgStorage::from_pool(pool)
+        let mut storage = PgStorage::from_pool(pool)
             .with_schema(&setup.schema)?
-            .with_async_claims(setup.async_claims);
+            .with_async_claims(setup.async_claims)
+            .with_transaction_pooling(setup.transaction_pooling);
+        if let Some(url) = &setup.listen_url {
+            storage = storage.with_listen_url(url)?;
+        }
         storage.migrate().await?;
         storage.index_keyless_jobs(setup.keyless_indexed).await?;
         Ok(storage)
@@ -149,7 +158,7 @@ impl Target for PgStorage {
     }
 
     fn notifies(setup: &Setup) -> bool {
-        setup.notify
+        setup.notify && (!setup.transaction_pooling || setup.listen_url.is_some())
     }
 }
 

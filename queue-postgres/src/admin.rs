@@ -16,11 +16,12 @@ impl PgStorage {
     /// `status`, and a worker holding it hears of it on the cancel channel.
     pub(crate) async fn discard_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
         let row = retrying(false, || {
-            sqlx::query(self.sql.discard.clone())
-                .bind(self.now_override())
-                .bind(id.get())
-                .bind(status.as_str())
-                .fetch_one(&self.pool)
+            self.db().fetch_one(
+                sqlx::query(self.sql.discard.clone())
+                    .bind(self.now_override())
+                    .bind(id.get())
+                    .bind(status.as_str()),
+            )
         })
         .await?;
         if count(&row, "removed")? == 1 {
@@ -32,10 +33,11 @@ impl PgStorage {
 
     pub(crate) async fn retry_dead_letter_pooled(&self, id: JobId) -> Result<()> {
         let rows = retrying(false, || {
-            sqlx::query(self.sql.retry_dead_letter.clone())
-                .bind(self.now_override())
-                .bind(id.get())
-                .fetch_all(&self.pool)
+            self.db().fetch_all(
+                sqlx::query(self.sql.retry_dead_letter.clone())
+                    .bind(self.now_override())
+                    .bind(id.get()),
+            )
         })
         .await
         .map_err(|error| match error {
@@ -54,19 +56,21 @@ impl PgStorage {
     pub(crate) async fn prune_history_pooled(&self, request: &PruneRequest) -> Result<u64> {
         request.validate()?;
         let done = retrying(true, || {
-            sqlx::query(self.sql.prune_history.clone())
-                .bind(self.now_override())
-                .bind(duration_micros(request.older_than))
-                .bind(request.status.map(|s| s.as_str()))
-                .bind(i64::from(request.limit))
-                .execute(&self.pool)
+            self.db().execute(
+                sqlx::query(self.sql.prune_history.clone())
+                    .bind(self.now_override())
+                    .bind(duration_micros(request.older_than))
+                    .bind(request.status.map(|s| s.as_str()))
+                    .bind(i64::from(request.limit)),
+            )
         })
         .await?;
         if done.rows_affected() > 0 {
             // After the prune committed: then the older minutes' counters
             // sum to zero (see `PRUNE_COUNTERS`).
             retrying(true, || {
-                sqlx::query(self.sql.prune_counters.clone()).execute(&self.pool)
+                self.db()
+                    .execute(sqlx::query(self.sql.prune_counters.clone()))
             })
             .await?;
         }
@@ -80,10 +84,11 @@ impl PgStorage {
             self.sql.resume_queue.clone()
         };
         retrying(true, || {
-            sqlx::query(sql.clone())
-                .bind(self.now_override())
-                .bind(queue.as_str())
-                .execute(&self.pool)
+            self.db().execute(
+                sqlx::query(sql.clone())
+                    .bind(self.now_override())
+                    .bind(queue.as_str()),
+            )
         })
         .await?;
         Ok(())
@@ -96,8 +101,12 @@ impl PgStorage {
         };
         let row = retrying(false, || {
             let query = sqlx::query(self.sql.run_now.clone());
-            bind_job_filter(query, self.now_override(), &scheduled, filter.limit)
-                .fetch_one(&self.pool)
+            self.db().fetch_one(bind_job_filter(
+                query,
+                self.now_override(),
+                &scheduled,
+                filter.limit,
+            ))
         })
         .await?;
         count(&row, "moved")
@@ -107,7 +116,12 @@ impl PgStorage {
         filter.validate()?;
         let done = retrying(false, || {
             let query = sqlx::query(self.sql.discard_jobs.clone());
-            bind_job_filter(query, self.now_override(), filter, filter.limit).execute(&self.pool)
+            self.db().execute(bind_job_filter(
+                query,
+                self.now_override(),
+                filter,
+                filter.limit,
+            ))
         })
         .await?;
         Ok(done.rows_affected())
@@ -116,12 +130,13 @@ impl PgStorage {
     pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {
         filter.validate()?;
         let row = retrying(false, || {
-            sqlx::query(self.sql.retry_dead_letters.clone())
-                .bind(self.now_override())
-                .bind(filter.queue.as_ref().map(|q| q.as_str()))
-                .bind(filter.before.map(JobId::get))
-                .bind(i64::from(filter.limit))
-                .fetch_one(&self.pool)
+            self.db().fetch_one(
+                sqlx::query(self.sql.retry_dead_letters.clone())
+                    .bind(self.now_override())
+                    .bind(filter.queue.as_ref().map(|q| q.as_str()))
+                    .bind(filter.before.map(JobId::get))
+                    .bind(i64::from(filter.limit)),
+            )
         })
         .await?;
         count(&row, "moved")

@@ -56,8 +56,10 @@ impl PgStorage {
             return Ok(Vec::new());
         }
         retrying(false, || async {
-            let mut conn = self.connection().await?;
-            self.ack_on(&mut conn, acks).await
+            let mut session = self.session().await?;
+            let acked = self.ack_on(session.connection(), acks).await?;
+            session.finish().await?;
+            Ok::<_, Failure>(acked)
         })
         .await
     }
@@ -70,8 +72,12 @@ impl PgStorage {
     ) -> Result<NackOutcome> {
         retry.validate()?;
         retrying(false, || async {
-            let mut conn = self.connection().await?;
-            self.nack_on(&mut conn, lease, error, retry).await
+            let mut session = self.session().await?;
+            let outcome = self
+                .nack_on(session.connection(), lease, error, retry)
+                .await?;
+            session.finish().await?;
+            Ok::<_, Failure>(outcome)
         })
         .await?
         .ok_or_else(|| QueueError::LeaseLost {
@@ -92,13 +98,16 @@ impl PgStorage {
         let (ids, workers, attempts) =
             lease_columns(&unique.iter().map(|a| &a.lease).collect::<Vec<_>>());
         let results: Vec<Option<Value>> = unique.iter().map(|a| a.result.clone()).collect();
-        let rows = sqlx::query(self.sql.ack.clone())
-            .bind(self.now_override())
-            .bind(ids)
-            .bind(workers)
-            .bind(attempts)
-            .bind(results)
-            .fetch_all(conn)
+        let rows = self
+            .on(conn)
+            .fetch_all(
+                sqlx::query(self.sql.ack.clone())
+                    .bind(self.now_override())
+                    .bind(ids)
+                    .bind(workers)
+                    .bind(attempts)
+                    .bind(results),
+            )
             .await?;
         let acked = returned_leases(&rows)?;
         Ok(acks
@@ -121,15 +130,18 @@ impl PgStorage {
             Retry::After(delay) => (true, duration_micros(delay)),
             Retry::Never => (false, 0),
         };
-        let row = sqlx::query(self.sql.nack.clone())
-            .bind(self.now_override())
-            .bind(key.id)
-            .bind(key.worker)
-            .bind(key.attempt)
-            .bind(error)
-            .bind(wants_retry)
-            .bind(delay)
-            .fetch_one(conn)
+        let row = self
+            .on(conn)
+            .fetch_one(
+                sqlx::query(self.sql.nack.clone())
+                    .bind(self.now_override())
+                    .bind(key.id)
+                    .bind(key.worker)
+                    .bind(key.attempt)
+                    .bind(error)
+                    .bind(wants_retry)
+                    .bind(delay),
+            )
             .await?;
         let retry_at: Option<chrono::DateTime<chrono::Utc>> = row.try_get("retry_at")?;
         let dead_lettered: i64 = row.try_get("dead_lettered")?;
@@ -145,12 +157,15 @@ impl PgStorage {
         retrying(false, || {
             let key = key.clone();
             async move {
-                let done = sqlx::query(self.sql.release.clone())
-                    .bind(self.now_override())
-                    .bind(key.id)
-                    .bind(key.worker)
-                    .bind(key.attempt)
-                    .execute(&self.pool)
+                let done = self
+                    .db()
+                    .execute(
+                        sqlx::query(self.sql.release.clone())
+                            .bind(self.now_override())
+                            .bind(key.id)
+                            .bind(key.worker)
+                            .bind(key.attempt),
+                    )
                     .await?;
                 Ok::<_, Failure>(done.rows_affected() == 1)
             }
@@ -169,16 +184,21 @@ impl PgStorage {
     ) -> Result<chrono::DateTime<chrono::Utc>> {
         validate_duration("delay", delay, true)?;
         let key = LeaseKey::of(lease);
-        let at = retrying(false, || {
-            sqlx::query_scalar::<_, chrono::DateTime<chrono::Utc>>(self.sql.snooze.clone())
-                .bind(self.now_override())
-                .bind(key.id)
-                .bind(key.worker.as_str())
-                .bind(key.attempt)
-                .bind(duration_micros(delay))
-                .fetch_optional(&self.pool)
+        let row = retrying(false, || {
+            self.db().fetch_optional(
+                sqlx::query(self.sql.snooze.clone())
+                    .bind(self.now_override())
+                    .bind(key.id)
+                    .bind(key.worker.as_str())
+                    .bind(key.attempt)
+                    .bind(duration_micros(delay)),
+            )
         })
         .await?;
+        let at: Option<chrono::DateTime<chrono::Utc>> = row
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(crate::interpret_error)?;
         at.ok_or_else(|| QueueError::LeaseLost {
             lease: lease.clone(),
         })

@@ -85,8 +85,12 @@ impl PgStorage {
         let (statement, several) = self.dequeue_statement(request, limited);
         let binds = ClaimBinds::of(request);
         let rows = retrying(false, || {
-            self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
-                .fetch_all(&self.pool)
+            self.db().fetch_all(self.bind_claim(
+                sqlx::query(statement.clone()),
+                request,
+                &binds,
+                several,
+            ))
         })
         .await?;
         self.rotate_ready_ring();

@@ -68,8 +68,10 @@ impl PgStorage {
             Signal::AfterCommit
         };
         let outcomes = retrying(false, || async {
-            let mut conn = self.connection().await?;
-            self.insert_all(&mut conn, &jobs, signal).await
+            let mut session = self.session().await?;
+            let outcomes = self.insert_all(session.connection(), &jobs, signal).await?;
+            session.finish().await?;
+            Ok::<_, Failure>(outcomes)
         })
         .await?;
         drop(in_flight);
@@ -83,7 +85,8 @@ impl PgStorage {
             .filter(|(_, outcome)| !outcome.existed)
             .map(|(job, _)| job.queue.as_str().to_owned())
             .collect();
-        self.signals.send(&self.pool, &self.sql.signal, queues);
+        self.signals
+            .send(&self.pool, self.pooling, &self.sql.signal, queues);
         Ok(outcomes)
     }
 
@@ -145,7 +148,10 @@ impl PgStorage {
             Signal::InTransaction => self.sql.enqueue.clone(),
             Signal::AfterCommit => self.sql.enqueue_quiet.clone(),
         };
-        let rows = self.bind_batch(statement, jobs).fetch_all(conn).await?;
+        let rows = self
+            .on(conn)
+            .fetch_all(self.bind_batch(statement, jobs))
+            .await?;
         rows.iter()
             .map(|row| {
                 let id: Option<i64> = row.try_get("id")?;
@@ -202,17 +208,20 @@ impl PgStorage {
             Signal::AfterCommit => self.sql.enqueue_one_quiet.clone(),
         };
         let columns = Columns::of(&[job]);
-        let row = sqlx::query(statement)
-            .bind(self.now_override())
-            .bind(columns.queue[0])
-            .bind(columns.priority[0])
-            .bind(columns.unique_key[0])
-            .bind(columns.payload[0])
-            .bind(columns.max_attempts[0])
-            .bind(columns.delay_us[0])
-            .bind(columns.run_at[0])
-            .bind(columns.trace_context[0].as_deref())
-            .fetch_one(conn)
+        let row = self
+            .on(conn)
+            .fetch_one(
+                sqlx::query(statement)
+                    .bind(self.now_override())
+                    .bind(columns.queue[0])
+                    .bind(columns.priority[0])
+                    .bind(columns.unique_key[0])
+                    .bind(columns.payload[0])
+                    .bind(columns.max_attempts[0])
+                    .bind(columns.delay_us[0])
+                    .bind(columns.run_at[0])
+                    .bind(columns.trace_context[0].as_deref()),
+            )
             .await?;
         let id: Option<i64> = row.try_get("id")?;
         let existed: bool = row.try_get("existed")?;

@@ -129,16 +129,21 @@ impl PgStorage {
                 .await?;
             if options.contains("ANALYZE") {
                 let mut tx = conn.begin().await?;
-                self.bind_claim(sqlx::query(statement.clone()), request, &binds, several)
-                    .execute(&mut *tx)
+                self.on(&mut tx)
+                    .execute(self.bind_claim(
+                        sqlx::query(statement.clone()),
+                        request,
+                        &binds,
+                        several,
+                    ))
                     .await?;
                 tx.rollback().await?;
             }
             let mut tx = conn.begin().await?;
             let query = sqlx::query(sqlx::AssertSqlSafe(explain.clone()));
             let row = self
-                .bind_claim(query, request, &binds, several)
-                .fetch_one(&mut *tx)
+                .on(&mut tx)
+                .fetch_one(self.bind_claim(query, request, &binds, several))
                 .await?;
             tx.rollback().await?;
             Ok::<_, crate::error::Failure>((row.try_get::<Value, _>(0)?, pick, lease))
@@ -167,13 +172,15 @@ impl PgStorage {
         );
         let plans: Vec<Value> = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
-            let mut plans = vec![
-                sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
-                    .bind(self.now_override())
-                    .bind(&names)
-                    .fetch_one(&mut *tx)
-                    .await?,
-            ];
+            let first = self
+                .on(&mut tx)
+                .fetch_one(
+                    sqlx::query(sqlx::AssertSqlSafe(explain.clone()))
+                        .bind(self.now_override())
+                        .bind(&names),
+                )
+                .await?;
+            let mut plans: Vec<Value> = vec![first.try_get(0)?];
             let body = self
                 .function_query(&mut tx, "queue_next_due", |b| {
                     returned_query(b).map(with_parameters)
@@ -181,13 +188,15 @@ impl PgStorage {
                 .await?;
             let explain = format!("EXPLAIN (ANALYZE, FORMAT JSON) {body}");
             for name in &names {
-                plans.push(
-                    sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
-                        .bind(self.now_override())
-                        .bind(name)
-                        .fetch_one(&mut *tx)
-                        .await?,
-                );
+                let row = self
+                    .on(&mut tx)
+                    .fetch_one(
+                        sqlx::query(sqlx::AssertSqlSafe(explain.clone()))
+                            .bind(self.now_override())
+                            .bind(name),
+                    )
+                    .await?;
+                plans.push(row.try_get(0)?);
             }
             tx.rollback().await?;
             Ok::<_, crate::error::Failure>(plans)
@@ -211,8 +220,8 @@ impl PgStorage {
         let explain = format!("EXPLAIN (FORMAT JSON) {}", self.sql.enqueue_quiet.as_str());
         let plan: Value = retrying(true, || async {
             let row = self
-                .bind_batch(sqlx::AssertSqlSafe(explain.clone()), &valid)
-                .fetch_one(&self.pool)
+                .db()
+                .fetch_one(self.bind_batch(sqlx::AssertSqlSafe(explain.clone()), &valid))
                 .await?;
             row.try_get::<Value, _>(0)
         })
@@ -229,11 +238,16 @@ impl PgStorage {
             "EXPLAIN (FORMAT JSON) {}",
             self.sql.reclaim_stalled.as_str()
         );
-        let plan: Value = retrying(true, || {
-            sqlx::query_scalar(sqlx::AssertSqlSafe(explain.clone()))
-                .bind(self.now_override())
-                .bind(i64::from(limit))
-                .fetch_one(&self.pool)
+        let plan: Value = retrying(true, || async {
+            let row = self
+                .db()
+                .fetch_one(
+                    sqlx::query(sqlx::AssertSqlSafe(explain.clone()))
+                        .bind(self.now_override())
+                        .bind(i64::from(limit)),
+                )
+                .await?;
+            row.try_get::<Value, _>(0)
         })
         .await?;
         Ok(steps(&plan))
@@ -252,12 +266,12 @@ impl PgStorage {
         let explain = format!("EXPLAIN (FORMAT JSON) {}", self.sql.stats.as_str());
         let plan: Value = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
-            sqlx::raw_sql(crate::sql::STATS_SETTINGS)
-                .execute(&mut *tx)
+            self.on(&mut tx)
+                .execute(sqlx::raw_sql(crate::sql::STATS_SETTINGS))
                 .await?;
             let row = self
-                .bind_stats(sqlx::AssertSqlSafe(explain.clone()), limit)
-                .fetch_one(&mut *tx)
+                .on(&mut tx)
+                .fetch_one(self.bind_stats(sqlx::AssertSqlSafe(explain.clone()), limit))
                 .await?;
             tx.rollback().await?;
             row.try_get::<Value, _>(0)
@@ -284,13 +298,16 @@ impl PgStorage {
                 })
                 .await?;
             let explain = format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {body}");
-            let plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
-                .bind(queue.as_str())
-                .bind(i64::from(cap))
-                .fetch_one(&mut *tx)
+            let row = self
+                .on(&mut tx)
+                .fetch_one(
+                    sqlx::query(sqlx::AssertSqlSafe(explain))
+                        .bind(queue.as_str())
+                        .bind(i64::from(cap)),
+                )
                 .await?;
             tx.rollback().await?;
-            Ok::<Value, crate::error::Failure>(plan)
+            Ok::<Value, crate::error::Failure>(row.try_get(0)?)
         })
         .await?;
         Ok(steps(&plan))
@@ -312,9 +329,9 @@ impl PgStorage {
         let body = self.function_query(&mut tx, name, query_of).await?;
         let explain =
             sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN ({options}) {body}")));
-        let plan = bind(explain).fetch_one(&mut *tx).await?;
+        let row = self.on(&mut tx).fetch_one(bind(explain)).await?;
         tx.rollback().await?;
-        Ok(plan)
+        Ok(row.try_get(0)?)
     }
 
     /// This schema's function `name`'s query, as `query_of` finds it in
@@ -328,7 +345,7 @@ impl PgStorage {
     ) -> std::result::Result<String, crate::error::Failure> {
         let source = self.function_source(tx, name).await?;
         let query = query_of(&source.body).ok_or_else(|| changed_by_hand(name))?;
-        source.apply_settings(tx).await?;
+        source.apply_settings(self, tx).await?;
         Ok(query)
     }
 
@@ -338,10 +355,13 @@ impl PgStorage {
         tx: &mut sqlx::PgConnection,
         name: &str,
     ) -> std::result::Result<FunctionSource, crate::error::Failure> {
-        let row = sqlx::query(self.sql.function_source.clone())
-            .bind(self.schema())
-            .bind(name)
-            .fetch_optional(&mut *tx)
+        let row = self
+            .on(tx)
+            .fetch_optional(
+                sqlx::query(self.sql.function_source.clone())
+                    .bind(self.schema())
+                    .bind(name),
+            )
             .await?
             .ok_or_else(|| {
                 crate::error::Failure::Queue(queue_core::QueueError::backend(format!(
@@ -365,14 +385,18 @@ impl FunctionSource {
     /// The function's settings, for the rest of the transaction.
     async fn apply_settings(
         &self,
+        storage: &PgStorage,
         tx: &mut sqlx::PgConnection,
     ) -> std::result::Result<(), crate::error::Failure> {
         for setting in &self.settings {
             let (name, value) = setting.split_once('=').unwrap_or((setting, ""));
-            sqlx::query("SELECT set_config($1, $2, true)")
-                .bind(name)
-                .bind(value)
-                .execute(&mut *tx)
+            storage
+                .on(&mut *tx)
+                .execute(
+                    sqlx::query("SELECT set_config($1, $2, true)")
+                        .bind(name)
+                        .bind(value),
+                )
                 .await?;
         }
         Ok(())

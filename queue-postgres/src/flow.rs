@@ -32,13 +32,17 @@ impl PgStorage {
         if let Some(limited) = self.limited.limits(request) {
             return Ok(limited);
         }
-        let names: Vec<String> = retrying(true, || {
-            sqlx::query_scalar(self.sql.limited_queues.clone()).fetch_all(&self.pool)
+        let rows = retrying(true, || {
+            self.db()
+                .fetch_all(sqlx::query(self.sql.limited_queues.clone()))
         })
         .await?;
-        let limited = names
-            .into_iter()
-            .map(|name| stored("queue_name", name, QueueName::new))
+        let limited = rows
+            .iter()
+            .map(|row| {
+                let name: String = row.try_get(0).map_err(interpret_error)?;
+                stored("queue_name", name, QueueName::new)
+            })
             .collect::<Result<BTreeSet<_>>>()?;
         Ok(self.limited.store(limited, request))
     }
@@ -51,18 +55,19 @@ impl PgStorage {
         limits.validate()?;
         let backoff = limits.backoff;
         retrying(true, || {
-            sqlx::query(self.sql.configure_queue.clone())
-                .bind(self.now_override())
-                .bind(queue.as_str())
-                .bind(limits.concurrency.map(limit_int))
-                .bind(limits.rate.map(|r| r.per_second))
-                .bind(limits.rate.map(|r| limit_int(r.burst)))
-                .bind(limits.lease.map(millis))
-                .bind(backoff.map(|b| millis(b.base())))
-                .bind(backoff.map(|b| millis(b.min())))
-                .bind(backoff.map(|b| millis(b.max())))
-                .bind(backoff.map(|b| b.jitter()))
-                .execute(&self.pool)
+            self.db().execute(
+                sqlx::query(self.sql.configure_queue.clone())
+                    .bind(self.now_override())
+                    .bind(queue.as_str())
+                    .bind(limits.concurrency.map(limit_int))
+                    .bind(limits.rate.map(|r| r.per_second))
+                    .bind(limits.rate.map(|r| limit_int(r.burst)))
+                    .bind(limits.lease.map(millis))
+                    .bind(backoff.map(|b| millis(b.base())))
+                    .bind(backoff.map(|b| millis(b.min())))
+                    .bind(backoff.map(|b| millis(b.max())))
+                    .bind(backoff.map(|b| b.jitter())),
+            )
         })
         .await?;
         self.limited.invalidate();
@@ -71,7 +76,8 @@ impl PgStorage {
 
     pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
         let rows = retrying(true, || {
-            sqlx::query(self.sql.queue_configs.clone()).fetch_all(&self.pool)
+            self.db()
+                .fetch_all(sqlx::query(self.sql.queue_configs.clone()))
         })
         .await?;
         let mut configs = rows.iter().map(queue_config).collect::<Result<Vec<_>>>()?;

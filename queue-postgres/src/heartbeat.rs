@@ -22,13 +22,16 @@ impl PgStorage {
         }
         let (ids, workers, attempts) = lease_columns(&leases.iter().collect::<Vec<_>>());
         let extended = retrying(true, || async {
-            let rows = sqlx::query(self.sql.heartbeat.clone())
-                .bind(self.now_override())
-                .bind(&ids)
-                .bind(&workers)
-                .bind(&attempts)
-                .bind(duration_micros(extend_by))
-                .fetch_all(&self.pool)
+            let rows = self
+                .db()
+                .fetch_all(
+                    sqlx::query(self.sql.heartbeat.clone())
+                        .bind(self.now_override())
+                        .bind(&ids)
+                        .bind(&workers)
+                        .bind(&attempts)
+                        .bind(duration_micros(extend_by)),
+                )
                 .await?;
             returned_leases(&rows)
         })

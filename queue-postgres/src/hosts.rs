@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use queue_core::{QueueError, Result};
 use sqlx::postgres::{PgConnectOptions, PgPool};
-use sqlx::{ConnectOptions, Connection, PgConnection};
+use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 
 /// How often the watcher checks that the host it connects to still
 /// accepts writes (one query on a connection of its own).
@@ -164,14 +164,20 @@ async fn probe(options: &PgConnectOptions) -> std::result::Result<PgConnection, 
 /// Whether the server of `conn` takes writes by default: not in recovery
 /// (a standby), and `default_transaction_read_only` off.
 pub(crate) async fn writable(conn: &mut PgConnection) -> std::result::Result<(), String> {
-    let (recovery, read_only): (bool, String) = tokio::time::timeout(
+    // The simple query protocol: one message, no prepared statement, so
+    // it is safe on any connection, PgBouncer's transaction pooling too.
+    let row = tokio::time::timeout(
         PROBE_TIMEOUT,
-        sqlx::query_as("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+        sqlx::raw_sql("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
             .fetch_one(&mut *conn),
     )
     .await
     .map_err(|_| format!("no answer within {PROBE_TIMEOUT:?}"))?
     .map_err(|e| format!("failed: {e}"))?;
+    let (recovery, read_only): (bool, String) = (
+        row.try_get(0).map_err(|e| format!("failed: {e}"))?,
+        row.try_get(1).map_err(|e| format!("failed: {e}"))?,
+    );
     if recovery {
         Err("a standby".to_owned())
     } else if read_only == "on" {

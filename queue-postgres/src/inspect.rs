@@ -44,12 +44,12 @@ fn stats_row(row: &PgRow, cap: u64) -> Result<QueueStats, Failure> {
 
 impl PgStorage {
     pub(crate) async fn now_pooled(&self) -> Result<DateTime<Utc>> {
-        retrying(true, || {
-            sqlx::query_scalar(self.sql.now.clone())
-                .bind(self.now_override())
-                .fetch_one(&self.pool)
+        let row = retrying(true, || {
+            self.db()
+                .fetch_one(sqlx::query(self.sql.now.clone()).bind(self.now_override()))
         })
-        .await
+        .await?;
+        row.try_get(0).map_err(crate::interpret_error)
     }
 
     pub(crate) async fn next_due_pooled(
@@ -57,13 +57,15 @@ impl PgStorage {
         queues: &[queue_core::QueueName],
     ) -> Result<Option<std::time::Duration>> {
         let names: Vec<&str> = queues.iter().map(|q| q.as_str()).collect();
-        let micros: Option<i64> = retrying(true, || {
-            sqlx::query_scalar(self.sql.next_due.clone())
-                .bind(self.now_override())
-                .bind(&names)
-                .fetch_one(&self.pool)
+        let row = retrying(true, || {
+            self.db().fetch_one(
+                sqlx::query(self.sql.next_due.clone())
+                    .bind(self.now_override())
+                    .bind(&names),
+            )
         })
         .await?;
+        let micros: Option<i64> = row.try_get(0).map_err(crate::interpret_error)?;
         Ok(micros.map(|m| std::time::Duration::from_micros(u64::try_from(m).unwrap_or(0))))
     }
 
@@ -81,12 +83,12 @@ impl PgStorage {
         let limit = stats_limit(cap)?;
         let rows = retrying(true, || async {
             let mut tx = self.pool.begin().await?;
-            sqlx::raw_sql(crate::sql::STATS_SETTINGS)
-                .execute(&mut *tx)
+            self.on(&mut tx)
+                .execute(sqlx::raw_sql(crate::sql::STATS_SETTINGS))
                 .await?;
             let rows = self
-                .bind_stats(self.sql.stats.clone(), limit)
-                .fetch_all(&mut *tx)
+                .on(&mut tx)
+                .fetch_all(self.bind_stats(self.sql.stats.clone(), limit))
                 .await?;
             tx.commit().await?;
             Ok::<_, sqlx::Error>(rows)
@@ -104,9 +106,8 @@ impl PgStorage {
 
     pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
         let row = retrying(true, || {
-            sqlx::query(self.sql.get_job.clone())
-                .bind(id.get())
-                .fetch_optional(&self.pool)
+            self.db()
+                .fetch_optional(sqlx::query(self.sql.get_job.clone()).bind(id.get()))
         })
         .await?;
         row.as_ref().map(rows::job).transpose()
@@ -114,9 +115,8 @@ impl PgStorage {
 
     pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
         let row = retrying(true, || {
-            sqlx::query(self.sql.get_history.clone())
-                .bind(id.get())
-                .fetch_optional(&self.pool)
+            self.db()
+                .fetch_optional(sqlx::query(self.sql.get_history.clone()).bind(id.get()))
         })
         .await?;
         row.as_ref().map(rows::record).transpose()
@@ -125,12 +125,13 @@ impl PgStorage {
     pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         filter.validate()?;
         let rows = retrying(true, || {
-            sqlx::query(self.sql.list_history.clone())
-                .bind(filter.queue.as_ref().map(|q| q.as_str()))
-                .bind(filter.status.map(|s| s.as_str()))
-                .bind(filter.before.map(JobId::get))
-                .bind(i64::from(filter.limit) + 1)
-                .fetch_all(&self.pool)
+            self.db().fetch_all(
+                sqlx::query(self.sql.list_history.clone())
+                    .bind(filter.queue.as_ref().map(|q| q.as_str()))
+                    .bind(filter.status.map(|s| s.as_str()))
+                    .bind(filter.before.map(JobId::get))
+                    .bind(i64::from(filter.limit) + 1),
+            )
         })
         .await?;
         let records = rows.iter().map(rows::record).collect::<Result<Vec<_>>>()?;
@@ -142,8 +143,12 @@ impl PgStorage {
         let statement = self.sql.list_jobs_for(filter.state);
         let rows = retrying(true, || {
             let query = sqlx::query(statement.clone());
-            bind_job_filter(query, self.now_override(), filter, filter.limit + 1)
-                .fetch_all(&self.pool)
+            self.db().fetch_all(bind_job_filter(
+                query,
+                self.now_override(),
+                filter,
+                filter.limit + 1,
+            ))
         })
         .await?;
         let jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
@@ -156,10 +161,11 @@ impl PgStorage {
     ) -> Result<Vec<Throughput>> {
         validate_window(window)?;
         let rows = retrying(true, || {
-            sqlx::query(self.sql.throughput.clone())
-                .bind(self.now_override())
-                .bind(duration_micros(window))
-                .fetch_all(&self.pool)
+            self.db().fetch_all(
+                sqlx::query(self.sql.throughput.clone())
+                    .bind(self.now_override())
+                    .bind(duration_micros(window)),
+            )
         })
         .await?;
         let mut series = rows

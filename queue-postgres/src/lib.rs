@@ -21,6 +21,11 @@
 //! Pooled enqueues signal after their commit, enqueues in the caller's
 //! transaction inside it (the `signals` module); why: docs/design-notes.md,
 //! "queue-postgres".
+//!
+//! Through a PgBouncer in transaction pooling, set
+//! [`PgStorage::with_transaction_pooling`] (every statement unnamed and in a
+//! transaction) and, for wake-ups, [`PgStorage::with_listen_url`] (LISTEN on
+//! a direct connection): docs/high-availability.md, "PgBouncer".
 
 mod admin;
 #[cfg(test)]
@@ -30,6 +35,7 @@ mod database;
 mod dequeue;
 mod enqueue;
 mod error;
+mod exec;
 mod explain;
 mod flow;
 mod heartbeat;

@@ -4,6 +4,7 @@ use queue_core::backend::migration::{Migration, check_sequence, unapplied};
 use queue_core::{QueueError, Result};
 use sqlx::{AssertSqlSafe, PgPool, Row};
 
+use crate::exec::{Exec, Pooling};
 use crate::interpret_error;
 
 /// Every migration of `queue-postgres/migrations`, in order, embedded at compile time.
@@ -96,27 +97,38 @@ const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations 
 /// whose recorded checksum differs from the embedded file is an error
 /// ([`queue_core::QueueError::Conflict`]); versions newer than this library knows are
 /// left alone, so older workers keep running during a rolling upgrade.
+///
+/// Its statements are unnamed, as in transaction pooling (each runs once:
+/// caching them would gain nothing), so it works through a PgBouncer in
+/// either pooling mode.
 pub async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<u32>> {
     check_sequence(MIGRATIONS)?;
     validate_schema(schema)?;
     let mut tx = pool.begin().await.map_err(interpret_error)?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('queue_migrate:' || $1))")
-        .bind(schema)
-        .execute(&mut *tx)
+    fn on(tx: &mut sqlx::PgConnection) -> Exec<'_> {
+        Exec::on(tx, Pooling::Transaction)
+    }
+    on(&mut tx)
+        .execute(
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext('queue_migrate:' || $1))")
+                .bind(schema),
+        )
         .await
         .map_err(interpret_error)?;
     let prepare =
         format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"; SET LOCAL search_path TO \"{schema}\"");
-    sqlx::raw_sql(AssertSqlSafe(prepare))
-        .execute(&mut *tx)
+    on(&mut tx)
+        .execute(sqlx::raw_sql(AssertSqlSafe(prepare)))
         .await
         .map_err(interpret_error)?;
-    sqlx::query(CREATE_LEDGER)
-        .execute(&mut *tx)
+    on(&mut tx)
+        .execute(sqlx::query(CREATE_LEDGER))
         .await
         .map_err(interpret_error)?;
-    let applied = sqlx::query("SELECT version, checksum FROM queue_schema_migrations")
-        .fetch_all(&mut *tx)
+    let applied = on(&mut tx)
+        .fetch_all(sqlx::query(
+            "SELECT version, checksum FROM queue_schema_migrations",
+        ))
         .await
         .map_err(interpret_error)?;
     let recorded: Vec<(u32, i64)> = applied
@@ -129,19 +141,21 @@ pub async fn migrate(pool: &PgPool, schema: &str) -> Result<Vec<u32>> {
     let mut newly_applied = Vec::new();
     for migration in unapplied(MIGRATIONS, &recorded)? {
         let version = i32::try_from(migration.version).unwrap_or(i32::MAX);
-        sqlx::raw_sql(migration.sql)
-            .execute(&mut *tx)
+        on(&mut tx)
+            .execute(sqlx::raw_sql(migration.sql))
             .await
             .map_err(interpret_error)?;
-        sqlx::query(
-            "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-        )
-        .bind(version)
-        .bind(migration.name)
-        .bind(migration.checksum())
-        .execute(&mut *tx)
-        .await
-        .map_err(interpret_error)?;
+        on(&mut tx)
+            .execute(
+                sqlx::query(
+                    "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                )
+                .bind(version)
+                .bind(migration.name)
+                .bind(migration.checksum()),
+            )
+            .await
+            .map_err(interpret_error)?;
         newly_applied.push(migration.version);
     }
     tx.commit().await.map_err(interpret_error)?;

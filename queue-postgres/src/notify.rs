@@ -2,8 +2,8 @@
 //! cancels and discards of leased jobs their id on a second channel;
 //! `Storage::subscribe` hands the listener to the worker.
 
-use queue_core::{JobId, QueueName, Result, Wakeup, Wakeups};
-use sqlx::postgres::PgListener;
+use queue_core::{Capability, JobId, QueueError, QueueName, Result, Wakeup, Wakeups};
+use sqlx::postgres::{PgListener, PgPoolOptions};
 
 use crate::{PgStorage, interpret_error};
 
@@ -58,11 +58,28 @@ impl PgStorage {
     /// The listener holds one connection of the pool for as long as it
     /// lives (and takes another after a reconnect); drop it before awaiting
     /// `PgPool::close`, which waits for every connection to come back.
+    /// With [`PgStorage::with_listen_options`] it holds a connection of its
+    /// own, made with those options, instead.
     ///
     /// # Errors
-    /// [`queue_core::QueueError::Unavailable`] when the server cannot be reached.
+    /// - [`queue_core::QueueError::Unavailable`] when the server cannot be reached.
+    /// - [`queue_core::QueueError::NotSupported`] in transaction pooling
+    ///   ([`PgStorage::with_transaction_pooling`]) without listen options:
+    ///   LISTEN through such a PgBouncer would receive nothing and hand
+    ///   its notifications to other clients.
     pub async fn listen(&self) -> Result<PgWakeups> {
-        let mut listener = PgListener::connect_with(&self.pool)
+        let pool = match &self.listen {
+            Some(options) => PgPoolOptions::new()
+                .max_connections(1)
+                .max_lifetime(None)
+                .idle_timeout(None)
+                .connect_with(options.0.clone())
+                .await
+                .map_err(interpret_error)?,
+            None if self.has_wakeups() => self.pool.clone(),
+            None => return Err(QueueError::not_supported(Capability::Wakeups, "listen")),
+        };
+        let mut listener = PgListener::connect_with(&pool)
             .await
             .map_err(interpret_error)?;
         listener

@@ -20,12 +20,15 @@ impl PgStorage {
         let valid = fire.validate()?;
         retrying(false, || async {
             let mut tx = self.pool.begin().await?;
-            let recorded = sqlx::query(self.sql.enqueue_periodic.clone())
-                .bind(self.now_override())
-                .bind(valid.schedule.as_str())
-                .bind(valid.fire_at)
-                .bind(valid.next_fire_at)
-                .fetch_optional(&mut *tx)
+            let recorded = self
+                .on(&mut tx)
+                .fetch_optional(
+                    sqlx::query(self.sql.enqueue_periodic.clone())
+                        .bind(self.now_override())
+                        .bind(valid.schedule.as_str())
+                        .bind(valid.fire_at)
+                        .bind(valid.next_fire_at),
+                )
                 .await?;
             if recorded.is_none() {
                 tx.rollback().await?;
@@ -43,7 +46,7 @@ impl PgStorage {
 
     pub(crate) async fn schedules_pooled(&self) -> Result<Vec<ScheduleRecord>> {
         let rows = retrying(true, || {
-            sqlx::query(self.sql.schedules.clone()).fetch_all(&self.pool)
+            self.db().fetch_all(sqlx::query(self.sql.schedules.clone()))
         })
         .await?;
         let mut records = rows

@@ -12,9 +12,10 @@
 
 use std::time::Duration;
 
-use sqlx::PgPool;
+use sqlx::{PgPool, Row};
 
 use crate::PgStorage;
+use crate::exec::{Pooling, pooled};
 
 /// How long a slot stays current at least: a claim steps over the
 /// deleted entries of up to four slots (the current one and three older).
@@ -46,21 +47,25 @@ impl PgStorage {
             return;
         }
         let pool = self.pool.clone();
+        let pooling = self.pooling;
         let statement = self.sql.rotate_ready.clone();
-        tokio::spawn(async move { rotate(&pool, statement).await });
+        tokio::spawn(async move { rotate(&pool, pooling, statement).await });
     }
 }
 
-async fn rotate(pool: &PgPool, statement: sqlx::SqlStr) {
+async fn rotate(pool: &PgPool, pooling: Pooling, statement: sqlx::SqlStr) {
     let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-    let outcome = sqlx::query_scalar::<_, bool>(statement)
-        .bind(ms(ROTATE_EVERY))
-        .bind(ms(ROTATE_IDLE))
-        .bind(ROTATE_AT_BYTES)
-        .bind(ms(LOCK_WAIT))
-        .bind(MOVE_AT_MOST)
-        .fetch_one(pool)
-        .await;
+    let outcome = pooled(pool, pooling)
+        .fetch_one(
+            sqlx::query(statement)
+                .bind(ms(ROTATE_EVERY))
+                .bind(ms(ROTATE_IDLE))
+                .bind(ROTATE_AT_BYTES)
+                .bind(ms(LOCK_WAIT))
+                .bind(MOVE_AT_MOST),
+        )
+        .await
+        .and_then(|row| row.try_get::<bool, _>(0));
     match outcome {
         Ok(rotated) => tracing::trace!(rotated, "ready ring rotation"),
         Err(error) => tracing::debug!(%error, "ready ring rotation failed"),

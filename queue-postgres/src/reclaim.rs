@@ -15,10 +15,11 @@ impl PgStorage {
     pub(crate) async fn reclaim_stalled_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
         let row = retrying(true, || {
-            sqlx::query(self.sql.reclaim_stalled.clone())
-                .bind(self.now_override())
-                .bind(i64::from(limit))
-                .fetch_one(&self.pool)
+            self.db().fetch_one(
+                sqlx::query(self.sql.reclaim_stalled.clone())
+                    .bind(self.now_override())
+                    .bind(i64::from(limit)),
+            )
         })
         .await?;
         let requeued: i64 = row.try_get("requeued").map_err(crate::interpret_error)?;

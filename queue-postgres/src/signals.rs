@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use sqlx::{PgPool, SqlStr};
+
+use crate::exec::{Pooling, pooled};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// The sending side, shared by a storage's clones; the task starts on first
@@ -47,7 +49,13 @@ impl Signals {
     }
 
     /// Queues `queues` for the next round of signals.
-    pub(crate) fn send(&self, pool: &PgPool, statement: &SqlStr, queues: BTreeSet<String>) {
+    pub(crate) fn send(
+        &self,
+        pool: &PgPool,
+        pooling: Pooling,
+        statement: &SqlStr,
+        queues: BTreeSet<String>,
+    ) {
         if queues.is_empty() {
             return;
         }
@@ -62,7 +70,7 @@ impl Signals {
             };
             // No task yet, or its runtime is gone: start one here.
             let (tx, rx) = unbounded_channel();
-            tokio::spawn(run(pool.clone(), statement.clone(), rx));
+            tokio::spawn(run(pool.clone(), pooling, statement.clone(), rx));
             let _ = tx.send(queue);
             *sender = Some(tx);
         }
@@ -70,7 +78,12 @@ impl Signals {
 }
 
 /// Sends rounds of signals until every storage clone is dropped.
-async fn run(pool: PgPool, statement: SqlStr, mut queue_names: UnboundedReceiver<String>) {
+async fn run(
+    pool: PgPool,
+    pooling: Pooling,
+    statement: SqlStr,
+    mut queue_names: UnboundedReceiver<String>,
+) {
     while let Some(first) = queue_names.recv().await {
         let mut round = BTreeSet::from([first]);
         while let Ok(more) = queue_names.try_recv() {
@@ -78,9 +91,8 @@ async fn run(pool: PgPool, statement: SqlStr, mut queue_names: UnboundedReceiver
         }
         let names: Vec<String> = round.into_iter().collect();
         // A failed round only delays those queues' jobs to the next poll.
-        let _ = sqlx::query(statement.clone())
-            .bind(&names)
-            .execute(&pool)
+        let _ = pooled(&pool, pooling)
+            .execute(sqlx::query(statement.clone()).bind(&names))
             .await;
     }
 }

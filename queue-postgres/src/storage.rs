@@ -15,10 +15,10 @@ use queue_core::{
     ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
 };
 use serde_json::Value;
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 
+use crate::exec::Pooling;
 use crate::interpret_error;
 use crate::migrate::validate_schema;
 use crate::sql::Statements;
@@ -50,6 +50,24 @@ pub struct PgStorage {
     /// For a URL of several hosts: the watcher that keeps the pool on the
     /// one that accepts writes (`hosts.rs`).
     failover: Option<Arc<crate::hosts::Failover>>,
+    /// Unnamed statements, each in a transaction ([`PgStorage::with_transaction_pooling`]).
+    pub(crate) pooling: Pooling,
+    /// Where LISTEN connects, when not on the pool ([`PgStorage::with_listen_options`]).
+    pub(crate) listen: Option<ListenOptions>,
+}
+
+/// The direct connection for LISTEN, its password kept out of `Debug`.
+#[derive(Clone)]
+pub(crate) struct ListenOptions(pub(crate) PgConnectOptions);
+
+impl std::fmt::Debug for ListenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenOptions")
+            .field("host", &self.0.get_host())
+            .field("port", &self.0.get_port())
+            .field("database", &self.0.get_database())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The pool options [`PgStorage::connect`] uses, for building a pool of
@@ -140,6 +158,78 @@ impl PgStorage {
         Self::build(pool, Clock::Database, DEFAULT_SCHEMA, false)
     }
 
+    /// The same storage for a pool that goes through a PgBouncer in
+    /// `pool_mode = transaction`, when `on` (off by default: a direct
+    /// connection, or PgBouncer's session pooling, needs nothing).
+    ///
+    /// PgBouncer then lends a server connection to a client for one
+    /// transaction only, so the storage keeps nothing on a session between
+    /// transactions: every statement it sends is unnamed (never prepared
+    /// and cached under a name, as sqlx does by default) and runs in a
+    /// transaction (statements on the pool in one of their own, `BEGIN`
+    /// ... `COMMIT`; the others in the storage's transaction or the
+    /// caller's, [`PgStorage::enqueue_in`], [`PgStorage::ack_in`],
+    /// [`PgStorage::nack_in`]). What it costs: each statement on the pool
+    /// is parsed and planned every time, in four round trips instead of
+    /// one. Statements you run yourself on [`PgStorage::pool`] need the
+    /// same care (`Query::persistent(false)`, inside a transaction).
+    ///
+    /// LISTEN needs a session: wake-ups ([`PgStorage::listen`],
+    /// `Storage::subscribe`) then listen on the direct connection given to
+    /// [`PgStorage::with_listen_options`]; without one the storage declares
+    /// neither [`Capability::Wakeups`] nor [`Capability::RemoteWakeups`],
+    /// `subscribe` answers `None` and workers poll. Enqueues still NOTIFY
+    /// (inside their transaction), which works through PgBouncer.
+    /// [`PgStorage::index_keyless_jobs`] needs a session too, and refuses
+    /// to change the index.
+    /// Settings and figures: docs/high-availability.md, "PgBouncer".
+    pub fn with_transaction_pooling(mut self, on: bool) -> Self {
+        self.pooling = if on {
+            Pooling::Transaction
+        } else {
+            Pooling::Session
+        };
+        self
+    }
+
+    /// Whether the storage runs for a transaction-pooling PgBouncer
+    /// ([`PgStorage::with_transaction_pooling`]).
+    pub fn transaction_pooling(&self) -> bool {
+        self.pooling == Pooling::Transaction
+    }
+
+    /// The same storage, listening for wake-ups ([`PgStorage::listen`]) on
+    /// a connection of its own made with `options`, rather than on one of
+    /// the pool: with [`PgStorage::with_transaction_pooling`], give here
+    /// the database server itself (or a PgBouncer in session pooling), as
+    /// LISTEN needs a session. One connection per listener, for as long as
+    /// it lives.
+    pub fn with_listen_options(mut self, options: PgConnectOptions) -> Self {
+        self.listen = Some(ListenOptions(options));
+        self
+    }
+
+    /// [`PgStorage::with_listen_options`] from a URL.
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] when `url` is not a
+    /// PostgreSQL URL.
+    pub fn with_listen_url(self, url: &str) -> Result<Self> {
+        let options = url.parse::<PgConnectOptions>().map_err(|e| {
+            queue_core::QueueError::invalid(
+                "listen_url",
+                format!("{}: {e}", queue_core::redact_url(url)),
+            )
+        })?;
+        Ok(self.with_listen_options(options))
+    }
+
+    /// Whether this storage has wake-ups: always directly, only with
+    /// listen options in transaction pooling.
+    pub(crate) fn has_wakeups(&self) -> bool {
+        self.pooling == Pooling::Session || self.listen.is_some()
+    }
+
     /// The same storage in another schema (created by [`PgStorage::migrate`]),
     /// so several applications or tests can share one database.
     ///
@@ -149,10 +239,12 @@ impl PgStorage {
     /// underscores.
     pub fn with_schema(self, schema: &str) -> Result<Self> {
         validate_schema(schema)?;
-        let failover = self.failover.clone();
-        let mut storage = Self::build(self.pool, self.clock, schema, self.async_claims);
-        storage.failover = failover;
-        Ok(storage)
+        Ok(Self {
+            failover: self.failover,
+            pooling: self.pooling,
+            listen: self.listen,
+            ..Self::build(self.pool, self.clock, schema, self.async_claims)
+        })
     }
 
     /// The same storage, its claims committing asynchronously when `on`
@@ -219,6 +311,8 @@ impl PgStorage {
             )),
             async_claims,
             failover: None,
+            pooling: Pooling::Session,
+            listen: None,
         }
     }
 
@@ -253,19 +347,19 @@ impl PgStorage {
     pub(crate) fn now_override(&self) -> Option<DateTime<Utc>> {
         self.clock.fixed_now()
     }
-
-    pub(crate) async fn connection(&self) -> Result<PoolConnection<sqlx::Postgres>, sqlx::Error> {
-        self.pool.acquire().await
-    }
 }
 
 #[async_trait]
 impl Storage for PgStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::OPERATIONS
-            .with(Capability::Wakeups)
-            .with(Capability::RemoteWakeups)
-            .with(Capability::Transactions)
+        let capabilities = Capabilities::OPERATIONS.with(Capability::Transactions);
+        if self.has_wakeups() {
+            capabilities
+                .with(Capability::Wakeups)
+                .with(Capability::RemoteWakeups)
+        } else {
+            capabilities
+        }
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -377,6 +471,9 @@ impl Storage for PgStorage {
     }
 
     async fn subscribe(&self) -> Result<Option<Wakeups>> {
+        if !self.has_wakeups() {
+            return Ok(None);
+        }
         self.wakeups().await.map(Some)
     }
 

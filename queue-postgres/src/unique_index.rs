@@ -3,7 +3,7 @@
 //! docs/operations.md, "Keyless jobs out of the unique-key index").
 
 use queue_core::Result;
-use sqlx::{AssertSqlSafe, Connection};
+use sqlx::{AssertSqlSafe, Connection, Row};
 
 use crate::PgStorage;
 use crate::error::retrying;
@@ -41,12 +41,15 @@ impl PgStorage {
     /// [`queue_core::QueueError::Backend`] when the index is missing (the
     /// schema is not migrated); otherwise as any query.
     pub async fn keyless_jobs_indexed(&self) -> Result<bool> {
-        let definition: Option<String> = retrying(true, || {
-            sqlx::query_scalar(DEFINITION)
-                .bind(self.schema())
-                .fetch_optional(&self.pool)
+        let row = retrying(true, || {
+            self.db()
+                .fetch_optional(sqlx::query(DEFINITION).bind(self.schema()))
         })
         .await?;
+        let definition: Option<String> = row
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(crate::interpret_error)?;
         let definition = definition.ok_or_else(|| {
             queue_core::QueueError::backend(format!(
                 "no index job_queue_unique_key in schema {}: run the migrations first",
@@ -67,13 +70,27 @@ impl PgStorage {
     /// on one connection, each on its own (`CONCURRENTLY`: enqueues and
     /// claims go on, and a unique index on the key exists throughout).
     ///
+    /// A change needs a session (`CONCURRENTLY` runs outside a
+    /// transaction, on the schema's `search_path`): a storage in
+    /// transaction pooling ([`PgStorage::with_transaction_pooling`])
+    /// refuses one; make it with a storage connected directly.
+    ///
     /// # Errors
     /// As [`PgStorage::keyless_jobs_indexed`]; a failed statement (for
     /// example an interrupted earlier run's leftover index: the file says
-    /// what to do) as any query.
+    /// what to do) as any query;
+    /// [`queue_core::QueueError::InvalidInput`] for a change in
+    /// transaction pooling.
     pub async fn index_keyless_jobs(&self, indexed: bool) -> Result<()> {
         if self.keyless_jobs_indexed().await? == indexed {
             return Ok(());
+        }
+        if self.transaction_pooling() {
+            return Err(queue_core::QueueError::invalid(
+                "transaction_pooling",
+                "index_keyless_jobs needs a session (CREATE INDEX CONCURRENTLY, search_path): \
+                 run it on a storage connected directly or through session pooling",
+            ));
         }
         let file = if indexed { INDEXED } else { UNINDEXED };
         let mut conn = self.pool.acquire().await.map_err(crate::interpret_error)?;

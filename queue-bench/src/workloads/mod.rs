@@ -170,6 +170,12 @@ pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> 
     if setup.async_claims {
         settings.push(("claims", "async".to_owned()));
     }
+    if setup.transaction_pooling {
+        settings.push(("pooling", "transaction".to_owned()));
+    }
+    if setup.listen_url.is_some() {
+        settings.push(("listen", "direct".to_owned()));
+    }
     settings
 }
 

@@ -586,6 +586,8 @@ mod tests {
                 backend,
                 keyless_indexed: true,
                 async_claims: false,
+                transaction_pooling: false,
+                listen_url: None,
             };
             let sql = Sql::new(&setup);
             let insert = sql.holder_begin.last().expect("statements");

@@ -137,3 +137,89 @@ impl StorageFactory for PgBouncerSessionFactory {
         })
     }
 }
+
+/// The variable naming a PgBouncer in transaction pooling mode in front of
+/// the test database (scripts/pgbouncer.sh: 127.0.0.1:6432, a server pool
+/// of 4).
+pub(crate) const PGBOUNCER_URL_VAR: &str = "QUEUE_TEST_PGBOUNCER_URL";
+
+/// `QUEUE_TEST_PGBOUNCER_URL`, or a panic naming it.
+pub(crate) fn pgbouncer_url() -> String {
+    std::env::var(PGBOUNCER_URL_VAR).unwrap_or_else(|_| {
+        panic!(
+            "{PGBOUNCER_URL_VAR} is not set: these tests need a PgBouncer in transaction \
+             pooling mode (scripts/pgbouncer.sh start; then \
+             {PGBOUNCER_URL_VAR}=postgres://postgres@127.0.0.1:6432/queue_test)"
+        )
+    })
+}
+
+/// A storage on `schema` whose pool goes through the transaction-pooling
+/// PgBouncer, in the storage's transaction pooling mode
+/// (`PgStorage::with_transaction_pooling`), listening for wake-ups on a
+/// direct connection to the test database when `listen`.
+pub(crate) async fn transaction_pooled(
+    schema: &TestSchema,
+    clock: Clock,
+    listen: bool,
+) -> PgStorage {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(8)
+        .connect(&pgbouncer_url())
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {PGBOUNCER_URL_VAR}: {e}"));
+    let storage = PgStorage::from_pool(pool)
+        .with_transaction_pooling(true)
+        .with_schema(schema.name())
+        .expect("test schema names are valid")
+        .with_clock(clock);
+    if listen {
+        storage
+            .with_listen_url(schema.url())
+            .expect("the test database URL is valid")
+    } else {
+        storage
+    }
+}
+
+/// As [`PgFactory`], the storage (and the second handle) in transaction
+/// pooling mode through PgBouncer (`QUEUE_TEST_PGBOUNCER_URL`), migrated
+/// through it, listening on a direct connection (`QUEUE_TEST_POSTGRES_URL`);
+/// the schema is created and dropped directly.
+pub(crate) struct PgBouncerTransactionFactory;
+
+#[async_trait]
+impl StorageFactory for PgBouncerTransactionFactory {
+    type Storage = PgStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<PgStorage> {
+        let schema = TestSchema::create().await;
+        let storage = transaction_pooled(&schema, clock.clone(), true).await;
+        storage.migrate().await.expect("migrate the test schema");
+        let pool = storage.pool().clone();
+        let second = {
+            let url = schema.url().to_owned();
+            let name = schema.name().to_owned();
+            async move {
+                let pool = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(8)
+                    .connect(&pgbouncer_url())
+                    .await
+                    .unwrap_or_else(|e| panic!("cannot connect to {PGBOUNCER_URL_VAR}: {e}"));
+                PgStorage::from_pool(pool)
+                    .with_transaction_pooling(true)
+                    .with_schema(&name)
+                    .expect("test schema names are valid")
+                    .with_clock(clock)
+                    .with_listen_url(&url)
+                    .expect("the test database URL is valid")
+            }
+        };
+        Fixture::new(storage)
+            .with_teardown(async move {
+                pool.close().await;
+                schema.drop_schema().await;
+            })
+            .with_second_handle(second)
+    }
+}
