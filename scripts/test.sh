@@ -6,8 +6,9 @@
 # QUEUE_TEST_REDIS_URL, QUEUE_TEST_REDIS_CLUSTER_URL, QUEUE_TEST_PGBOUNCER_URL
 # and QUEUE_TEST_PGBOUNCER_SESSION_URL; when unset they default to the local
 # servers below (the Redis Cluster is started by scripts/redis-cluster.sh,
-# PgBouncer by scripts/pgbouncer.sh; the failover test's two clusters by
-# scripts/pg-ha.sh, when QUEUE_TEST_PG_HA=1). Extra arguments go to
+# PgBouncer by scripts/pgbouncer.sh, the Galera nodes of
+# QUEUE_TEST_GALERA_URLS by scripts/galera.sh; the failover test's two
+# clusters by scripts/pg-ha.sh, when QUEUE_TEST_PG_HA=1). Extra arguments go to
 # `cargo test`.
 #
 # The restart tests stop and start the database servers, and the browser
@@ -40,6 +41,17 @@ if [ -z "${QUEUE_TEST_PGBOUNCER_URL:-}" ] || [ -z "${QUEUE_TEST_PGBOUNCER_SESSIO
     scripts/pgbouncer.sh start || echo "no local PgBouncer: the queue-postgres PgBouncer tests will fail naming it"
 fi
 
+# The Galera tests (queue-mysql/tests/galera.rs): a local three-node
+# cluster unless its nodes are named.
+# It is stopped again after `cargo test`: its nodes are mariadbd processes
+# too, and the restart commands below find the test server's by that name.
+local_galera=
+if [ -z "${QUEUE_TEST_GALERA_URLS:-}" ]; then
+    export QUEUE_TEST_GALERA_URLS="mysql://root@127.0.0.1:3311/,mysql://root@127.0.0.1:3312/,mysql://root@127.0.0.1:3313/"
+    local_galera=1
+    scripts/galera.sh start || echo "no local Galera cluster: the queue-mysql Galera tests will fail naming it"
+fi
+
 # The failover test (queue-postgres/tests/failover.rs) builds a primary and a
 # standby of its own with scripts/pg-ha.sh, which needs Debian's
 # postgresql-common and root: on by default where both are there.
@@ -69,8 +81,14 @@ echo "PostgreSQL: ${QUEUE_TEST_POSTGRES_URL}"
 echo "MySQL:      ${QUEUE_TEST_MYSQL_URL}"
 echo "Redis:      ${QUEUE_TEST_REDIS_URL} (cluster: ${QUEUE_TEST_REDIS_CLUSTER_URL})"
 echo "PgBouncer:  ${QUEUE_TEST_PGBOUNCER_URL} (session: ${QUEUE_TEST_PGBOUNCER_SESSION_URL})"
+echo "Galera:     ${QUEUE_TEST_GALERA_URLS}"
 echo "Failover:   QUEUE_TEST_PG_HA=${QUEUE_TEST_PG_HA:-unset} (scripts/pg-ha.sh, ports 5441 and 5442)"
-cargo test --workspace --all-features "$@"
+tests_status=0
+cargo test --workspace --all-features "$@" || tests_status=$?
+if [ -n "$local_galera" ]; then
+    scripts/galera.sh stop
+fi
+[ "$tests_status" -eq 0 ] || exit "$tests_status"
 
 [ $# -eq 0 ] || exit 0
 

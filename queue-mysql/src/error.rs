@@ -33,10 +33,16 @@ fn message(error: &Error) -> Option<&str> {
     }
 }
 
-/// 1213 and 1205: InnoDB rolled the statement (or transaction) back.
+/// 1213 and 1205: InnoDB rolled the statement (or transaction) back. And
+/// 1305 for a savepoint: a deadlock, or a Galera certification conflict,
+/// met inside a nested transaction (a savepoint) rolls the whole
+/// transaction back, so diesel's `ROLLBACK TO SAVEPOINT` then finds no
+/// savepoint and reports that instead of the conflict.
 fn is_lock_conflict(error: &Error) -> bool {
     message(error).is_some_and(|m| {
-        m.starts_with("Deadlock found") || m.starts_with("Lock wait timeout exceeded")
+        m.starts_with("Deadlock found")
+            || m.starts_with("Lock wait timeout exceeded")
+            || m.starts_with("SAVEPOINT") && m.ends_with("does not exist")
     })
 }
 

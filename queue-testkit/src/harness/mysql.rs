@@ -21,7 +21,16 @@ impl TestDatabase {
     /// When no server is configured, it cannot be reached, or the database
     /// cannot be created, with one line saying why.
     pub async fn create() -> Self {
-        let server_url = database_url(URL_VAR, fallback());
+        Self::create_on(database_url(URL_VAR, fallback())).await
+    }
+
+    /// Creates an empty database on the server of `server_url` (a URL
+    /// without a database, as [`URL_VAR`] holds), for tests that name their
+    /// servers themselves (a Galera cluster's nodes).
+    ///
+    /// # Panics
+    /// As [`TestDatabase::create`].
+    pub async fn create_on(server_url: String) -> Self {
         let name = unique_name();
         let mut conn = connect(&server_url).await;
         conn.query_drop(format!(

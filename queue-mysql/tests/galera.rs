@@ -1,0 +1,61 @@
+//! The conformance suite and the model test on a three-node MariaDB Galera
+//! cluster (scripts/galera.sh; `QUEUE_TEST_GALERA_URLS`, the nodes' URLs
+//! separated by commas, first node first): each case's storage on the
+//! first node and its second handle on the second, so every promise the
+//! suite checks across handles (limits, unique keys, periodic fires,
+//! claims) is checked across two writers of the cluster. Without the
+//! variable every case fails naming it.
+
+use async_trait::async_trait;
+use queue_core::Clock;
+use queue_mysql::MySqlStorage;
+use queue_testkit::harness::mysql::TestDatabase;
+use queue_testkit::model::{ModelConfig, check_against_model};
+use queue_testkit::suite::{Fixture, StorageFactory};
+
+/// The first two nodes' server URLs.
+fn nodes() -> (String, String) {
+    let urls = std::env::var("QUEUE_TEST_GALERA_URLS").unwrap_or_else(|_| {
+        panic!(
+            "QUEUE_TEST_GALERA_URLS is not set: the URLs of a Galera cluster's nodes, \
+             comma-separated (scripts/galera.sh start; scripts/test.sh sets it)"
+        )
+    });
+    let mut nodes = urls.split(',').map(str::to_owned);
+    match (nodes.next(), nodes.next()) {
+        (Some(first), Some(second)) => (first, second),
+        _ => panic!("QUEUE_TEST_GALERA_URLS names fewer than two nodes: {urls}"),
+    }
+}
+
+/// A new database on the cluster: the storage on node 1, the second
+/// handle on node 2.
+struct GaleraFactory;
+
+#[async_trait]
+impl StorageFactory for GaleraFactory {
+    type Storage = MySqlStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<MySqlStorage> {
+        let (first, second) = nodes();
+        let db = TestDatabase::create_on(first).await;
+        let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool on node 1");
+        storage.migrate().await.expect("migrate on node 1");
+        let other = queue_core::with_database(&second, db.name());
+        let second_clock = clock.clone();
+        Fixture::new(storage.with_clock(clock))
+            .with_teardown(db.drop_database())
+            .with_second_handle(async move {
+                MySqlStorage::connect_with_size(&other, 4)
+                    .expect("a second pool, on node 2")
+                    .with_clock(second_clock)
+            })
+    }
+}
+
+queue_testkit::conformance_tests!(galera: GaleraFactory);
+
+#[test]
+fn galera_agrees_with_the_model_across_two_nodes() {
+    check_against_model(&GaleraFactory, ModelConfig::default());
+}
