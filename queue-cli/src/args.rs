@@ -18,6 +18,11 @@ pub(crate) struct Args {
         hide_env_values = true
     )]
     pub(crate) database_url: Option<String>,
+    /// A PostgreSQL standby to read from: stats, listings and job reads
+    /// (and the dashboard's pages) come from it, behind the primary by its
+    /// replay lag; every write and claim still goes to --database-url.
+    #[arg(long, env = "QUEUE_READ_URL", global = true, hide_env_values = true)]
+    pub(crate) read_url: Option<String>,
     /// The PostgreSQL schema holding the queue's tables (default `public`).
     #[arg(long, env = "QUEUE_SCHEMA", global = true)]
     pub(crate) schema: Option<String>,

@@ -253,10 +253,37 @@ async fn connect(args: &Args) -> Result<AnyStorage, CliError> {
         ));
     };
     let storage = queue::connect(url).await?;
-    Ok(match args.schema.as_deref() {
+    let storage = match args.schema.as_deref() {
         Some(schema) => storage.with_schema(schema)?,
         None => storage,
-    })
+    };
+    match args
+        .read_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    {
+        None => Ok(storage),
+        Some(read_url) => match storage {
+            AnyStorage::Postgres(pg) => Ok(AnyStorage::Postgres(
+                pg.with_read_url(read_url).await.map_err(|error| {
+                    let message = crate::one_line(&format!(
+                        "--read-url {}: {}",
+                        queue::redact_url(read_url),
+                        queue::redact_secrets(&error.to_string(), read_url)
+                    ));
+                    if error.invalid_field().is_some() {
+                        CliError::usage(message)
+                    } else {
+                        CliError::failed(message)
+                    }
+                })?,
+            )),
+            other => Err(CliError::usage(format!(
+                "--read-url reads from a PostgreSQL standby; the {} backend has none",
+                other.backend()
+            ))),
+        },
+    }
 }
 
 /// The payload argument, or standard input for `-` or none, as JSON.

@@ -372,6 +372,52 @@ fn usage_errors_are_one_line_with_exit_code_2() {
 }
 
 #[test]
+fn a_read_url_is_for_postgresql_and_one_line_when_refused() {
+    let sqlite = format!(
+        "sqlite://{}/read-url.db?mode=rwc",
+        env!("CARGO_TARGET_TMPDIR")
+    );
+    let stderr = fails(
+        &sqlite,
+        None,
+        &["--read-url", "postgres://127.0.0.1:9/x", "stats"],
+        2,
+    );
+    assert!(
+        stderr.contains("--read-url reads from a PostgreSQL standby; the sqlite backend has none"),
+        "{stderr}"
+    );
+    let postgres = std::env::var("QUEUE_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| panic!("QUEUE_TEST_POSTGRES_URL is not set (scripts/test.sh sets it)"));
+    let stderr = fails(
+        &postgres,
+        None,
+        &[
+            "--read-url",
+            "postgres://app:hunter2@127.0.0.1:9/app",
+            "stats",
+        ],
+        1,
+    );
+    assert!(
+        stderr.contains("--read-url postgres://app:***@127.0.0.1:9/app"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    let stderr = fails(
+        &postgres,
+        None,
+        &[
+            "--read-url",
+            "postgres://127.0.0.1:5441,127.0.0.1:5442/x",
+            "stats",
+        ],
+        2,
+    );
+    assert!(stderr.contains("name one host"), "{stderr}");
+}
+
+#[test]
 fn an_unreachable_server_is_one_line_naming_the_url_without_its_password() {
     let stderr = fails(
         "postgres://app:hunter2@127.0.0.1:9/app",

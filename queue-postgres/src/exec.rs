@@ -171,6 +171,12 @@ impl PgStorage {
         pooled(&self.pool, self.pooling)
     }
 
+    /// A statement of an operator's read, on the read pool when there is
+    /// one ([`PgStorage::with_read_pool`]), else as [`PgStorage::db`].
+    pub(crate) fn read_db(&self) -> Exec<'_> {
+        pooled(self.read_pool.as_ref().unwrap_or(&self.pool), self.pooling)
+    }
+
     /// A statement on `conn`: the storage's own transaction or
     /// [`Session`], or the caller's connection ([`PgStorage::enqueue_in`]).
     pub(crate) fn on<'c>(&self, conn: &'c mut PgConnection) -> Exec<'c> {

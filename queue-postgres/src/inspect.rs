@@ -82,7 +82,12 @@ impl PgStorage {
     pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
         let limit = stats_limit(cap)?;
         let rows = retrying(true, || async {
-            let mut tx = self.pool.begin().await?;
+            let mut tx = self
+                .read_pool
+                .as_ref()
+                .unwrap_or(&self.pool)
+                .begin()
+                .await?;
             self.on(&mut tx)
                 .execute(sqlx::raw_sql(crate::sql::STATS_SETTINGS))
                 .await?;
@@ -106,7 +111,7 @@ impl PgStorage {
 
     pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {
         let row = retrying(true, || {
-            self.db()
+            self.read_db()
                 .fetch_optional(sqlx::query(self.sql.get_job.clone()).bind(id.get()))
         })
         .await?;
@@ -115,7 +120,7 @@ impl PgStorage {
 
     pub(crate) async fn get_history_pooled(&self, id: JobId) -> Result<Option<HistoryRecord>> {
         let row = retrying(true, || {
-            self.db()
+            self.read_db()
                 .fetch_optional(sqlx::query(self.sql.get_history.clone()).bind(id.get()))
         })
         .await?;
@@ -125,7 +130,7 @@ impl PgStorage {
     pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         filter.validate()?;
         let rows = retrying(true, || {
-            self.db().fetch_all(
+            self.read_db().fetch_all(
                 sqlx::query(self.sql.list_history.clone())
                     .bind(filter.queue.as_ref().map(|q| q.as_str()))
                     .bind(filter.status.map(|s| s.as_str()))
@@ -143,7 +148,7 @@ impl PgStorage {
         let statement = self.sql.list_jobs_for(filter.state);
         let rows = retrying(true, || {
             let query = sqlx::query(statement.clone());
-            self.db().fetch_all(bind_job_filter(
+            self.read_db().fetch_all(bind_job_filter(
                 query,
                 self.now_override(),
                 filter,
@@ -161,7 +166,7 @@ impl PgStorage {
     ) -> Result<Vec<Throughput>> {
         validate_window(window)?;
         let rows = retrying(true, || {
-            self.db().fetch_all(
+            self.read_db().fetch_all(
                 sqlx::query(self.sql.throughput.clone())
                     .bind(self.now_override())
                     .bind(duration_micros(window)),

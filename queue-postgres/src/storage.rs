@@ -50,10 +50,13 @@ pub struct PgStorage {
     /// For a URL of several hosts: the watcher that keeps the pool on the
     /// one that accepts writes (`hosts.rs`).
     failover: Option<Arc<crate::hosts::Failover>>,
+    /// Where operators' reads go when not to the pool
+    /// ([`PgStorage::with_read_pool`]): a standby.
+    pub(crate) read_pool: Option<PgPool>,
     /// Unnamed statements, each in a transaction ([`PgStorage::with_transaction_pooling`]).
     pub(crate) pooling: Pooling,
     /// Where LISTEN connects, when not on the pool ([`PgStorage::with_listen_options`]).
-    pub(crate) listen: Option<ListenOptions>,
+    pub(crate) listen: Option<Arc<ListenOptions>>,
 }
 
 /// The direct connection for LISTEN, its password kept out of `Debug`.
@@ -143,6 +146,51 @@ impl PgStorage {
         Ok(storage)
     }
 
+    /// The same storage reading its operators' reads from `pool`, a
+    /// standby's: [`Storage::stats`], [`Storage::list_jobs`],
+    /// [`Storage::list_history`], [`Storage::list_dead_letters`],
+    /// [`Storage::get_job`], [`Storage::get_history`] and
+    /// [`Storage::throughput`], what the CLI's reads and the dashboard
+    /// show. Everything else, claims and `next_due` and queue settings
+    /// included, stays on the primary. Those reads show the standby's state:
+    /// behind the primary by its replay lag (`replay_lag` in the primary's
+    /// `pg_stat_replication`), so a job just enqueued may not be listed yet
+    /// and one just acked may still show as running.
+    ///
+    /// [`Storage::stats`]: queue_core::Storage::stats
+    /// [`Storage::list_jobs`]: queue_core::Storage::list_jobs
+    /// [`Storage::list_history`]: queue_core::Storage::list_history
+    /// [`Storage::list_dead_letters`]: queue_core::Storage::list_dead_letters
+    /// [`Storage::get_job`]: queue_core::Storage::get_job
+    /// [`Storage::get_history`]: queue_core::Storage::get_history
+    /// [`Storage::throughput`]: queue_core::Storage::throughput
+    pub fn with_read_pool(mut self, pool: PgPool) -> Self {
+        self.read_pool = Some(pool);
+        self
+    }
+
+    /// [`PgStorage::with_read_pool`] with a pool of 4 connections to `url`
+    /// (one host: a standby, or a load balancer in front of several).
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::Unavailable`] when `url`'s server cannot be
+    /// reached; [`queue_core::QueueError::InvalidInput`] when `url` names
+    /// several hosts.
+    pub async fn with_read_url(self, url: &str) -> Result<Self> {
+        if crate::hosts::parse(url)?.is_some() {
+            return Err(queue_core::QueueError::invalid(
+                "read_url",
+                "name one host: the reads do not follow a failover",
+            ));
+        }
+        let pool = pool_options()
+            .max_connections(4)
+            .connect(url)
+            .await
+            .map_err(interpret_error)?;
+        Ok(self.with_read_pool(pool))
+    }
+
     /// For a storage connected through a URL of several hosts, the one its
     /// pool connects to now (`host:port` as the URL writes it); `None` for
     /// one host.
@@ -205,7 +253,7 @@ impl PgStorage {
     /// LISTEN needs a session. One connection per listener, for as long as
     /// it lives.
     pub fn with_listen_options(mut self, options: PgConnectOptions) -> Self {
-        self.listen = Some(ListenOptions(options));
+        self.listen = Some(Arc::new(ListenOptions(options)));
         self
     }
 
@@ -241,6 +289,7 @@ impl PgStorage {
         validate_schema(schema)?;
         Ok(Self {
             failover: self.failover,
+            read_pool: self.read_pool,
             pooling: self.pooling,
             listen: self.listen,
             ..Self::build(self.pool, self.clock, schema, self.async_claims)
@@ -311,6 +360,7 @@ impl PgStorage {
             )),
             async_claims,
             failover: None,
+            read_pool: None,
             pooling: Pooling::Session,
             listen: None,
         }

@@ -88,6 +88,8 @@ async fn postgres_behind_a_failover() {
     the_first_host_that_accepts_writes_is_chosen().await;
     a_url_of_hosts_that_take_no_writes_is_refused_naming_them().await;
     the_storage_follows_a_failover_and_loses_nothing_acknowledged().await;
+    fresh_clusters().await;
+    operators_reads_go_to_the_read_pool_on_the_standby().await;
 }
 
 /// Drops both clusters when the test ends, passed or not.
@@ -197,4 +199,63 @@ async fn the_storage_follows_a_failover_and_loses_nothing_acknowledged() {
         .expect("enqueue on the new primary");
     assert!(again.existed && again.id == enqueued[49], "{again:?}");
     storage.pool().close().await;
+}
+
+/// A storage on the primary with its read pool on the standby: stats,
+/// listings and job reads answer from the standby (they keep answering
+/// when the primary is down), while writes need the primary.
+async fn operators_reads_go_to_the_read_pool_on_the_standby() {
+    let several = PgStorage::connect(&format!("postgres://postgres@{PRIMARY}/queue_test"))
+        .await
+        .expect("connect to the primary")
+        .with_read_url(&url(&[STANDBY, PRIMARY]))
+        .await
+        .expect_err("a read URL of several hosts is refused");
+    assert_eq!(several.invalid_field(), Some("read_url"), "{several}");
+
+    let storage = PgStorage::connect(&format!("postgres://postgres@{PRIMARY}/queue_test"))
+        .await
+        .expect("connect to the primary")
+        .with_read_url(&format!("postgres://postgres@{STANDBY}/queue_test"))
+        .await
+        .expect("the read pool on the standby");
+    storage.migrate().await.expect("migrate");
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(
+            storage
+                .enqueue(NewJob::new("q", json!({"n": n})))
+                .await
+                .expect("enqueue")
+                .id,
+        );
+    }
+    // The standby replays within its lag (the migration's tables too).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = storage.stats().await;
+        let shown: u64 = stats.iter().flatten().map(|s| s.pending).sum();
+        if shown == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the standby never showed the jobs: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    pg_ha(&["kill-primary"]);
+    assert_eq!(live(&storage).await, 3, "stats from the standby");
+    let page = storage
+        .list_jobs(&queue_core::JobFilter::default())
+        .await
+        .expect("a listing from the standby");
+    assert_eq!(page.jobs.len(), 3);
+    assert!(storage.get_job(ids[0]).await.expect("read").is_some());
+    let error = storage
+        .enqueue(NewJob::new("q", json!({"n": 3})))
+        .await
+        .expect_err("writes need the primary");
+    assert!(error.is_transient(), "{error:?}");
 }
