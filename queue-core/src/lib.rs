@@ -56,8 +56,8 @@ pub use trace::{MAX_TRACESTATE_BYTES, TraceContext};
 pub use url::{redact_secrets, redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};
 pub use worker::{
-    MAX_WORKER_CONCURRENCY, MAX_WORKER_QUEUES, WorkerAges, WorkerInfo, WorkerQueue, WorkerRecord,
-    WorkerStatus,
+    DEFAULT_FORGET_AFTER, DEFAULT_SILENT_AFTER, MAX_WORKER_CONCURRENCY, MAX_WORKER_QUEUES,
+    WorkerAges, WorkerInfo, WorkerQueue, WorkerRecord, WorkerStatus,
 };
 
 pub use async_trait::async_trait;

@@ -15,6 +15,15 @@ pub const MAX_WORKER_QUEUES: usize = 64;
 /// The highest concurrency a worker registers for one queue.
 pub const MAX_WORKER_CONCURRENCY: u32 = 100_000;
 
+/// The `silent_after` listings use unless told otherwise: four of
+/// `queue-worker`'s registrations (every `reclaim_interval`, 15 s by
+/// default) missed in a row.
+pub const DEFAULT_SILENT_AFTER: Duration = Duration::from_secs(60);
+
+/// The `forget_after` listings use unless told otherwise: a worker silent
+/// this long is taken for dead and deleted.
+pub const DEFAULT_FORGET_AFTER: Duration = Duration::from_secs(600);
+
 /// One queue a worker consumes and how many of its jobs it runs at once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerQueue {
