@@ -1,6 +1,7 @@
 //! The worker on a storage that declares only the core: it runs jobs, turns
 //! a snooze into a retry after the same delay, and refuses periodic
-//! schedules at start with an error naming the capability.
+//! schedules at start with an error naming the capability; on a storage
+//! without the worker registry it never registers.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
