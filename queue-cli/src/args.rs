@@ -182,6 +182,17 @@ pub(crate) enum Command {
     Queues,
     /// Periodic schedules that have fired: latest and next fire time.
     Schedules,
+    /// Registered workers: host, pid, version, queues with their
+    /// concurrency, start and last heartbeat; live or silent.
+    Workers {
+        /// A worker not heard from for this long is shown silent.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+        silent_after: Duration,
+        /// A worker not heard from for this long is deleted from the
+        /// registry (taken for dead).
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "10m")]
+        forget_after: Duration,
+    },
     /// Stop workers from claiming a queue's jobs.
     Pause {
         /// The queue.

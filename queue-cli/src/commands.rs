@@ -13,7 +13,7 @@ use queue_dashboard::DashboardOptions;
 
 use crate::CliError;
 use crate::args::{Args, Command, JobSelection};
-use crate::{bulk, flow, output};
+use crate::{bulk, flow, output, workers};
 
 /// Runs the parsed command line.
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
@@ -190,6 +190,10 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 flow::print_schedules(&schedules);
             }
         }
+        Command::Workers {
+            silent_after,
+            forget_after,
+        } => workers::run(&storage, silent_after, forget_after, json).await?,
         Command::Pause { queue } => {
             storage.pause_queue(&QueueName::new(queue.clone())?).await?;
             done(json, "paused", queue)?;

@@ -20,6 +20,7 @@ mod commands;
 mod flow;
 mod output;
 mod serve;
+mod workers;
 
 use std::process::ExitCode;
 

@@ -629,3 +629,59 @@ async fn flow_commands_on_mysql() {
     flow_tour(&db.url(), None).await;
     db.drop_database().await;
 }
+
+/// `workers` lists what a worker registered, as a table and as JSON, and
+/// nothing once it deregistered.
+async fn workers_tour(url: &str, schema: Option<&str>) {
+    ok(url, schema, &["migrate"], None);
+    assert_eq!(
+        ok(url, schema, &["workers"], None).trim(),
+        "no worker is registered"
+    );
+    let storage = queue::connect(url).await.expect("connect");
+    let storage = match schema {
+        Some(schema) => storage.with_schema(schema).expect("schema"),
+        None => storage,
+    };
+    let info = queue::WorkerInfo {
+        id: queue::WorkerId::new("web-1-77-beef").expect("id"),
+        host: "web-1".into(),
+        pid: 77,
+        version: "0.1.0".into(),
+        queues: vec![queue::WorkerQueue {
+            queue: QueueName::new("emails").expect("queue"),
+            concurrency: 4,
+        }],
+        started_at: chrono::Utc::now(),
+    };
+    storage.register_worker(&info).await.expect("register");
+    let listed = json_of(&ok(url, schema, &["workers", "--json"], None));
+    assert_eq!(listed[0]["id"], json!("web-1-77-beef"), "{listed}");
+    assert_eq!(listed[0]["status"], json!("live"));
+    assert_eq!(listed[0]["pid"], json!(77));
+    assert_eq!(
+        listed[0]["queues"],
+        json!([{ "queue": "emails", "concurrency": 4 }])
+    );
+    let text = ok(url, schema, &["workers"], None);
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("web-1-77-beef")
+                && l.contains(" live ")
+                && l.ends_with("emails:4")),
+        "{text}"
+    );
+    storage
+        .deregister_worker(&info.id)
+        .await
+        .expect("deregister");
+    assert_eq!(ok(url, schema, &["workers", "--json"], None).trim(), "[]");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_on_postgres() {
+    let schema = TestSchema::create().await;
+    workers_tour(schema.url(), Some(schema.name())).await;
+    schema.drop_schema().await;
+}

@@ -56,6 +56,9 @@ pub enum Capability {
     /// Enqueueing and acking inside the application's own transaction, with
     /// the backend's own API (see `queue_testkit::transactional`).
     Transactions,
+    /// The registry of running workers: `register_worker` (also their
+    /// heartbeat), `deregister_worker`, `list_workers`.
+    Workers,
 }
 
 impl Capability {
@@ -75,6 +78,7 @@ impl Capability {
         Capability::Wakeups,
         Capability::RemoteWakeups,
         Capability::Transactions,
+        Capability::Workers,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -94,6 +98,7 @@ impl Capability {
             Capability::Wakeups => "wakeups",
             Capability::RemoteWakeups => "remote_wakeups",
             Capability::Transactions => "transactions",
+            Capability::Workers => "workers",
         }
     }
 
@@ -115,6 +120,7 @@ impl Capability {
             Capability::Wakeups => "wake-ups",
             Capability::RemoteWakeups => "wake-ups from other processes",
             Capability::Transactions => "enqueueing in the application's transaction",
+            Capability::Workers => "the worker registry",
         }
     }
 
@@ -134,6 +140,7 @@ impl Capability {
             Capability::Throughput => &["throughput"],
             Capability::Wakeups | Capability::RemoteWakeups => &["subscribe"],
             Capability::Transactions => &[],
+            Capability::Workers => &["register_worker", "deregister_worker", "list_workers"],
         }
     }
 

@@ -29,6 +29,7 @@ pub mod time;
 mod trace;
 mod url;
 mod wakeup;
+mod worker;
 
 pub use backoff::Backoff;
 pub use capability::{Capabilities, Capability};
@@ -54,6 +55,10 @@ pub use storage::Storage;
 pub use trace::{MAX_TRACESTATE_BYTES, TraceContext};
 pub use url::{redact_secrets, redact_url, with_database};
 pub use wakeup::{Wakeup, Wakeups};
+pub use worker::{
+    DEFAULT_FORGET_AFTER, DEFAULT_SILENT_AFTER, MAX_WORKER_CONCURRENCY, MAX_WORKER_QUEUES,
+    WorkerAges, WorkerInfo, WorkerQueue, WorkerRecord, WorkerStatus,
+};
 
 pub use async_trait::async_trait;
 

@@ -22,7 +22,7 @@ use crate::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter,
     HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob,
     PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Throughput, Wakeups,
+    Result, Retry, ScheduleRecord, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -565,6 +565,69 @@ pub trait Storage: Send + Sync + 'static {
         Err(crate::QueueError::not_supported(
             Capability::Pause,
             "resume_queue",
+        ))
+    }
+
+    /// Registers `worker`, or replaces what it registered before under the
+    /// same id, and sets its `last_seen` to now: a worker calls it when it
+    /// starts and again as its heartbeat.
+    ///
+    /// # Contract
+    /// - [`Storage::list_workers`] then lists exactly what was registered
+    ///   (`started_at` to the microsecond), `last_seen` now, through every
+    ///   handle on the database.
+    /// - Registering an id again replaces the whole record and moves its
+    ///   `last_seen` to now.
+    /// - Invalid input ([`WorkerInfo::validate`]): `InvalidInput` naming the
+    ///   field, nothing written.
+    ///
+    /// Capability [`Capability::Workers`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn register_worker(&self, _worker: &WorkerInfo) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::Workers,
+            "register_worker",
+        ))
+    }
+
+    /// Removes worker `id` from the registry, as a worker does when it
+    /// shuts down cleanly.
+    ///
+    /// # Contract
+    /// - Returns whether it was registered; afterwards no listing has it.
+    /// - Other workers are left as they are.
+    ///
+    /// Capability [`Capability::Workers`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn deregister_worker(&self, _id: &WorkerId) -> Result<bool> {
+        Err(crate::QueueError::not_supported(
+            Capability::Workers,
+            "deregister_worker",
+        ))
+    }
+
+    /// Every registered worker, sorted by id, each [`crate::WorkerStatus::Live`]
+    /// or `Silent` by its `last_seen`; first deletes those gone quiet too
+    /// long.
+    ///
+    /// # Contract
+    /// - A worker whose `last_seen` is `forget_after` or more before now is
+    ///   deleted and not listed (a killed worker disappears).
+    /// - Of the others, one seen `silent_after` or more before now is
+    ///   `Silent`, the rest `Live` ([`crate::WorkerAges`]).
+    /// - Invalid ages (zero, `forget_after < silent_after`): `InvalidInput`
+    ///   naming the field, nothing deleted.
+    ///
+    /// Capability [`Capability::Workers`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn list_workers(
+        &self,
+        _silent_after: Duration,
+        _forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        Err(crate::QueueError::not_supported(
+            Capability::Workers,
+            "list_workers",
         ))
     }
 }

@@ -42,6 +42,9 @@ pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -
                     }
                     a href="/history" { "History" }
                     a href="/history?status=dead_letter" { "Dead letters" }
+                    @if state.offers(Capability::Workers) {
+                        a href="/workers" { "Workers" }
+                    }
                     @if !state.options.read_only {
                         a href="/enqueue" { "Enqueue" }
                     } @else {

@@ -24,6 +24,7 @@ mod jobs;
 mod layout;
 mod metrics;
 mod pages;
+mod workers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,6 +177,7 @@ pub fn router<S: Storage>(
         .route("/queues/limits", post(actions::limits::<S>))
         .route("/queues/pause", post(actions::pause::<S>))
         .route("/queues/resume", post(actions::resume::<S>))
+        .route("/workers", get(workers::list::<S>))
         .route("/metrics", get(metrics::metrics::<S>))
         .route("/healthz", get(metrics::healthz::<S>))
         .layer(axum::middleware::from_fn_with_state(

@@ -226,7 +226,15 @@ pub(crate) async fn job<S: Storage>(
                 dt { "traceparent" } dd { (job.trace_context.as_ref().map_or("-", |t| t.traceparent())) }
                 dt { "available at" } dd { (job.available_at.to_rfc3339()) }
                 dt { "lease until" } dd { (job.lease_until.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }
-                dt { "locked by" } dd { (job.locked_by.as_ref().map_or("-", |w| w.as_str())) }
+                dt { "locked by" } dd {
+                    @match &job.locked_by {
+                        Some(worker) if state.offers(Capability::Workers) => {
+                            a href=(crate::workers::worker_href(worker)) { (worker.as_str()) }
+                        }
+                        Some(worker) => (worker.as_str()),
+                        None => "-",
+                    }
+                }
                 dt { "created at" } dd { (job.created_at.to_rfc3339()) }
             }
             h2 { "Payload" } (json_block(Some(&job.payload)))

@@ -1286,3 +1286,149 @@ async fn a_core_only_storage_gets_pages_without_what_it_cannot_do() {
         "nothing discarded"
     );
 }
+
+/// A worker registered as `id` on `host`, consuming queue `emails`.
+fn worker_info(id: &str, host: &str) -> queue_core::WorkerInfo {
+    queue_core::WorkerInfo {
+        id: WorkerId::new(id).expect("worker id"),
+        host: host.into(),
+        pid: 4242,
+        version: "0.1.0".into(),
+        queues: vec![queue_core::WorkerQueue {
+            queue: QueueName::new("emails").expect("name"),
+            concurrency: 4,
+        }],
+        started_at: chrono::DateTime::UNIX_EPOCH,
+    }
+}
+
+/// The workers page lists each registered worker, escaped, live then
+/// silent as its heartbeats stop, and forgets it later; the nav links it,
+/// and a running job's page links the worker holding it, whose own link
+/// shows it alone.
+#[tokio::test]
+async fn the_workers_page_lists_the_registry_and_a_job_links_its_worker() {
+    let clock = ManualClock::new(chrono::Utc::now());
+    let storage = Arc::new(MemoryStorage::with_clock(clock.clone()));
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    let empty = send(&app, get("/workers")).await;
+    assert_eq!(empty.status, StatusCode::OK);
+    assert!(
+        empty.body.contains("No worker is registered."),
+        "{}",
+        empty.body
+    );
+    assert!(
+        empty.body.contains(r#"href="/workers""#),
+        "the nav links it"
+    );
+
+    let holder = worker_info("w<1>&x", "<script>alert(1)</script>");
+    storage.register_worker(&holder).await.expect("register");
+    storage
+        .register_worker(&worker_info("other", "h2"))
+        .await
+        .expect("register");
+    let id = storage
+        .enqueue(NewJob::new("emails", json!(1)))
+        .await
+        .expect("enqueue")
+        .id;
+    let request = DequeueRequest::new(
+        vec![QueueName::new("emails").expect("name")],
+        1,
+        Duration::from_secs(300),
+        holder.id.clone(),
+    )
+    .expect("request");
+    storage.dequeue(&request).await.expect("claim");
+
+    let listed = send(&app, get("/workers")).await.body;
+    assert!(
+        listed.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{listed}"
+    );
+    assert!(!listed.contains("<script>"), "{listed}");
+    assert!(listed.contains("emails (4)"), "{listed}");
+    assert_eq!(listed.matches(">live<").count(), 2, "{listed}");
+
+    let job = send(&app, get(&format!("/jobs/{id}"))).await.body;
+    let link = r#"href="/workers?id=w%3C1%3E%26x""#;
+    assert!(job.contains(link), "{job}");
+    let one = send(&app, get("/workers?id=w%3C1%3E%26x")).await.body;
+    assert!(one.contains("w&lt;1&gt;&amp;x"), "{one}");
+    assert!(!one.contains(">other<"), "only the worker asked for: {one}");
+
+    clock.advance(Duration::from_secs(61));
+    storage
+        .register_worker(&worker_info("other", "h2"))
+        .await
+        .expect("heartbeat");
+    let later = send(&app, get("/workers")).await.body;
+    assert_eq!(later.matches(">silent<").count(), 1, "{later}");
+    assert_eq!(later.matches(">live<").count(), 1, "{later}");
+
+    clock.advance(Duration::from_secs(600));
+    let gone = send(&app, get("/workers?id=w%3C1%3E%26x")).await.body;
+    assert!(gone.contains("is not registered"), "{gone}");
+}
+
+/// A read-only dashboard lists a worker silent past the forget age and
+/// deletes nothing; a storage without the registry gets no nav link, no
+/// link on a job's page, and a 501 for the page.
+#[tokio::test]
+async fn the_workers_page_is_read_only_safe_and_absent_without_the_capability() {
+    let clock = ManualClock::new(chrono::Utc::now());
+    let storage = Arc::new(MemoryStorage::with_clock(clock.clone()));
+    storage
+        .register_worker(&worker_info("quiet", "h"))
+        .await
+        .expect("register");
+    clock.advance(Duration::from_secs(3600));
+    let read_only = app(
+        Arc::clone(&storage),
+        DashboardOptions {
+            read_only: true,
+            ..DashboardOptions::default()
+        },
+    );
+    let page = send(&read_only, get("/workers")).await.body;
+    assert!(
+        page.contains(">quiet<") && page.contains(">silent<"),
+        "{page}"
+    );
+    let kept = storage
+        .list_workers(Duration::from_secs(60), Duration::from_secs(86_400))
+        .await
+        .expect("list");
+    assert_eq!(kept.len(), 1, "reading the page deleted a worker");
+
+    let core = Arc::new(Restricted::shared(Arc::clone(&storage), Capabilities::CORE));
+    let app = app(core, DashboardOptions::default());
+    let refused = send(&app, get("/workers")).await;
+    assert_eq!(refused.status, StatusCode::NOT_IMPLEMENTED);
+    assert!(
+        refused.body.contains("capability workers"),
+        "{}",
+        refused.body
+    );
+    let id = storage
+        .enqueue(NewJob::new("emails", json!(1)))
+        .await
+        .expect("enqueue")
+        .id;
+    let request = DequeueRequest::new(
+        vec![QueueName::new("emails").expect("name")],
+        1,
+        Duration::from_secs(300),
+        WorkerId::new("quiet").expect("id"),
+    )
+    .expect("request");
+    storage.dequeue(&request).await.expect("claim");
+    let job = send(&app, get(&format!("/jobs/{id}"))).await.body;
+    assert!(job.contains(">quiet<"), "locked by is shown: {job}");
+    assert!(
+        !job.contains("/workers"),
+        "no link to the workers page: {job}"
+    );
+}

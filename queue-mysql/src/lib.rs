@@ -40,6 +40,7 @@ mod reclaim;
 mod rows;
 mod sql;
 mod storage;
+mod workers;
 
 pub use diesel_async::AsyncMysqlConnection;
 pub use error::{interpret_connection_error, interpret_error};

@@ -45,6 +45,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "trace_context",
         sql: include_str!("../migrations/0007_trace_context.sql"),
     },
+    Migration {
+        version: 8,
+        name: "workers",
+        sql: include_str!("../migrations/0008_workers.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

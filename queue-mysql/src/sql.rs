@@ -636,3 +636,23 @@ WHERE minute < COALESCE(
     (SELECT CAST(DATE_FORMAT(MIN(finished_at), '%Y-%m-%d %H:%i:00') AS DATETIME(6))
        FROM job_history),
     CAST('9999-12-31 23:59:59' AS DATETIME(6)))";
+
+/// Inserts a worker or replaces every column of its row; `last_seen` is
+/// now either way (the heartbeat). Binds: id, host, pid, version, queues,
+/// started at, now.
+pub(crate) const REGISTER_WORKER: &str = "
+INSERT INTO queue_worker (worker_id, host, pid, version, queues, started_at, last_seen)
+VALUES (?, ?, ?, ?, ?, ?, COALESCE(?, UTC_TIMESTAMP(6)))
+ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), version = VALUES(version),
+    queues = VALUES(queues), started_at = VALUES(started_at), last_seen = VALUES(last_seen)";
+
+/// Deletes a worker's row. Binds: id.
+pub(crate) const DEREGISTER_WORKER: &str = "DELETE FROM queue_worker WHERE worker_id = ?";
+
+/// Deletes the workers last seen at or before the bound instant (now less
+/// `forget_after`): the first statement of `list_workers`, after [`NOW`].
+pub(crate) const LIST_WORKERS_FORGET: &str = "DELETE FROM queue_worker WHERE last_seen <= ?";
+
+/// Every worker left, by id: the last statement of `list_workers`.
+pub(crate) const LIST_WORKERS: &str = "SELECT worker_id, host, pid, version, queues, started_at, \
+     last_seen FROM queue_worker ORDER BY worker_id";

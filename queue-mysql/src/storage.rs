@@ -17,7 +17,8 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
     NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, redact_secrets,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, WorkerId,
+    WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -181,7 +182,9 @@ async fn establish(url: String) -> Result<AsyncMysqlConnection, ConnectionError>
 #[async_trait]
 impl Storage for MySqlStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::OPERATIONS.with(Capability::Transactions)
+        Capabilities::OPERATIONS
+            .with(Capability::Transactions)
+            .with(Capability::Workers)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -246,6 +249,22 @@ impl Storage for MySqlStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_pooled().await
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        self.register_worker_pooled(worker).await
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        self.deregister_worker_pooled(id).await
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        self.list_workers_pooled(silent_after, forget_after).await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {

@@ -85,7 +85,8 @@ async fn migrations_apply_to_an_empty_database() {
             "queue_config",
             "queue_ready_ring",
             "queue_schedule",
-            "queue_schema_migrations"
+            "queue_schema_migrations",
+            "queue_worker"
         ]
     );
     drop(conn);

@@ -56,6 +56,7 @@ mod storage;
 #[cfg(test)]
 mod test_schema;
 mod unique_index;
+mod workers;
 
 pub use database::create_database_if_missing;
 pub use error::interpret_error;

@@ -79,6 +79,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "trace_context",
         sql: include_str!("../migrations/0014_trace_context.sql"),
     },
+    Migration {
+        version: 15,
+        name: "workers",
+        sql: include_str!("../migrations/0015_workers.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -12,7 +12,8 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
     NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
+    WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -402,7 +403,9 @@ impl PgStorage {
 #[async_trait]
 impl Storage for PgStorage {
     fn capabilities(&self) -> Capabilities {
-        let capabilities = Capabilities::OPERATIONS.with(Capability::Transactions);
+        let capabilities = Capabilities::OPERATIONS
+            .with(Capability::Transactions)
+            .with(Capability::Workers);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)
@@ -474,6 +477,22 @@ impl Storage for PgStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_pooled().await
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        self.register_worker_pooled(worker).await
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        self.deregister_worker_pooled(id).await
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        self.list_workers_pooled(silent_after, forget_after).await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {

@@ -66,7 +66,8 @@ async fn migrations_apply_to_an_empty_schema() {
             "job_throughput",
             "queue_config",
             "queue_schedule",
-            "queue_schema_migrations"
+            "queue_schema_migrations",
+            "queue_worker"
         ]
     );
     finish(schema, pool).await;

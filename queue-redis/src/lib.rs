@@ -30,6 +30,7 @@ mod rows;
 mod scripts;
 mod storage;
 mod wakeups;
+mod workers;
 
 pub use error::{NodeError, interpret_error};
 pub use storage::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_NAMESPACE, LAYOUT_VERSION, RedisStorage};

@@ -134,3 +134,15 @@ queue_script!(
 /// Registers queue names and reserves job sequence numbers (global slot).
 pub(crate) static REGISTER: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/register.lua")));
+
+/// Registers a worker or refreshes its registration (global slot).
+pub(crate) static REGISTER_WORKER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/register_worker.lua")));
+
+/// Removes a worker's registration (global slot).
+pub(crate) static DEREGISTER_WORKER: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/deregister_worker.lua")));
+
+/// Forgets workers silent too long and lists the others (global slot).
+pub(crate) static LIST_WORKERS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/list_workers.lua")));

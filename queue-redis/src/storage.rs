@@ -12,7 +12,8 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
     NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
+    WorkerInfo, WorkerRecord,
 };
 use serde_json::Value as Json;
 
@@ -129,6 +130,7 @@ impl Storage for RedisStorage {
         Capabilities::OPERATIONS
             .with(Capability::Wakeups)
             .with(Capability::RemoteWakeups)
+            .with(Capability::Workers)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -196,6 +198,22 @@ impl Storage for RedisStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_scripted().await
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        self.register_worker_scripted(worker).await
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        self.deregister_worker_scripted(id).await
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        self.list_workers_scripted(silent_after, forget_after).await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {

@@ -25,6 +25,7 @@ mod reclaim;
 mod rows;
 mod sql;
 mod storage;
+mod workers;
 
 pub use error::{OpenError, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};

@@ -24,6 +24,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "trace_context",
         sql: include_str!("../migrations/0003_trace_context.sql"),
     },
+    Migration {
+        version: 4,
+        name: "workers",
+        sql: include_str!("../migrations/0004_workers.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

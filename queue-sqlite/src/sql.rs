@@ -426,3 +426,23 @@ WHERE queue_schedule.last_fire_at < excluded.last_fire_at";
 /// Every schedule's latest fire, by name.
 pub(crate) const SCHEDULES: &str =
     "SELECT schedule_name, last_fire_at, next_fire_at FROM queue_schedule ORDER BY schedule_name";
+
+/// Inserts worker ?1 or replaces every column of its row; `last_seen` ?7
+/// is the write's now either way (the heartbeat).
+pub(crate) const REGISTER_WORKER: &str = "INSERT INTO queue_worker (worker_id, host, pid, version,
+    queues, started_at, last_seen)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (worker_id) DO UPDATE SET host = excluded.host, pid = excluded.pid,
+    version = excluded.version, queues = excluded.queues, started_at = excluded.started_at,
+    last_seen = excluded.last_seen";
+
+/// Deletes worker ?1's row.
+pub(crate) const DEREGISTER_WORKER: &str = "DELETE FROM queue_worker WHERE worker_id = ?1";
+
+/// Deletes the workers last seen `forget_after` (?2 microseconds) or more
+/// before now (?1): the first statement of `list_workers`' transaction.
+pub(crate) const LIST_WORKERS_FORGET: &str = "DELETE FROM queue_worker WHERE last_seen <= ?1 - ?2";
+
+/// Every worker left, by id: the second statement of `list_workers`.
+pub(crate) const LIST_WORKERS: &str = "SELECT worker_id, host, pid, version, queues, started_at,
+    last_seen FROM queue_worker ORDER BY worker_id";

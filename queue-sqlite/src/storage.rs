@@ -12,7 +12,7 @@ use queue_core::{
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
     NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
     QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup,
-    Wakeups, redact_secrets,
+    Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -296,6 +296,7 @@ impl Storage for SqliteStorage {
         Capabilities::OPERATIONS
             .with(Capability::Wakeups)
             .with(Capability::Transactions)
+            .with(Capability::Workers)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -360,6 +361,22 @@ impl Storage for SqliteStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_pooled().await
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        self.register_worker_pooled(worker).await
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        self.deregister_worker_pooled(id).await
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        self.list_workers_pooled(silent_after, forget_after).await
     }
 
     async fn retry_dead_letter(&self, id: JobId) -> Result<()> {

@@ -141,6 +141,12 @@ macro_rules! for_each_case {
             periodic::enqueue_periodic_enqueues_each_fire_time_once [Periodic],
             periodic::concurrent_periodic_fires_make_one_job [Periodic],
             periodic::enqueue_periodic_with_invalid_input_records_nothing [Periodic],
+            workers::register_worker_lists_what_was_registered [Workers],
+            workers::registering_again_replaces_the_record_and_moves_last_seen [Workers],
+            workers::deregister_removes_only_that_worker [Workers],
+            workers::a_quiet_worker_goes_silent_then_is_forgotten [Workers],
+            workers::worker_registry_with_invalid_input_writes_nothing [Workers],
+            workers::a_worker_registered_through_one_handle_is_listed_by_another [Workers] @2,
         }
     };
 }

@@ -18,7 +18,7 @@ use queue_core::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage,
     HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
     PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    ScheduleRecord, Storage, Throughput, Wakeups,
+    ScheduleRecord, Storage, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -234,6 +234,25 @@ impl<S: Storage> Storage for Restricted<S> {
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
         self.gate(Capability::Pause, "resume_queue")?;
         self.inner.resume_queue(queue).await
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        self.gate(Capability::Workers, "register_worker")?;
+        self.inner.register_worker(worker).await
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        self.gate(Capability::Workers, "deregister_worker")?;
+        self.inner.deregister_worker(id).await
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        self.gate(Capability::Workers, "list_workers")?;
+        self.inner.list_workers(silent_after, forget_after).await
     }
 
     async fn subscribe(&self) -> Result<Option<Wakeups>> {

@@ -38,6 +38,7 @@ mod handler;
 mod heartbeat;
 mod maintenance;
 mod periodic;
+mod registry;
 mod settings;
 mod shared;
 mod trace;

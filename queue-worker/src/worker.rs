@@ -17,7 +17,7 @@ use crate::config::{QueueOptions, WorkerOptions};
 use crate::handler::Handler;
 use crate::periodic::{Periodic, ScheduleInfo};
 use crate::shared::{QueueSlot, Shared};
-use crate::{complete, dispatch, heartbeat, maintenance, periodic, settings, wakeups};
+use crate::{complete, dispatch, heartbeat, maintenance, periodic, registry, settings, wakeups};
 
 /// Configures a worker over any `Storage`.
 pub struct WorkerBuilder<S> {
@@ -109,8 +109,13 @@ impl<S: Storage> WorkerBuilder<S> {
     /// [`Capability::FlowLimits`] (each queue runs with its options), no
     /// subscription without [`Capability::Wakeups`] (it polls), no pruning
     /// without [`Capability::PruneHistory`] (history is kept; a warning
-    /// says so), and a handler's snooze becomes a retry after the same delay
-    /// without [`Capability::Snooze`].
+    /// says so), a handler's snooze becomes a retry after the same delay
+    /// without [`Capability::Snooze`], and no entry in the worker registry
+    /// without [`Capability::Workers`]. With it, the worker registers
+    /// itself (id, host, process id, version, queues and their
+    /// concurrency, start time) as it starts, again every
+    /// `reclaim_interval` as its heartbeat, and deregisters at the end of
+    /// [`Worker::shutdown`].
     ///
     /// # Errors
     /// No queue configured, invalid worker options, or periodic schedules
@@ -156,6 +161,10 @@ impl<S: Storage> WorkerBuilder<S> {
         }
         if shared.options.subscribe && declared.supports(Capability::Wakeups) {
             tasks.push(tokio::spawn(wakeups::run(Arc::clone(&shared))));
+        }
+        if declared.supports(Capability::Workers) {
+            let info = registry::info(&shared, chrono::Utc::now());
+            tasks.push(tokio::spawn(registry::run(Arc::clone(&shared), info)));
         }
         if !self.schedules.is_empty() {
             let schedules = self.schedules.clone();
@@ -273,7 +282,9 @@ impl<S: Storage> Worker<S> {
     /// Stops fetching, lets running jobs finish for up to `deadline`, then
     /// fires the tokens of those still running, releases their leases
     /// without counting the attempt and aborts their tasks (dropping, and
-    /// so rolling back, whatever they held); flushes completions and stops.
+    /// so rolling back, whatever they held); flushes completions, stops,
+    /// and removes the worker from the registry when the storage has one
+    /// ([`Capability::Workers`]).
     pub async fn shutdown(self, deadline: Duration) -> ShutdownReport {
         let shared = &self.shared;
         shared.stop_fetching.cancel();
@@ -296,6 +307,9 @@ impl<S: Storage> Worker<S> {
         shared.stop_all.cancel();
         for task in self.tasks {
             let _ = task.await;
+        }
+        if shared.storage.capabilities().supports(Capability::Workers) {
+            registry::deregister(shared).await;
         }
         info!(worker_id = %shared.worker_id, ?report, "worker stopped");
         report

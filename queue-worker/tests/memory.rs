@@ -547,3 +547,45 @@ async fn prune_catches_up_when_a_round_leaves_history_behind() {
     }
     worker.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_is_listed_and_gone_after_shutdown() {
+    common::a_running_worker_is_listed_and_gone_after_shutdown(Arc::new(MemoryStorage::new()))
+        .await;
+}
+
+/// The worker registers again every `reclaim_interval`: after the storage's
+/// clock jumps past `silent_after`, its entry turns live again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_refreshes_its_registration() {
+    let clock = ManualClock::new(Utc::now());
+    let storage = Arc::new(MemoryStorage::with_clock(clock.clone()));
+    let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+        .options(WorkerOptions {
+            reclaim_interval: Duration::from_millis(20),
+            ..WorkerOptions::default()
+        })
+        .queue(
+            "q",
+            QueueOptions::with_concurrency(1),
+            |_ctx: JobContext| async { Ok(None) },
+        )
+        .expect("queue")
+        .start()
+        .expect("start");
+    let (silent, forget) = (Duration::from_secs(60), Duration::from_secs(3600));
+    let status = || async {
+        let listed = storage.list_workers(silent, forget).await.expect("list");
+        listed.first().map(|r| r.status)
+    };
+    wait_until("the worker registered", || async {
+        status().await == Some(queue_core::WorkerStatus::Live)
+    })
+    .await;
+    clock.advance(Duration::from_secs(120));
+    wait_until("the worker refreshed its registration", || async {
+        status().await == Some(queue_core::WorkerStatus::Live)
+    })
+    .await;
+    worker.shutdown(Duration::from_secs(5)).await;
+}

@@ -164,3 +164,11 @@ async fn the_worker_wakes_itself_on_another_process_enqueue() {
     producer.pool().close().await;
     finish(schema, &storage).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_is_listed_and_gone_after_shutdown() {
+    let (schema, storage) = storage().await;
+    let storage = Arc::new(storage);
+    common::a_running_worker_is_listed_and_gone_after_shutdown(Arc::clone(&storage)).await;
+    finish(schema, &storage).await;
+}

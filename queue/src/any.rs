@@ -8,7 +8,7 @@ use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
     QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, Wakeups,
+    Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -308,5 +308,21 @@ impl Storage for AnyStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         each!(self, s => s.schedules().await)
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        each!(self, s => s.register_worker(worker).await)
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        each!(self, s => s.deregister_worker(id).await)
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        each!(self, s => s.list_workers(silent_after, forget_after).await)
     }
 }

@@ -12,7 +12,7 @@ use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
     QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, async_trait,
+    Throughput, WorkerId, WorkerInfo, WorkerRecord, async_trait,
 };
 use serde_json::Value;
 
@@ -199,5 +199,24 @@ impl<S: Storage> Storage for TracedStorage<S> {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         traced("schedules", self.inner.schedules().await)
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        traced("register_worker", self.inner.register_worker(worker).await)
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        traced("deregister_worker", self.inner.deregister_worker(id).await)
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        traced(
+            "list_workers",
+            self.inner.list_workers(silent_after, forget_after).await,
+        )
     }
 }

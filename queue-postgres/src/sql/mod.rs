@@ -18,6 +18,7 @@ mod maintain;
 mod operate;
 mod periodic;
 mod queues;
+mod workers;
 
 use dequeue::*;
 use enqueue::*;
@@ -28,6 +29,7 @@ use maintain::*;
 use operate::*;
 use periodic::*;
 use queues::*;
+use workers::*;
 
 /// The columns of a live job, in the order `rows::job` reads them.
 pub(super) const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
@@ -135,6 +137,9 @@ pub(crate) struct Statements {
     pub(crate) enqueue_periodic: SqlStr,
     pub(crate) schedules: SqlStr,
     pub(crate) rotate_ready: SqlStr,
+    pub(crate) register_worker: SqlStr,
+    pub(crate) deregister_worker: SqlStr,
+    pub(crate) list_workers: SqlStr,
 }
 
 impl Statements {
@@ -230,6 +235,9 @@ impl Statements {
             queue_configs: fill(QUEUE_CONFIGS),
             enqueue_periodic: fill(ENQUEUE_PERIODIC),
             schedules: fill(SCHEDULES),
+            register_worker: fill(REGISTER_WORKER),
+            deregister_worker: fill(DEREGISTER_WORKER),
+            list_workers: fill(LIST_WORKERS),
             rotate_ready: fill(ROTATE_READY),
         }
     }

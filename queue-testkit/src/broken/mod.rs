@@ -196,11 +196,17 @@ pub enum Bug {
     /// forgot that `RETURNING` has no order). Caught by
     /// `dequeue::dequeue_orders_by_priority_then_available_at_then_id`.
     ClaimReturnsInIdOrder,
+    /// Registering a worker again replaces what it registered but keeps
+    /// its old `last_seen` (an upsert that sets every column but that
+    /// one), so a worker heartbeating on time goes silent and is then
+    /// forgotten. Caught by
+    /// `workers::registering_again_replaces_the_record_and_moves_last_seen`.
+    WorkerHeartbeatKeepsLastSeen,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 50] = [
+    pub const ALL: [Bug; 51] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -251,6 +257,7 @@ impl Bug {
         Bug::FireChecksThenRecords,
         Bug::ClaimSkipsThePageOfATakenJob,
         Bug::ClaimReturnsInIdOrder,
+        Bug::WorkerHeartbeatKeepsLastSeen,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -342,6 +349,9 @@ impl Bug {
             }
             Bug::ClaimReturnsInIdOrder => {
                 "dequeue::dequeue_orders_by_priority_then_available_at_then_id"
+            }
+            Bug::WorkerHeartbeatKeepsLastSeen => {
+                "workers::registering_again_replaces_the_record_and_moves_last_seen"
             }
         }
     }

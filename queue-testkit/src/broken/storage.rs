@@ -12,7 +12,7 @@ use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
     QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
-    Storage, Throughput,
+    Storage, Throughput, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -710,5 +710,33 @@ impl Storage for BrokenStorage {
 
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
         self.inner.resume_queue(queue).await
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        let kept = match self.bug {
+            Bug::WorkerHeartbeatKeepsLastSeen => (self.inner.lock().workers)
+                .get(&worker.id)
+                .map(|(_, seen)| *seen),
+            _ => None,
+        };
+        self.inner.register_worker(worker).await?;
+        if let Some(seen) = kept
+            && let Some(entry) = self.inner.lock().workers.get_mut(&worker.id)
+        {
+            entry.1 = seen;
+        }
+        Ok(())
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        self.inner.deregister_worker(id).await
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        self.inner.list_workers(silent_after, forget_after).await
     }
 }

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use queue_core::time::truncate_to_micros;
 use queue_core::{
     Bucket, Clock, EnqueueOutcome, FinalStatus, HistoryRecord, Job, JobId, Lease, QueueLimits,
-    QueueName, ScheduleName, ScheduleRecord, ValidJob, WorkerId,
+    QueueName, ScheduleName, ScheduleRecord, ValidJob, WorkerId, WorkerInfo,
 };
 use serde_json::Value;
 
@@ -39,6 +39,8 @@ pub(crate) struct State {
     pub(crate) limits: BTreeMap<QueueName, QueueLimits>,
     pub(crate) buckets: BTreeMap<QueueName, Bucket>,
     pub(crate) fires: BTreeMap<ScheduleName, ScheduleRecord>,
+    /// The worker registry: what each worker registered, and when.
+    pub(crate) workers: BTreeMap<WorkerId, (WorkerInfo, DateTime<Utc>)>,
 }
 
 impl MemoryStorage {

@@ -7,11 +7,12 @@ use chrono::{DateTime, Utc};
 use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
-    Ack, Capabilities, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob,
-    PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, minute_of, validate_lease,
-    validate_limit, validate_window,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter,
+    HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
+    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of, validate_lease, validate_limit,
+    validate_window,
 };
 use serde_json::Value;
 
@@ -51,7 +52,7 @@ impl State {
 #[async_trait]
 impl Storage for MemoryStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::OPERATIONS
+        Capabilities::OPERATIONS.with(Capability::Workers)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -403,5 +404,31 @@ impl Storage for MemoryStorage {
     async fn resume_queue(&self, queue: &QueueName) -> Result<()> {
         self.lock().paused.remove(queue);
         Ok(())
+    }
+
+    async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
+        let worker = worker.validate()?;
+        let now = self.current_time();
+        self.lock().workers.insert(worker.id.clone(), (worker, now));
+        Ok(())
+    }
+
+    async fn deregister_worker(&self, id: &WorkerId) -> Result<bool> {
+        Ok(self.lock().workers.remove(id).is_some())
+    }
+
+    async fn list_workers(
+        &self,
+        silent_after: Duration,
+        forget_after: Duration,
+    ) -> Result<Vec<WorkerRecord>> {
+        let ages = WorkerAges::at(self.current_time(), silent_after, forget_after)?;
+        let mut state = self.lock();
+        state.workers.retain(|_, (_, seen)| !ages.forgotten(*seen));
+        Ok(state
+            .workers
+            .values()
+            .map(|(info, seen)| ages.record(info.clone(), *seen))
+            .collect())
     }
 }

@@ -148,6 +148,14 @@ pub enum Op {
         /// The fire's job is invalid (0 attempts).
         invalid: bool,
     },
+    /// Register (or heartbeat) worker `r0`, `r1` or `r2` with this
+    /// concurrency on queue a.
+    RegisterWorker(u8, u32),
+    /// Deregister worker `r0`, `r1` or `r2`.
+    DeregisterWorker(u8),
+    /// List the workers, silent after `.0` seconds, forgotten `.1` seconds
+    /// later.
+    ListWorkers(u64, u64),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -180,6 +188,9 @@ impl Op {
             } => Some(Capability::ListJobs),
             Op::Select { .. } | Op::RetryDeadLetters { .. } => Some(Capability::BulkActions),
             Op::Throughput(_) => Some(Capability::Throughput),
+            Op::RegisterWorker(..) | Op::DeregisterWorker(_) | Op::ListWorkers(..) => {
+                Some(Capability::Workers)
+            }
             _ => None,
         }
     }
@@ -308,6 +319,9 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         }),
         1 => (0u8..4, 2u8..=4, proptest::bool::weighted(0.2))
             .prop_map(|(minute, racers, invalid)| Op::FireRace { minute, racers, invalid }),
+        1 => (0u8..3, 1u32..=3).prop_map(|(w, c)| Op::RegisterWorker(w, c)),
+        1 => (0u8..3).prop_map(Op::DeregisterWorker),
+        1 => (1u64..=40, 0u64..=60).prop_map(|(s, f)| Op::ListWorkers(s, f)),
     ]
 }
 
@@ -320,6 +334,21 @@ pub(super) fn limits(concurrency: Option<u32>, rate: Option<(u32, u32)>) -> Queu
             burst,
         }),
         ..QueueLimits::default()
+    }
+}
+
+/// What worker `r{n}` registers, with `concurrency` on queue a.
+pub(super) fn worker_info(n: u8, concurrency: u32) -> queue_core::WorkerInfo {
+    queue_core::WorkerInfo {
+        id: queue_core::WorkerId::new(format!("r{n}")).expect("model worker ids"),
+        host: "model-host".into(),
+        pid: u32::from(n) + 100,
+        version: "0.1.0".into(),
+        queues: vec![queue_core::WorkerQueue {
+            queue: queue_core::QueueName::new(QUEUES[0]).expect("model queue names"),
+            concurrency,
+        }],
+        started_at: crate::suite::start(),
     }
 }
 

@@ -13,7 +13,7 @@ use queue_core::{
 };
 use serde_json::json;
 
-use super::ops::{JobSpec, Op, QUEUES, retry};
+use super::ops::{JobSpec, Op, QUEUES, retry, worker_info};
 use super::{FULL_COMPARE_EVERY, fail};
 use crate::MemoryStorage;
 use crate::suite::{StorageFactory, start};
@@ -557,6 +557,27 @@ impl<S: Storage> Pair<S> {
                 let backend = kind(self.backend().throughput(window).await);
                 same("throughput", model, backend)
             }
+            Op::RegisterWorker(n, concurrency) => {
+                let info = worker_info(*n, *concurrency);
+                let model = kind(self.model.register_worker(&info).await);
+                let backend = kind(self.backend().register_worker(&info).await);
+                same("register_worker", model, backend)
+            }
+            Op::DeregisterWorker(n) => {
+                let id = worker_info(*n, 1).id;
+                let model = kind(self.model.deregister_worker(&id).await);
+                let backend = kind(self.backend().deregister_worker(&id).await);
+                same("deregister_worker", model, backend)
+            }
+            Op::ListWorkers(silent, forget) => {
+                let (silent, forget) = (
+                    Duration::from_secs(*silent),
+                    Duration::from_secs(silent + forget),
+                );
+                let model = kind(self.model.list_workers(silent, forget).await);
+                let backend = kind(self.backend().list_workers(silent, forget).await);
+                same("list_workers", model, backend)
+            }
         }
     }
 
@@ -599,6 +620,13 @@ impl<S: Storage> Pair<S> {
             let model = kind(self.model.queue_configs().await);
             let backend = kind(self.backend().queue_configs().await);
             same("queue_configs", model, backend)?;
+        }
+        if declared.supports(Capability::Workers) {
+            // Ages long enough to forget nobody: the comparison changes nothing.
+            let (silent, forget) = (Duration::from_secs(30), Duration::from_secs(365 * 86_400));
+            let model = kind(self.model.list_workers(silent, forget).await);
+            let backend = kind(self.backend().list_workers(silent, forget).await);
+            same("list_workers", model, backend)?;
         }
         Ok(())
     }

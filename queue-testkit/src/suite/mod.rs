@@ -28,6 +28,7 @@ pub mod release;
 mod run;
 pub mod snooze;
 pub mod trace;
+pub mod workers;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -369,3 +369,52 @@ pub(crate) async fn delayed_jobs_start_on_time_without_polling<S: Storage>(stora
         );
     }
 }
+
+/// A running worker is in the storage's registry with its host, process
+/// id, version and queues, live; after a clean shutdown it is not.
+pub(crate) async fn a_running_worker_is_listed_and_gone_after_shutdown<S: Storage>(
+    storage: Arc<S>,
+) {
+    let idle = |_ctx: JobContext| async { Ok(None) };
+    let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+        .queue("emails", QueueOptions::with_concurrency(3), idle)
+        .expect("queue")
+        .queue("reports", QueueOptions::with_concurrency(1), idle)
+        .expect("queue")
+        .start()
+        .expect("start");
+    let id = worker.worker_id().clone();
+    let ages = (Duration::from_secs(60), Duration::from_secs(600));
+    let until = Instant::now() + Duration::from_secs(20);
+    let record = loop {
+        let listed = storage
+            .list_workers(ages.0, ages.1)
+            .await
+            .expect("list_workers");
+        if let Some(record) = listed.into_iter().find(|r| r.info.id == id) {
+            break record;
+        }
+        assert!(Instant::now() < until, "the worker never registered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(record.status, queue_core::WorkerStatus::Live);
+    assert_eq!(record.info.pid, std::process::id());
+    assert_eq!(record.info.version, env!("CARGO_PKG_VERSION"));
+    assert!(!record.info.host.is_empty());
+    let queues: Vec<(String, u32)> = (record.info.queues.iter())
+        .map(|q| (q.queue.to_string(), q.concurrency))
+        .collect();
+    assert_eq!(
+        queues,
+        [("emails".to_owned(), 3), ("reports".to_owned(), 1)]
+    );
+    worker.shutdown(Duration::from_secs(5)).await;
+    let listed = storage
+        .list_workers(ages.0, ages.1)
+        .await
+        .expect("list_workers");
+    assert!(
+        listed.iter().all(|r| r.info.id != id),
+        "the worker is still registered after a clean shutdown: {listed:?}"
+    );
+}
