@@ -54,6 +54,12 @@ pub(crate) struct RunArgs {
     /// the server and the run's database, recreated).
     #[arg(long)]
     pub(crate) url: Option<String>,
+    /// The workers' databases, taken in turn by each worker started (the
+    /// nodes of a multi-writer cluster, such as Galera's, each with the
+    /// run's database); without them every worker uses `--url` (through
+    /// the proxy that cuts). Needs `--cuts 0`.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) worker_urls: Vec<String>,
     /// Completion mode.
     #[arg(long, value_enum, default_value = "transactional")]
     pub(crate) mode: Mode,

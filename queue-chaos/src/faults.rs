@@ -13,31 +13,41 @@ use crate::args::{Mode, RunArgs};
 /// The running worker processes.
 pub(crate) struct Workers {
     children: Vec<Child>,
-    command: Vec<String>,
+    /// The worker command before and after its URL.
+    command: (Vec<String>, Vec<String>),
+    /// The URLs workers take in turn, and how many were started.
+    urls: Vec<String>,
+    started: usize,
 }
 
 impl Workers {
-    /// Starts `args.workers` worker processes on `url`.
-    pub(crate) fn start(args: &RunArgs, url: &str) -> Result<Self, Failure> {
+    /// Starts `args.workers` worker processes on `urls`, taken in turn.
+    pub(crate) fn start(args: &RunArgs, urls: Vec<String>) -> Result<Self, Failure> {
         let backend = format!("{:?}", args.backend).to_lowercase();
         let mode = match args.mode {
             Mode::Transactional => "transactional",
             Mode::Plain => "plain",
         };
-        let command = vec![
+        let before = vec![
             "worker".to_owned(),
             "--backend".to_owned(),
             backend,
             "--url".to_owned(),
-            url.to_owned(),
+        ];
+        let after = vec![
             "--mode".to_owned(),
             mode.to_owned(),
             "--lease".to_owned(),
             format!("{}ms", args.lease.as_millis()),
         ];
+        if urls.is_empty() {
+            return Err(Failure("no URL for the workers".to_owned()));
+        }
         let mut workers = Self {
             children: Vec::new(),
-            command,
+            command: (before, after),
+            urls,
+            started: 0,
         };
         for _ in 0..args.workers {
             let child = workers.spawn()?;
@@ -46,10 +56,14 @@ impl Workers {
         Ok(workers)
     }
 
-    fn spawn(&self) -> Result<Child, Failure> {
+    fn spawn(&mut self) -> Result<Child, Failure> {
         let exe = std::env::current_exe().map_err(|e| Failure(format!("own binary: {e}")))?;
+        let url = &self.urls[self.started % self.urls.len()];
+        self.started += 1;
         Command::new(exe)
-            .args(&self.command)
+            .args(&self.command.0)
+            .arg(url)
+            .args(&self.command.1)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

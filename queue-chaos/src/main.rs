@@ -116,11 +116,11 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         }
         .to_owned()
     });
-    let several = target::several_hosts(&url);
+    let several = target::several_hosts(&url) || !args.worker_urls.is_empty();
     if several && args.cuts > 0 {
         return Err(Failure(
-            "--cuts needs a URL of one host: the proxy that cuts stands in front of one server \
-             (a URL of several hosts is for a failover: give --stop and --start instead)"
+            "--cuts needs one server: the proxy that cuts stands in front of one \
+             (a URL of several hosts or --worker-urls spread the run over several; pass --cuts 0)"
                 .to_owned(),
         ));
     }
@@ -132,11 +132,12 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         _ if several => None,
         _ => Some(Proxy::start(target::server_address(&url)).await?),
     };
-    let worker_url = match &proxy {
-        Some(proxy) => target::via_proxy(&url, proxy.port()),
-        None => url.clone(),
+    let worker_urls = match &proxy {
+        Some(proxy) => vec![target::via_proxy(&url, proxy.port())],
+        None if !args.worker_urls.is_empty() => args.worker_urls.clone(),
+        None => vec![url.clone()],
     };
-    let mut workers = Workers::start(&args, &worker_url)?;
+    let mut workers = Workers::start(&args, worker_urls)?;
     let producer = tokio::spawn(producer::produce(storage.clone(), args.rate, args.duration));
 
     let faults = inject(&args, &mut workers, proxy.as_deref()).await?;
