@@ -8,7 +8,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use queue_core::{NewJob, Storage};
 use queue_postgres::PgStorage;
@@ -130,42 +130,7 @@ async fn a_handler_completes_its_job_in_its_own_transaction() {
 async fn the_worker_wakes_on_the_direct_listen_connection() {
     let (schema, storage) = storage(true).await;
     let producer = through_pgbouncer(&schema, false).await;
-    let (started, mut starts) = mpsc::unbounded_channel();
-    let worker = WorkerBuilder::new(storage.clone())
-        .options(WorkerOptions {
-            poll_interval: Duration::from_secs(60),
-            ..WorkerOptions::default()
-        })
-        .queue(
-            "wake",
-            QueueOptions::with_concurrency(1),
-            move |_ctx: JobContext| {
-                let _ = started.send(Instant::now());
-                async { Ok(None) }
-            },
-        )
-        .expect("queue")
-        .start()
-        .expect("start");
-    for round in 0..3 {
-        // Idle long enough for the back-off to wait seconds between looks.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let sent = Instant::now();
-        producer
-            .enqueue(NewJob::new("wake", json!(round)))
-            .await
-            .expect("enqueue");
-        let start = tokio::time::timeout(Duration::from_secs(10), starts.recv())
-            .await
-            .expect("the job starts")
-            .expect("a start");
-        let lag = start.duration_since(sent);
-        assert!(
-            lag < Duration::from_millis(300),
-            "round {round}: started {lag:?} after the enqueue; polling alone waits seconds"
-        );
-    }
-    worker.shutdown(Duration::from_secs(5)).await;
+    common::a_worker_wakes_on_another_producers_enqueue(storage.clone(), &producer).await;
     producer.pool().close().await;
     finish(schema, &storage).await;
 }

@@ -115,52 +115,11 @@ async fn shutdown_acks_the_finished_and_releases_the_stuck() {
 /// long before the idle back-off would have looked again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worker_wakes_itself_on_another_process_enqueue() {
-    use std::time::{Duration, Instant};
-
-    use queue_core::{NewJob, Storage};
-    use queue_worker::{QueueOptions, WorkerBuilder, WorkerOptions};
-    use tokio::sync::mpsc;
-
     let (schema, storage) = storage().await;
     let producer = PgStorage::from_pool(schema.pool().await)
         .with_schema(schema.name())
         .expect("valid schema");
-    let (started, mut starts) = mpsc::unbounded_channel();
-    let worker = WorkerBuilder::new(storage.clone())
-        .options(WorkerOptions {
-            poll_interval: Duration::from_secs(60),
-            ..WorkerOptions::default()
-        })
-        .queue(
-            "wake",
-            QueueOptions::with_concurrency(1),
-            move |_ctx: JobContext| {
-                let _ = started.send(Instant::now());
-                async { Ok(None) }
-            },
-        )
-        .expect("queue")
-        .start()
-        .expect("start");
-    for round in 0..3 {
-        // Idle long enough for the back-off to wait seconds between looks.
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let sent = Instant::now();
-        producer
-            .enqueue(NewJob::new("wake", json!(round)))
-            .await
-            .expect("enqueue");
-        let start = tokio::time::timeout(Duration::from_secs(10), starts.recv())
-            .await
-            .expect("the job starts")
-            .expect("a start");
-        let lag = start.duration_since(sent);
-        assert!(
-            lag < Duration::from_millis(300),
-            "round {round}: started {lag:?} after the enqueue; polling alone waits seconds"
-        );
-    }
-    worker.shutdown(Duration::from_secs(5)).await;
+    common::a_worker_wakes_on_another_producers_enqueue(storage.clone(), &producer).await;
     producer.pool().close().await;
     finish(schema, &storage).await;
 }

@@ -418,3 +418,49 @@ pub(crate) async fn a_running_worker_is_listed_and_gone_after_shutdown<S: Storag
         "the worker is still registered after a clean shutdown: {listed:?}"
     );
 }
+
+/// A worker on `storage` that polls once a minute starts, three times over,
+/// a job that `producer` (another process's storage) enqueues after the
+/// worker has idled for seconds, within 300 ms: woken, not polled.
+pub(crate) async fn a_worker_wakes_on_another_producers_enqueue<S, P>(storage: S, producer: &P)
+where
+    S: Storage + Clone + 'static,
+    P: Storage,
+{
+    let (started, mut starts) = tokio::sync::mpsc::unbounded_channel();
+    let worker = WorkerBuilder::new(storage)
+        .options(WorkerOptions {
+            poll_interval: Duration::from_secs(60),
+            ..WorkerOptions::default()
+        })
+        .queue(
+            "wake",
+            QueueOptions::with_concurrency(1),
+            move |_ctx: JobContext| {
+                let _ = started.send(Instant::now());
+                async { Ok(None) }
+            },
+        )
+        .expect("queue")
+        .start()
+        .expect("start");
+    for round in 0..3 {
+        // Idle long enough for the back-off to wait seconds between looks.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let sent = Instant::now();
+        producer
+            .enqueue(NewJob::new("wake", json!(round)))
+            .await
+            .expect("enqueue");
+        let start = tokio::time::timeout(Duration::from_secs(10), starts.recv())
+            .await
+            .expect("the job starts")
+            .expect("a start");
+        let lag = start.duration_since(sent);
+        assert!(
+            lag < Duration::from_millis(300),
+            "round {round}: started {lag:?} after the enqueue; polling alone waits seconds"
+        );
+    }
+    worker.shutdown(Duration::from_secs(5)).await;
+}
