@@ -100,7 +100,8 @@ async fn an_upgrade_keeps_pending_leased_and_scheduled_jobs_where_they_belong() 
     drop(conn);
 
     let storage = MySqlStorage::connect(&db.url()).expect("pool");
-    assert_eq!(storage.migrate().await.expect("upgrade"), [6, 7]);
+    let later: Vec<_> = MIGRATIONS[5..].iter().map(|m| m.version).collect();
+    assert_eq!(storage.migrate().await.expect("upgrade"), later);
     let mut conn = connect(&db).await;
     assert_eq!(
         entries(&mut conn).await,
