@@ -55,7 +55,12 @@ impl StorageFactory for GaleraFactory {
 
 queue_testkit::conformance_tests!(galera: GaleraFactory);
 
+/// Ignored until the bug it found is fixed: racing periodic fires through
+/// two nodes sometimes enqueue one fire's job twice (seed 1592590337,
+/// step 5; docs/high-availability.md, "MariaDB Galera"). It passed once
+/// and failed once in two full runs. Run it with `--ignored`.
 #[test]
+#[ignore = "finds a double periodic fire across Galera nodes (issue 37): run with --ignored"]
 fn galera_agrees_with_the_model_across_two_nodes() {
     check_against_model(&GaleraFactory, ModelConfig::default());
 }
