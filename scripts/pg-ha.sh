@@ -14,6 +14,10 @@
 #   scripts/pg-ha.sh status              # role of each cluster, or down
 #   scripts/pg-ha.sh kill-primary        # qha_a stopped with -m immediate
 #   scripts/pg-ha.sh promote             # qha_b promoted, waits until it writes
+#   scripts/pg-ha.sh stop-standby        # qha_b stopped (-m fast): it receives
+#                                        # nothing until start-standby
+#   scripts/pg-ha.sh start-standby       # qha_b started again (still a standby
+#                                        # until promoted)
 #   scripts/pg-ha.sh stop                # both stopped and dropped
 #
 # The tests reach them through QUEUE_TEST_PG_HA_URL
@@ -125,12 +129,17 @@ start) start "${2:-sync}" ;;
 stop) drop ;;
 status) status ;;
 kill-primary) pg_ctlcluster "$VERSION" $PRIMARY stop -m immediate ;;
+stop-standby) pg_ctlcluster "$VERSION" $STANDBY stop -m fast ;;
+start-standby)
+    pg_ctlcluster "$VERSION" $STANDBY start
+    wait_for $STANDBY t
+    ;;
 promote)
     pg_ctlcluster "$VERSION" $STANDBY promote
     wait_for $STANDBY f
     ;;
 *)
-    echo "usage: $0 start [sync|async] | status | kill-primary | promote | stop" >&2
+    echo "usage: $0 start [sync|async] | status | kill-primary | promote | stop-standby | start-standby | stop" >&2
     exit 2
     ;;
 esac

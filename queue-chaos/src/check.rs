@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use queue::{
     AnyStorage, FinalStatus, HistoryFilter, HistoryRecord, JobId, MAX_PAGE_SIZE, QueueName, Storage,
 };
@@ -61,6 +62,51 @@ pub(crate) async fn history(storage: &AnyStorage) -> Result<Vec<HistoryRecord>, 
             Some(next) => before = Some(next),
             None => return Ok(all),
         }
+    }
+}
+
+/// How long the restart (or failover) kept jobs from starting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outage {
+    /// From the stop command (the kill) to the first job started after it.
+    pub(crate) from_stop_ms: i64,
+    /// From the start command's return (the promotion) to that first job.
+    pub(crate) from_start_ms: i64,
+}
+
+impl std::fmt::Display for Outage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            " outage_ms={} claim_after_start_ms={}",
+            self.from_stop_ms, self.from_start_ms
+        )
+    }
+}
+
+/// The first start after `stopped` among the history's last attempts: a job
+/// whose last attempt began after the stop was claimed then, so the
+/// earliest of them is the first claim the restarted (or promoted) server
+/// answered. Without one (nothing started afterwards) the figures are -1.
+pub(crate) fn outage(
+    records: &[HistoryRecord],
+    stopped: DateTime<Utc>,
+    started: DateTime<Utc>,
+) -> Outage {
+    let first = records
+        .iter()
+        .filter_map(|record| record.started_at)
+        .filter(|at| *at > stopped)
+        .min();
+    match first {
+        Some(first) => Outage {
+            from_stop_ms: (first - stopped).num_milliseconds(),
+            from_start_ms: (first - started).num_milliseconds(),
+        },
+        None => Outage {
+            from_stop_ms: -1,
+            from_start_ms: -1,
+        },
     }
 }
 
@@ -142,7 +188,7 @@ mod tests {
     use chrono::Utc;
     use queue::{FinalStatus, HistoryRecord, JobId, QueueName, UniqueKey, WorkerId};
 
-    use super::{Mode, Produced, check};
+    use super::{Mode, Outage, Produced, check, outage};
 
     fn record(id: i64, key: &str, attempts: u32, worker: &str) -> HistoryRecord {
         HistoryRecord {
@@ -264,5 +310,28 @@ mod tests {
         );
         assert_eq!(verdict.stale_acks, 0, "{verdict:?}");
         assert!(verdict.violated());
+    }
+
+    #[test]
+    fn the_outage_ends_at_the_first_start_after_the_stop() {
+        let stopped = Utc::now();
+        let started = stopped + chrono::Duration::milliseconds(2_300);
+        let at = |ms: i64| Some(stopped + chrono::Duration::milliseconds(ms));
+        let mut records: Vec<_> = [(1, at(-50)), (2, at(4_100)), (3, at(2_900)), (4, None)]
+            .into_iter()
+            .map(|(id, started_at)| HistoryRecord {
+                started_at,
+                ..record(id, &format!("k{id}"), 1, "w")
+            })
+            .collect();
+        assert_eq!(
+            outage(&records, stopped, started),
+            Outage {
+                from_stop_ms: 2_900,
+                from_start_ms: 600
+            }
+        );
+        records.retain(|record| record.id.0 == 1);
+        assert_eq!(outage(&records, stopped, started).from_stop_ms, -1);
     }
 }

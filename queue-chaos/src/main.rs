@@ -23,6 +23,7 @@ mod target;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use clap::Parser;
 use queue::{JobContext, QueueName, QueueOptions, Storage, WorkerBuilder, WorkerOptions};
 
@@ -104,6 +105,9 @@ struct Faults {
     stops: u32,
     restarts: u32,
     cuts: u32,
+    /// When the restart's stop command began and when its start command
+    /// returned (database clock: the history's timestamps are the server's).
+    restart: Option<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
 /// A whole run.
@@ -170,10 +174,13 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
     let live = live_jobs(&storage, &queue).await?;
     let effects = target::effects(&storage, &url).await?;
     let verdict = check::check(args.mode, &produced, &records, live, &effects);
+    let outage = faults
+        .restart
+        .map(|(stopped, started)| check::outage(&records, stopped, started));
     println!(
         "chaos backend={} mode={} workers={} seconds={} jobs={} kills={} stops={} restarts={} cuts={} \
          enqueue_errors={} lost={} double_effects={} stale_acks={} unfinished={} duplicate_jobs={} \
-         producer_duplicates={} retries={} max_attempts={} drain_s={:.1}",
+         producer_duplicates={} retries={} max_attempts={} drain_s={:.1}{}",
         format!("{:?}", args.backend).to_lowercase(),
         if args.mode == Mode::Transactional {
             "transactional"
@@ -196,7 +203,8 @@ async fn run(args: RunArgs) -> Result<(), Failure> {
         verdict.producer_duplicates,
         verdict.retries,
         verdict.max_attempts,
-        drain.as_secs_f64()
+        drain.as_secs_f64(),
+        outage.map_or_else(String::new, |outage| outage.to_string())
     );
     if verdict.violated() {
         return Err(Failure("violations found: see the figures above".into()));
@@ -257,9 +265,11 @@ async fn inject(
         }
         if !restarted && now >= args.duration / 2 {
             if let Some((stop, start_command)) = &restart {
+                let stopped = Utc::now();
                 faults::shell(stop).await?;
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 faults::shell(start_command).await?;
+                faults.restart = Some((stopped, Utc::now()));
                 faults.restarts += 1;
             }
             restarted = true;

@@ -73,6 +73,9 @@ fn run_on(backend: &str, url: &str, args: &[&str], restart: Option<(String, Stri
     }
     if restart.is_some() {
         assert!(line.contains(" restarts=1 "), "{line}");
+        // Jobs started again after the restart (or the failover).
+        assert!(line.contains(" outage_ms="), "{line}");
+        assert!(!line.contains(" outage_ms=-1"), "{line}");
     }
 }
 
