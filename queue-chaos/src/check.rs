@@ -68,7 +68,8 @@ pub(crate) async fn history(storage: &AnyStorage) -> Result<Vec<HistoryRecord>, 
 /// How long the restart (or failover) kept jobs from starting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Outage {
-    /// From the stop command (the kill) to the first job started after it.
+    /// From the stop command's return (the server down) to the first job
+    /// started after it.
     pub(crate) from_stop_ms: i64,
     /// From the start command's return (the promotion) to that first job.
     pub(crate) from_start_ms: i64,

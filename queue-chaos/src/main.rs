@@ -105,8 +105,9 @@ struct Faults {
     stops: u32,
     restarts: u32,
     cuts: u32,
-    /// When the restart's stop command began and when its start command
-    /// returned (database clock: the history's timestamps are the server's).
+    /// When the restart's stop command and its start command returned (the
+    /// server down, then up or promoted), on the clock the history's
+    /// timestamps use (one machine).
     restart: Option<(DateTime<Utc>, DateTime<Utc>)>,
 }
 
@@ -265,8 +266,8 @@ async fn inject(
         }
         if !restarted && now >= args.duration / 2 {
             if let Some((stop, start_command)) = &restart {
-                let stopped = Utc::now();
                 faults::shell(stop).await?;
+                let stopped = Utc::now();
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 faults::shell(start_command).await?;
                 faults.restart = Some((stopped, Utc::now()));

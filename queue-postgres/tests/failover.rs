@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use queue_core::{DequeueRequest, NewJob, QueueError, QueueName, Storage, WorkerId};
+use futures_util::{FutureExt, StreamExt};
+use queue_core::{DequeueRequest, NewJob, QueueError, QueueName, Storage, Wakeup, WorkerId};
 use queue_postgres::PgStorage;
 use serde_json::json;
 
@@ -65,6 +66,14 @@ async fn live(storage: &PgStorage) -> u64 {
         .iter()
         .map(|s| s.pending + s.scheduled + s.running + s.stalled)
         .sum()
+}
+
+/// The next wake-up, within 10 s.
+async fn next(wakeups: &mut queue_core::Wakeups) -> queue_core::Result<Wakeup> {
+    tokio::time::timeout(Duration::from_secs(10), wakeups.next())
+        .await
+        .expect("a wake-up within 10 s")
+        .expect("the stream goes on")
 }
 
 fn request(limit: u32) -> DequeueRequest {
@@ -160,6 +169,14 @@ async fn the_storage_follows_a_failover_and_loses_nothing_acknowledged() {
     }
 
     let live_before = live(&storage).await;
+    // A worker's wake-ups: heard before, on the new primary after.
+    let mut wakeups = storage
+        .subscribe()
+        .await
+        .expect("subscribe")
+        .expect("PostgreSQL has wake-ups");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    while wakeups.next().now_or_never().flatten().is_some() {}
 
     let killed = Instant::now();
     pg_ha(&["kill-primary"]);
@@ -205,6 +222,24 @@ async fn the_storage_follows_a_failover_and_loses_nothing_acknowledged() {
         .await
         .expect("enqueue on the new primary");
     assert!(again.existed && again.id == enqueued[49], "{again:?}");
+    // The listener finds its connection gone and says so (`All`: look at
+    // every queue, signals may have been missed), reconnects to the new
+    // primary and listens there.
+    let mut told = next(&mut wakeups).await;
+    while let Ok(Wakeup::Queue(_)) = told {
+        told = next(&mut wakeups).await;
+    }
+    assert!(matches!(told, Ok(Wakeup::All)), "{told:?}");
+    storage
+        .enqueue(NewJob::new("q", json!({"n": 51})).unique_key("k51"))
+        .await
+        .expect("enqueue on the new primary");
+    let heard = next(&mut wakeups).await;
+    assert!(
+        matches!(&heard, Ok(Wakeup::Queue(q)) if q.as_str() == "q"),
+        "no wake-up from the new primary: {heard:?}"
+    );
+    drop(wakeups);
     storage.pool().close().await;
 }
 
