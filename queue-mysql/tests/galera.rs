@@ -64,3 +64,51 @@ queue_testkit::conformance_tests!(galera: GaleraFactory);
 fn galera_agrees_with_the_model_across_two_nodes() {
     check_against_model(&GaleraFactory, ModelConfig::default());
 }
+
+/// Racing enqueues of one unique key, two through each of two nodes,
+/// round after round: every racer answers the same job, and exactly one
+/// of them created it. Ignored with the model test: it reproduces that
+/// finding in seconds (here it failed at rounds 386, 562 and 792 of
+/// 1,000). The losing racer's transaction on the other node reports its
+/// INSERT and its COMMIT done (no error reaches `insert_all`), yet its
+/// row is on no node afterwards; the server's own client gets 1213 for a
+/// COMMIT after a brute-force abort, so the suspect is between the
+/// driver's transaction handling and the server (issue 37).
+#[tokio::test]
+#[ignore = "finds an enqueue reported created but lost across Galera nodes (issue 37): run with --ignored"]
+async fn racing_enqueues_of_one_key_through_two_nodes_give_one_job() {
+    use queue_core::{NewJob, Storage};
+    let clock = queue_core::ManualClock::new(chrono::Utc::now());
+    let mut fixture = GaleraFactory.create(Clock::Manual(clock)).await;
+    let second = fixture.take_second_handle().expect("a second handle").await;
+    let (first, teardown) = fixture.into_parts();
+    for round in 0..1000 {
+        let key = format!("k{round}");
+        let racers = [&first, &second, &first, &second].map(|storage| {
+            let storage = storage.clone();
+            let key = key.clone();
+            tokio::spawn(async move {
+                storage
+                    .enqueue(
+                        NewJob::new("q", serde_json::json!(1))
+                            .unique_key(key)
+                            .priority(-1)
+                            .delay(std::time::Duration::from_secs(26)),
+                    )
+                    .await
+            })
+        });
+        let mut outcomes = Vec::new();
+        for racer in racers {
+            outcomes.push(racer.await.expect("racer").expect("enqueue"));
+        }
+        let created = outcomes.iter().filter(|o| !o.existed).count();
+        assert!(
+            created == 1 && outcomes.iter().all(|o| o.id == outcomes[0].id),
+            "round {round}: {outcomes:?}"
+        );
+    }
+    if let Some(teardown) = teardown {
+        teardown.await;
+    }
+}
