@@ -70,10 +70,11 @@ fn galera_agrees_with_the_model_across_two_nodes() {
 /// of them created it. Ignored with the model test: it reproduces that
 /// finding in seconds (here it failed at rounds 386, 562 and 792 of
 /// 1,000). The losing racer's transaction on the other node reports its
-/// INSERT and its COMMIT done (no error reaches `insert_all`), yet its
-/// row is on no node afterwards; the server's own client gets 1213 for a
-/// COMMIT after a brute-force abort, so the suspect is between the
-/// driver's transaction handling and the server (issue 37).
+/// INSERT and its COMMIT done (no error reaches `insert_all`; the
+/// server's general log shows BEGIN, INSERT, `SELECT LAST_INSERT_ID()`,
+/// COMMIT on each node), yet its row is not there when read through the
+/// same node right after, nor on any node later; the server's own client
+/// gets 1213 for a COMMIT after a brute-force abort. Issue 37.
 #[tokio::test]
 #[ignore = "finds an enqueue reported created but lost across Galera nodes (issue 37): run with --ignored"]
 async fn racing_enqueues_of_one_key_through_two_nodes_give_one_job() {
