@@ -214,7 +214,8 @@ pub(crate) enum Command {
         /// Refuse every mutation.
         #[arg(long)]
         read_only: bool,
-        /// Pages reload every this many seconds; 0 turns it off.
+        /// Pages update in place every this many seconds (at least 1); 0
+        /// turns it off.
         #[arg(long, default_value_t = 5)]
         refresh: u64,
         /// Without a token, also answer to this Host (`name` or

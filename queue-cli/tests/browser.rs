@@ -97,13 +97,13 @@ async fn open_with(schema: &TestSchema, extra: &[&str]) -> (Process, Process, Cl
     let port = free_port();
     let dashboard = Process(
         Command::new(env!("CARGO_BIN_EXE_queue"))
-            .args([
-                "dashboard",
-                "--bind",
-                &format!("127.0.0.1:{port}"),
-                "--refresh",
-                "0",
-            ])
+            .args(["dashboard", "--bind", &format!("127.0.0.1:{port}")])
+            // Still pages unless the test asks for live updates.
+            .args(if extra.contains(&"--refresh") {
+                &[][..]
+            } else {
+                &["--refresh", "0"][..]
+            })
             .args(extra)
             .env("QUEUE_DATABASE_URL", schema.url())
             .env("QUEUE_SCHEMA", schema.name())
@@ -413,6 +413,58 @@ async fn the_login_form_posts_and_its_cookie_is_out_of_scripts_reach() {
     assert_eq!(cookie.http_only(), Some(true));
     assert_eq!(format!("{:?}", cookie.same_site()), "Some(Strict)");
     assert_ne!(cookie.secure(), Some(true), "plain HTTP: not Secure");
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+/// The overview updates in place: jobs enqueued after it loaded show in
+/// its counts within a few periods, without a reload (a mark left on the
+/// window stays), and the page stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn the_overview_updates_in_place() {
+    let (schema, storage, _, _) = fixture().await;
+    let (_dashboard, _driver, client, base) = open_with(&schema, &["--refresh", "1"]).await;
+    client
+        .goto(&format!("{base}/"))
+        .await
+        .expect("open the overview");
+    client
+        .execute("window.__kept = 1; return null;", vec![])
+        .await
+        .expect("mark the window");
+    let webhooks_pending = "return Array.from(document.querySelectorAll('#live tr')).some(\
+         row => row.cells.length > 1 && row.cells[0].innerText.trim() === 'webhooks' \
+         && row.cells[1].innerText.trim() === '{n}');";
+    wait_until(
+        &client,
+        &webhooks_pending.replace("{n}", "7"),
+        "the overview shows webhooks' 7 pending jobs",
+    )
+    .await;
+    for i in 0..5 {
+        storage
+            .enqueue(NewJob::new("webhooks", json!({ "late": i })))
+            .await
+            .expect("enqueue");
+    }
+    wait_until(
+        &client,
+        &webhooks_pending.replace("{n}", "12"),
+        "the overview never showed the 5 new jobs in place",
+    )
+    .await;
+    assert_eq!(
+        client
+            .execute(
+                "return window.__kept === 1 && !!document.querySelector('header a.brand');",
+                vec![]
+            )
+            .await
+            .expect("read the window"),
+        json!(true),
+        "the page was reloaded or lost its frame"
+    );
     client.close().await.expect("close");
     schema.drop_schema().await;
 }

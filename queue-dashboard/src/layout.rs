@@ -1,4 +1,4 @@
-//! The page frame: navigation, the embedded style sheet, auto-refresh.
+//! The page frame: navigation, the embedded style sheet, live updates.
 
 use maud::{DOCTYPE, Markup, html};
 use queue_core::{Capability, Storage};
@@ -20,18 +20,35 @@ pub(crate) async fn style() -> impl axum::response::IntoResponse {
     )
 }
 
-/// A full page titled `title` around `body`.
+/// A full page titled `title` around `body`, updated in place every
+/// refresh period (see [`crate::live`]).
 pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -> Markup {
+    frame(state, title, body, crate::live::period(state))
+}
+
+/// A full page that stays as it is (a form being filled in).
+pub(crate) fn still_page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -> Markup {
+    frame(state, title, body, None)
+}
+
+fn frame<S: Storage>(
+    state: &AppState<S>,
+    title: &str,
+    body: Markup,
+    live: Option<std::time::Duration>,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
-                @if let Some(refresh) = state.options.refresh {
-                    meta http-equiv="refresh" content=(refresh.as_secs().max(1));
-                }
                 title { (title) " · queue" }
                 link rel="stylesheet" href=(STYLE_PATH);
+                @if let Some(every) = live {
+                    script src=(crate::live::SCRIPT_PATH) defer {}
+                    // Without scripts, the page reloads instead.
+                    noscript { meta http-equiv="refresh" content=(every.as_secs()); }
+                }
             }
             body {
                 header {
@@ -51,9 +68,16 @@ pub(crate) fn page<S: Storage>(state: &AppState<S>, title: &str, body: Markup) -
                         span.muted { "read-only" }
                     }
                 }
-                main {
-                    h1 { (title) }
-                    (body)
+                @if let Some(every) = live {
+                    main #live data-every=(every.as_secs()) {
+                        h1 { (title) }
+                        (body)
+                    }
+                } @else {
+                    main {
+                        h1 { (title) }
+                        (body)
+                    }
                 }
             }
         }

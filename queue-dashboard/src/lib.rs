@@ -1,6 +1,7 @@
 //! `queue-dashboard`: a web dashboard for the job queue, over any
 //! [`queue_core::Storage`]. Server-rendered HTML with every asset embedded
-//! (no CDN, no JavaScript build), auto-refresh, Prometheus metrics.
+//! (no CDN, no JavaScript build), pages updated in place by one small
+//! script of its own, Prometheus metrics.
 //!
 //! ```no_run
 //! # async fn demo(storage: std::sync::Arc<impl queue_core::Storage>) -> std::io::Result<()> {
@@ -22,6 +23,7 @@ mod error;
 mod href;
 mod jobs;
 mod layout;
+mod live;
 mod metrics;
 mod pages;
 mod workers;
@@ -43,7 +45,10 @@ pub struct DashboardOptions {
     /// When set, every request must carry this token (see the crate's
     /// security notes); [`router`] refuses a blank one.
     pub token: Option<String>,
-    /// Pages reload themselves this often; `None` turns it off.
+    /// Pages update in place this often (at most once a second: shorter
+    /// periods are raised to one second); `None` turns it off. Live
+    /// requests within a period are answered from one copy per page, so
+    /// open tabs read the storage at most once per period and page.
     pub refresh: Option<Duration>,
     /// Without a token, the `Host` names served besides `localhost` and the
     /// loopback addresses: `name` (any port) or `name:port`, such as the
@@ -110,6 +115,8 @@ pub(crate) struct AppState<S> {
     pub(crate) csrf: String,
     /// `/metrics`' counters.
     pub(crate) finished: metrics::Finished,
+    /// The copies of pages that live requests are answered from.
+    pub(crate) live: live::Copies,
 }
 
 impl<S: Storage> AppState<S> {
@@ -153,10 +160,12 @@ pub fn router<S: Storage>(
         allowed_hosts,
         csrf: csrf_token().to_owned(),
         finished: metrics::Finished::new(),
+        live: live::Copies::default(),
     });
     let mut app = Router::new()
         .route("/", get(pages::overview::<S>))
         .route(layout::STYLE_PATH, get(layout::style))
+        .route(live::SCRIPT_PATH, get(live::script))
         .route(auth::LOGIN_PATH, post(auth::login::<S>))
         .route("/history", get(pages::history::<S>))
         .route("/jobs", get(jobs::list::<S>))
@@ -180,6 +189,11 @@ pub fn router<S: Storage>(
         .route("/workers", get(workers::list::<S>))
         .route("/metrics", get(metrics::metrics::<S>))
         .route("/healthz", get(metrics::healthz::<S>))
+        // Innermost: a live copy is served only past the access checks.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state),
+            live::bound::<S>,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&state),
             auth::require_token::<S>,

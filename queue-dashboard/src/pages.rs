@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use crate::error::Failure;
 use crate::href::component;
-use crate::layout::{action, page};
+use crate::layout::{action, page, still_page};
 use crate::{AppState, chart};
 
 /// Per queue: counts by state, the oldest pending job, what finished in
@@ -312,5 +312,5 @@ pub(crate) async fn enqueue_form<S: Storage>(
             button type="submit" { "Enqueue" }
         }
     };
-    Ok(page(&state, "Enqueue", body))
+    Ok(still_page(&state, "Enqueue", body))
 }

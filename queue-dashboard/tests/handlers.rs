@@ -125,8 +125,127 @@ async fn the_overview_shows_each_queue_and_refreshes_itself() {
     let page = send(&app, get("/")).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains(">emails</a>"), "{}", page.body);
-    assert!(page.body.contains(r#"http-equiv="refresh""#));
     assert!(page.body.contains(r#"action="/queues/pause?queue=emails""#));
+    // Updated in place by the one script, every 5 s; reloaded without it.
+    assert!(
+        page.body.contains(r#"<main id="live" data-every="5">"#),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains(LIVE_SCRIPT), "{}", page.body);
+    assert!(
+        page.body
+            .contains(r#"<noscript><meta http-equiv="refresh" content="5"></noscript>"#),
+        "{}",
+        page.body
+    );
+}
+
+/// How pages load the live-update script.
+const LIVE_SCRIPT: &str = r#"<script src="/live.js" defer></script>"#;
+
+fn live_get(path: &str) -> Request<Body> {
+    let mut request = get(path);
+    request
+        .headers_mut()
+        .insert("x-live", "1".parse().expect("a value"));
+    request
+}
+
+/// Live requests within a refresh period are answered from one copy of
+/// the page (the storage is read once per period and page, however many
+/// tabs ask); a plain request always reads afresh; past the period the
+/// live copy is made again.
+#[tokio::test]
+async fn live_requests_within_a_period_share_one_copy_of_the_page() {
+    let (storage, _, _) = storage().await;
+    let options = DashboardOptions {
+        refresh: Some(Duration::from_secs(1)),
+        ..DashboardOptions::default()
+    };
+    let app = app(Arc::clone(&storage), options);
+    let path = "/jobs?queue=emails";
+    let first = send(&app, live_get(path)).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let added = storage
+        .enqueue(NewJob::new("emails", json!({ "n": 2 })))
+        .await
+        .expect("enqueue")
+        .id;
+    let shown = format!(r#"href="/jobs/{added}""#);
+    assert!(!first.body.contains(&shown));
+    let copy = send(&app, live_get(path)).await;
+    assert_eq!(copy.status, StatusCode::OK);
+    assert_eq!(copy.body, first.body, "a live request within the period");
+    assert_eq!(
+        copy.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+        Some("text/html; charset=utf-8")
+    );
+    let plain = send(&app, get(path)).await;
+    assert!(plain.body.contains(&shown), "a plain request reads afresh");
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let later = send(&app, live_get(path)).await;
+    assert!(later.body.contains(&shown), "past the period, a new copy");
+}
+
+/// A copy made for a reader with the token never reaches a request
+/// without it: the access checks run first.
+#[tokio::test]
+async fn a_live_copy_is_served_only_past_the_access_checks() {
+    let (storage, _, _) = storage().await;
+    let app = app(storage, with_token());
+    let mut allowed = live_get("/");
+    allowed.headers_mut().insert(
+        header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().expect("a value"),
+    );
+    let page = send(&app, allowed).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let refused = send(&app, live_get("/")).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    assert!(!refused.body.contains("emails"), "{}", refused.body);
+}
+
+/// The script is served with its type; with refresh off, pages load no
+/// script and every request reads afresh; the enqueue form never updates
+/// under the user's hands.
+#[tokio::test]
+async fn the_script_is_served_and_refresh_off_means_no_live_region() {
+    let (storage, _, _) = storage().await;
+    let open = app(Arc::clone(&storage), DashboardOptions::default());
+    let script = send(&open, get("/live.js")).await;
+    assert_eq!(script.status, StatusCode::OK);
+    assert!(script.body.contains(r#""X-Live": "1""#), "{}", script.body);
+    assert_eq!(
+        script
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+        Some("text/javascript; charset=utf-8")
+    );
+    let form = send(&open, get("/enqueue")).await;
+    assert!(!form.body.contains("<script"), "{}", form.body);
+    assert!(!form.body.contains(r#"id="live""#), "{}", form.body);
+
+    let still = app(
+        Arc::clone(&storage),
+        DashboardOptions {
+            refresh: None,
+            ..DashboardOptions::default()
+        },
+    );
+    let page = send(&still, live_get("/jobs?queue=emails")).await;
+    assert!(!page.body.contains("<script"), "{}", page.body);
+    assert!(!page.body.contains(r#"id="live""#), "{}", page.body);
+    let added = storage
+        .enqueue(NewJob::new("emails", json!({ "n": 3 })))
+        .await
+        .expect("enqueue")
+        .id;
+    let again = send(&still, live_get("/jobs?queue=emails")).await;
+    assert!(again.body.contains(&format!(r#"href="/jobs/{added}""#)));
 }
 
 #[tokio::test]
@@ -616,7 +735,7 @@ async fn every_response_carries_the_security_headers_and_pages_need_no_inline_co
         assert_eq!(header("referrer-policy"), "no-referrer");
     }
     // Under that policy an inline style or script would not apply: the
-    // pages link the style sheet and carry neither.
+    // pages link the style sheet and the live script, and carry neither.
     for reply in [&replies[0], &replies[1], &replies[2], &replies[9]] {
         assert!(
             reply
@@ -626,7 +745,9 @@ async fn every_response_carries_the_security_headers_and_pages_need_no_inline_co
             reply.body
         );
         assert!(!reply.body.contains("<style"), "{}", reply.body);
-        assert!(!reply.body.contains("<script"), "{}", reply.body);
+        // The one script is a file of the dashboard's own.
+        let without = reply.body.replace(LIVE_SCRIPT, "");
+        assert!(!without.contains("<script"), "{}", reply.body);
         assert!(!reply.body.contains("style=\""), "{}", reply.body);
     }
     let css = &replies[5];
