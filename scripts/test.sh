@@ -8,7 +8,8 @@
 # servers below (the Redis Cluster is started by scripts/redis-cluster.sh,
 # PgBouncer by scripts/pgbouncer.sh, the Galera nodes of
 # QUEUE_TEST_GALERA_URLS by scripts/galera.sh; the failover test's two
-# clusters by scripts/pg-ha.sh, when QUEUE_TEST_PG_HA=1). Extra arguments go to
+# clusters by scripts/pg-ha.sh, when QUEUE_TEST_PG_HA=1; the Redis failover
+# test's cluster by scripts/redis-ha.sh, when QUEUE_TEST_REDIS_HA=1). Extra arguments go to
 # `cargo test`.
 #
 # The restart tests stop and start the database servers, and the browser
@@ -58,6 +59,11 @@ fi
 if [ -z "${QUEUE_TEST_PG_HA:-}" ] && command -v pg_createcluster >/dev/null && [ "$(id -u)" = 0 ]; then
     export QUEUE_TEST_PG_HA=1
 fi
+# The Redis failover test (queue-redis/tests/failover.rs) builds a six-node
+# cluster of its own with scripts/redis-ha.sh (127.0.0.1:7011-7016).
+if [ -z "${QUEUE_TEST_REDIS_HA:-}" ] && command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+    export QUEUE_TEST_REDIS_HA=1
+fi
 
 is_local() { [[ $1 =~ ://([^@/]*@)?(127\.0\.0\.1|localhost)([:/?]|$) ]]; }
 
@@ -83,6 +89,7 @@ echo "Redis:      ${QUEUE_TEST_REDIS_URL} (cluster: ${QUEUE_TEST_REDIS_CLUSTER_U
 echo "PgBouncer:  ${QUEUE_TEST_PGBOUNCER_URL} (session: ${QUEUE_TEST_PGBOUNCER_SESSION_URL})"
 echo "Galera:     ${QUEUE_TEST_GALERA_URLS}"
 echo "Failover:   QUEUE_TEST_PG_HA=${QUEUE_TEST_PG_HA:-unset} (scripts/pg-ha.sh, ports 5441 and 5442)"
+echo "            QUEUE_TEST_REDIS_HA=${QUEUE_TEST_REDIS_HA:-unset} (scripts/redis-ha.sh, ports 7011-7016)"
 tests_status=0
 cargo test --workspace --all-features "$@" || tests_status=$?
 if [ -n "$local_galera" ]; then

@@ -51,6 +51,10 @@ pub(crate) struct Args {
     /// `--transaction-pooling` needs for wake-ups.
     #[arg(long)]
     pub(crate) listen_url: Option<String>,
+    /// Redis: report a write done only once this many replicas have it
+    /// (`RedisStorage::with_durable_writes`, WAIT with a 1 s timeout).
+    #[arg(long)]
+    pub(crate) wait_replicas: Option<u32>,
     /// Run through the facade's `queue::AnyStorage` (as `queue::connect`
     /// returns it) instead of the backend's own storage type.
     #[arg(long)]

@@ -109,7 +109,12 @@ async fn main() -> ExitCode {
         async_claims: args.async_claims,
         transaction_pooling: args.transaction_pooling,
         listen_url: args.listen_url.clone(),
+        wait_replicas: args.wait_replicas,
     };
+    if args.wait_replicas.is_some() && (args.backend != Backend::Redis || args.facade) {
+        eprintln!("queue-bench: --wait-replicas needs --backend redis without --facade");
+        return ExitCode::FAILURE;
+    }
     if args.async_claims && (args.backend != Backend::Postgres || args.facade) {
         eprintln!("queue-bench: --async-claims needs --backend postgres without --facade");
         return ExitCode::FAILURE;

@@ -36,6 +36,8 @@ pub(crate) struct Setup {
     pub(crate) transaction_pooling: bool,
     /// PostgreSQL: where LISTEN connects (`--listen-url`), when not the pool.
     pub(crate) listen_url: Option<String>,
+    /// Redis: replicas each write waits for (`--wait-replicas`).
+    pub(crate) wait_replicas: Option<u32>,
 }
 
 /// A backend the benchmark can run on.
@@ -312,7 +314,12 @@ impl Target for RedisStorage {
             .with_namespace(&setup.schema)?;
         storage.clear().await?;
         storage.migrate().await?;
-        Ok(storage)
+        Ok(match setup.wait_replicas {
+            Some(replicas) => {
+                storage.with_durable_writes(replicas, std::time::Duration::from_secs(1))?
+            }
+            None => storage,
+        })
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {

@@ -51,7 +51,9 @@ impl RedisStorage {
             }
             answer => answer,
         };
-        answer.map_err(|e| interpret_error(&self.node, e))
+        let answer = answer.map_err(|e| interpret_error(&self.node, e))?;
+        self.after_write(script, cmd).await?;
+        Ok(answer)
     }
 
     /// Runs `cmd` on one cluster node (`Some((host, port))`), or on the

@@ -141,6 +141,7 @@ impl RedisStorage {
             pubsub,
             registry: Arc::default(),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            durable: None,
         }
     }
 

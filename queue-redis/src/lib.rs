@@ -17,6 +17,7 @@ mod command;
 mod complete;
 mod connect;
 mod dequeue;
+mod durable;
 mod enqueue;
 mod error;
 mod flow;
@@ -32,6 +33,7 @@ mod storage;
 mod wakeups;
 mod workers;
 
+pub use durable::MAX_DURABLE_TIMEOUT;
 pub use error::{NodeError, interpret_error};
 pub use storage::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_NAMESPACE, LAYOUT_VERSION, RedisStorage};
 

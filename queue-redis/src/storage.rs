@@ -46,6 +46,8 @@ pub struct RedisStorage {
     pub(crate) pubsub: redis::Client,
     pub(crate) registry: Arc<RwLock<Registry>>,
     pub(crate) max_payload_bytes: usize,
+    /// Set by [`RedisStorage::with_durable_writes`].
+    pub(crate) durable: Option<crate::durable::Durable>,
 }
 
 impl std::fmt::Debug for RedisStorage {

@@ -588,6 +588,7 @@ mod tests {
                 async_claims: false,
                 transaction_pooling: false,
                 listen_url: None,
+                wait_replicas: None,
             };
             let sql = Sql::new(&setup);
             let insert = sql.holder_begin.last().expect("statements");
