@@ -110,6 +110,7 @@ async fn redis_cluster_behind_a_failover() {
     an_asynchronous_replica_loses_what_it_had_not_received().await;
     durable_writes_acknowledge_nothing_the_replica_lacks().await;
     durable_writes_refuse_bad_settings().await;
+    a_cluster_with_uncovered_slots_is_refused_naming_it().await;
 }
 
 /// Writes the replica has (checked with WAIT) survive the master's death;
@@ -274,4 +275,41 @@ async fn durable_writes_refuse_bad_settings() {
             .expect_err("bad settings");
         assert_eq!(error.invalid_field(), Some(field), "{error}");
     }
+}
+
+/// The master of the queue's slot and its replica both dead: the slots are
+/// served by nobody. A call on the queue fails as `Unavailable` (nothing
+/// is written anywhere), and a new storage is refused at connect, saying
+/// why.
+async fn a_cluster_with_uncovered_slots_is_refused_naming_it() {
+    let (storage, master, replica) = fresh().await;
+    redis_ha(&["kill", &master]);
+    redis_ha(&["kill", &replica]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let error = loop {
+        match storage.enqueue(NewJob::new("q", json!({ "n": 0 }))).await {
+            Err(error) => break error,
+            Ok(_) => {
+                assert!(Instant::now() < deadline, "the slot kept taking writes");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert!(error.is_transient(), "{error:?}");
+    // The survivors mark the cluster down once the nodes' timeout passes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let refused = loop {
+        match RedisStorage::connect(URL).await {
+            Err(error) => break error,
+            Ok(_) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "a cluster without a slot's master accepted"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    let message = refused.to_string();
+    assert!(message.contains("cluster_state is not ok"), "{message}");
 }
