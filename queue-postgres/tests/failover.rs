@@ -10,8 +10,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
-use queue_core::{DequeueRequest, NewJob, QueueError, QueueName, Storage, Wakeup, WorkerId};
+use queue_core::{NewJob, QueueError, Storage, Wakeup};
 use queue_postgres::PgStorage;
+use queue_testkit::suite::{acks_of, request};
 use serde_json::json;
 
 const PRIMARY: &str = "127.0.0.1:5441";
@@ -74,16 +75,6 @@ async fn next(wakeups: &mut queue_core::Wakeups) -> queue_core::Result<Wakeup> {
         .await
         .expect("a wake-up within 10 s")
         .expect("the stream goes on")
-}
-
-fn request(limit: u32) -> DequeueRequest {
-    DequeueRequest::new(
-        vec![QueueName::new("q").expect("valid")],
-        limit,
-        Duration::from_secs(60),
-        WorkerId::new("w").expect("valid"),
-    )
-    .expect("valid request")
 }
 
 #[tokio::test]
@@ -159,14 +150,13 @@ async fn the_storage_follows_a_failover_and_loses_nothing_acknowledged() {
             .expect("enqueue");
         enqueued.push(outcome.id);
     }
-    let claimed = storage.dequeue(&request(20)).await.expect("claim");
+    let claimed = storage
+        .dequeue(&request(&["q"], 20, "w"))
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 20);
-    for job in &claimed {
-        storage
-            .ack(&job.lease().expect("leased"), None)
-            .await
-            .expect("ack");
-    }
+    let acked = storage.ack_batch(&acks_of(&claimed)).await.expect("ack");
+    assert!(acked.iter().all(|done| *done));
 
     let live_before = live(&storage).await;
     // A worker's wake-ups: heard before, on the new primary after.
@@ -184,7 +174,7 @@ async fn the_storage_follows_a_failover_and_loses_nothing_acknowledged() {
     // The same handle, until the first claim on the new primary.
     let deadline = killed + Duration::from_secs(30);
     let first = loop {
-        match storage.dequeue(&request(1)).await {
+        match storage.dequeue(&request(&["q"], 1, "w")).await {
             Ok(jobs) if !jobs.is_empty() => break jobs,
             Ok(_) => panic!("the promoted standby lost the live jobs"),
             Err(error) => {
@@ -331,7 +321,7 @@ async fn claims_in_flight_at_the_promotion_never_give_a_job_two_live_leases() {
                 let mut held = Vec::new();
                 let mut errors = 0u32;
                 while !stop.load(Ordering::Relaxed) {
-                    match storage.dequeue(&request(1)).await {
+                    match storage.dequeue(&request(&["q"], 1, "w")).await {
                         Ok(jobs) => held.extend(jobs.into_iter().map(|job| (Instant::now(), job))),
                         Err(error) => {
                             assert!(error.is_transient(), "{error:?}");
@@ -384,7 +374,10 @@ async fn claims_in_flight_at_the_promotion_never_give_a_job_two_live_leases() {
         .expect("connect to the new primary");
     let mut taken = Vec::new();
     loop {
-        let jobs = other.dequeue(&request(100)).await.expect("claim");
+        let jobs = other
+            .dequeue(&request(&["q"], 100, "w"))
+            .await
+            .expect("claim");
         if jobs.is_empty() {
             break;
         }
@@ -497,7 +490,10 @@ async fn an_asynchronous_standby_loses_what_it_had_not_received() {
             .await
             .expect("enqueue");
     }
-    let claimed = storage.dequeue(&request(10)).await.expect("claim");
+    let claimed = storage
+        .dequeue(&request(&["q"], 10, "w"))
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 10);
     // The standby has everything so far.
     let caught_up = "SELECT count(*) FROM pg_stat_replication \

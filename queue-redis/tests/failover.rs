@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use queue_core::{DequeueRequest, JobId, NewJob, QueueName, Storage, WorkerId};
+use queue_core::{JobId, NewJob, Storage};
 use queue_redis::RedisStorage;
+use queue_testkit::suite::{acks_of, request};
 use serde_json::json;
 
 const URL: &str = "redis+cluster://127.0.0.1:7011,127.0.0.1:7012,127.0.0.1:7013,\
@@ -43,16 +44,6 @@ impl Drop for Cluster {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/redis-ha.sh");
         let _ = Command::new("bash").arg(&script).arg("stop").status();
     }
-}
-
-fn request(limit: u32) -> DequeueRequest {
-    DequeueRequest::new(
-        vec![QueueName::new("q").expect("valid")],
-        limit,
-        Duration::from_secs(60),
-        WorkerId::new("w").expect("valid"),
-    )
-    .expect("valid request")
 }
 
 /// A fresh cluster and a storage on it; the ports of the queue's master
@@ -122,14 +113,13 @@ async fn the_storage_follows_a_failover_and_keeps_what_the_replica_had() {
         let job = NewJob::new("q", json!({ "n": n })).unique_key(format!("k{n}"));
         ids.push(storage.enqueue(job).await.expect("enqueue").id);
     }
-    let claimed = storage.dequeue(&request(20)).await.expect("claim");
+    let claimed = storage
+        .dequeue(&request(&["q"], 20, "w"))
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 20);
-    for job in &claimed {
-        storage
-            .ack(&job.lease().expect("leased"), None)
-            .await
-            .expect("ack");
-    }
+    let acked = storage.ack_batch(&acks_of(&claimed)).await.expect("ack");
+    assert!(acked.iter().all(|done| *done));
     let synced = Command::new("redis-cli")
         .args(["-p", &master, "WAIT", "1", "5000"])
         .output()
@@ -138,7 +128,7 @@ async fn the_storage_follows_a_failover_and_keeps_what_the_replica_had() {
 
     let killed = Instant::now();
     redis_ha(&["kill", &master]);
-    let one = request(1);
+    let one = request(&["q"], 1, "w");
     let first = until_ok("a claim after the failover", || storage.dequeue(&one)).await;
     eprintln!(
         "redis failover: first claim on the promoted replica {} ms after the kill",
@@ -169,7 +159,10 @@ async fn an_asynchronous_replica_loses_what_it_had_not_received() {
                 .await
                 .expect("enqueue");
         }
-        storage.dequeue(&request(10)).await.expect("claim")
+        storage
+            .dequeue(&request(&["q"], 10, "w"))
+            .await
+            .expect("claim")
     };
     Command::new("redis-cli")
         .args(["-p", &master, "WAIT", "1", "5000"])
@@ -223,7 +216,10 @@ async fn durable_writes_acknowledge_nothing_the_replica_lacks() {
         let job = NewJob::new("q", json!({ "n": n })).unique_key(format!("kept{n}"));
         kept.push(storage.enqueue(job).await.expect("acknowledged").id);
     }
-    let claimed = storage.dequeue(&request(1)).await.expect("claim");
+    let claimed = storage
+        .dequeue(&request(&["q"], 1, "w"))
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 1);
     redis_ha(&["stall", &replica]);
     let started = Instant::now();
