@@ -120,6 +120,11 @@ impl NewJob {
         self
     }
 
+    /// The group key set so far, if any (unchecked until validation).
+    pub fn current_group_key(&self) -> Option<&str> {
+        self.group_key.as_deref()
+    }
+
     /// The trace context set so far, if any.
     pub fn current_trace_context(&self) -> Option<&TraceContext> {
         self.trace_context.as_ref()

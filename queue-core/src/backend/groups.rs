@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::{Capability, GroupKey, QueueError, QueueLimits, Result, ValidJob};
+use crate::{Capability, GroupKey, QueueError, QueueLimits, QueueName, Result, ValidJob};
 
 /// The group slots of one queue during one claim: each group's limit (its
 /// own [`crate::GroupLimit`], else the queue's
@@ -112,6 +112,14 @@ pub fn refuse_group_concurrency(limits: &QueueLimits) -> Result<()> {
     } else {
         Ok(())
     }
+}
+
+/// What `set_group_limit` returns for a queue without a `queue_config`
+/// row: the same error, in the same words, on every backend.
+pub fn unconfigured_queue(queue: &QueueName) -> QueueError {
+    QueueError::not_found(format!(
+        "queue {queue} (it has no queue_config row: configure or pause it first)"
+    ))
 }
 
 #[cfg(test)]
