@@ -193,6 +193,24 @@ impl Storage for BrokenStorage {
                 mine.extend(claimed.iter().map(|job| job.id));
                 Ok(claimed)
             }
+            Bug::GroupLimitCountedPerHandle => {
+                let mut mine = self
+                    .claimed_here
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let mut state = self.inner.lock();
+                let Some(request) = state.within_limits(request, now) else {
+                    return Ok(Vec::new());
+                };
+                // Each group's slots see only the leases this handle handed out.
+                let ids = state.claimable_counting(&request, now, |queue| {
+                    state.group_slots_of(queue, |job| mine.contains(&job.id))
+                });
+                let claimed = state.claim(&ids, &request, now);
+                state.take_tokens(&claimed, now);
+                mine.extend(claimed.iter().map(|job| job.id));
+                Ok(claimed)
+            }
             Bug::RateChargedForTheRequest => {
                 let mut state = self.inner.lock();
                 let Some(narrowed) = state.within_limits(request, now) else {
