@@ -347,7 +347,9 @@ mod tests {
             .limits_claims()
         );
         assert_eq!(
-            GroupLimit::validate_limit(0).expect_err("zero").invalid_field(),
+            GroupLimit::validate_limit(0)
+                .expect_err("zero")
+                .invalid_field(),
             Some("limit")
         );
         assert_eq!(field(rate(f64::NAN, 1)), "rate");

@@ -263,10 +263,16 @@ mod tests {
         assert_eq!(field(GroupKey::new("")), Some("group_key"));
         assert_eq!(field(GroupKey::new("x".repeat(256))), Some("group_key"));
         assert_eq!(field(GroupKey::new("a\0b")), Some("group_key"));
-        assert_eq!(field(GroupKey::from_bytes(vec![0xff, 0x41])), Some("group_key"));
+        assert_eq!(
+            field(GroupKey::from_bytes(vec![0xff, 0x41])),
+            Some("group_key")
+        );
         // 85 three-byte characters: 255 bytes, the most allowed.
         assert!(GroupKey::new("€".repeat(85)).is_ok());
         assert!(GroupKey::new("€".repeat(86)).is_err());
-        assert_eq!(GroupKey::new(" tenant 7 ").expect("kept").as_str(), " tenant 7 ");
+        assert_eq!(
+            GroupKey::new(" tenant 7 ").expect("kept").as_str(),
+            " tenant 7 "
+        );
     }
 }

@@ -4,7 +4,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{GroupKey, JobId, JobState, QueueName, TraceContext, UniqueKey, WorkerId, derive_state};
+use crate::{
+    GroupKey, JobId, JobState, QueueName, TraceContext, UniqueKey, WorkerId, derive_state,
+};
 
 /// One row of `job_queue`: a job that has not finished yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

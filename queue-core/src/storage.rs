@@ -20,9 +20,10 @@ use serde_json::Value;
 
 use crate::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob,
-    PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput, Wakeups, WorkerId,
+    WorkerInfo, WorkerRecord,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.

@@ -108,7 +108,10 @@ fn group_key_is_checked_at_validation_and_names_its_field() {
         field_of(job("q").group_key("g".repeat(256)).validate()),
         "group_key"
     );
-    let valid = job("q").group_key("g".repeat(255)).validate().expect("valid");
+    let valid = job("q")
+        .group_key("g".repeat(255))
+        .validate()
+        .expect("valid");
     assert_eq!(valid.group_key.map(|g| g.as_str().len()), Some(255));
 }
 

@@ -267,7 +267,10 @@ async fn pick_grouped(
         .await?;
     let mut limits = Vec::with_capacity(overrides.len());
     for row in &overrides {
-        let limit = stored_count("concurrency_limit", row.try_get::<i64, _>("concurrency_limit")?);
+        let limit = stored_count(
+            "concurrency_limit",
+            row.try_get::<i64, _>("concurrency_limit")?,
+        );
         limits.push((group(row.try_get("group_key")?)?, limit.map_err(decode)?));
     }
     let mut slots = GroupSlots::new(default, limits);
@@ -277,14 +280,21 @@ async fn pick_grouped(
         .await?;
     for row in &held {
         let count: i64 = row.try_get("held")?;
-        slots.hold(group(row.try_get("group_key")?)?, u64::try_from(count).unwrap_or(0));
+        slots.hold(
+            group(row.try_get("group_key")?)?,
+            u64::try_from(count).unwrap_or(0),
+        );
     }
     let mut picked: Vec<Candidate> = Vec::new();
     // Above every priority: the first page starts at the best job.
     let mut after: (i64, i64, i64) = (i64::from(i32::MAX) + 1, 0, 0);
     while picked.len() < cap {
         let page = (cap - picked.len()).max(GROUP_PAGE);
-        let full: Vec<&str> = slots.full_groups().into_iter().map(GroupKey::as_str).collect();
+        let full: Vec<&str> = slots
+            .full_groups()
+            .into_iter()
+            .map(GroupKey::as_str)
+            .collect();
         let full = serde_json::to_string(&full).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
         let rows = sqlx::query(sql::GROUP_PICK)
             .bind(queue.as_str())

@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_instant, stored_optional};
 use queue_core::{
-    GroupKey, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId,
+    GroupKey, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey,
+    WorkerId,
 };
 use serde_json::Value;
 use sqlx::Row;

@@ -8,12 +8,11 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::LimitedQueues;
 use queue_core::backend::stored_instant;
 use queue_core::{
-    GroupKey, GroupLimit,
-    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
-    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup,
-    Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
+    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    Wakeup, Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};

@@ -15,10 +15,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, GroupKey, GroupLimit, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
-    PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    ScheduleRecord, Storage, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, GroupKey, GroupLimit,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
+    WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 

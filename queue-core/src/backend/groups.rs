@@ -91,7 +91,10 @@ impl GroupSlots {
 /// group key.
 pub fn refuse_group_keys(jobs: &[ValidJob], operation: &'static str) -> Result<()> {
     if jobs.iter().any(|job| job.group_key.is_some()) {
-        Err(QueueError::not_supported(Capability::GroupLimits, operation))
+        Err(QueueError::not_supported(
+            Capability::GroupLimits,
+            operation,
+        ))
     } else {
         Ok(())
     }
@@ -143,7 +146,10 @@ mod tests {
             assert!(slots.take(Some(&key("big"))));
         }
         assert!(!slots.take(Some(&key("big"))));
-        assert_eq!(slots.full_groups(), vec![&key("a"), &key("big"), &key("one")]);
+        assert_eq!(
+            slots.full_groups(),
+            vec![&key("a"), &key("big"), &key("one")]
+        );
     }
 
     #[test]

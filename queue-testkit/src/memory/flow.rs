@@ -190,4 +190,3 @@ impl State {
         Some(self.insert(fire.job, now))
     }
 }
-

@@ -44,7 +44,9 @@ impl State {
                     return false;
                 }
                 // A job of a full group is skipped: the next one is taken.
-                let slots = groups.entry(&job.queue).or_insert_with(|| slots(&job.queue));
+                let slots = groups
+                    .entry(&job.queue)
+                    .or_insert_with(|| slots(&job.queue));
                 if !slots.take(job.group_key.as_ref()) {
                     return false;
                 }

@@ -7,12 +7,12 @@ use chrono::{DateTime, Utc};
 use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
-    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey, GroupLimit, HistoryFilter,
-    HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
-    WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of, validate_lease, validate_limit,
-    validate_window,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage,
+    JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of, validate_lease,
+    validate_limit, validate_window,
 };
 use serde_json::Value;
 

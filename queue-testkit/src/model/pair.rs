@@ -7,9 +7,9 @@ use proptest::test_runner::TestCaseError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use queue_core::{
-    Ack, Capability, Clock, DequeueRequest, EnqueueOutcome, GroupKey, HistoryFilter, HistoryRecord, Job,
-    JobId, Lease, ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueLimits, QueueName, Result,
-    ScheduleName, Storage, WorkerId,
+    Ack, Capability, Clock, DequeueRequest, EnqueueOutcome, GroupKey, HistoryFilter, HistoryRecord,
+    Job, JobId, Lease, ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueLimits,
+    QueueName, Result, ScheduleName, Storage, WorkerId,
 };
 use serde_json::json;
 

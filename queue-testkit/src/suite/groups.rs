@@ -72,8 +72,13 @@ pub async fn group_limit_of_one_runs_one_job_per_group<S: Storage>(ctx: Ctx<S>) 
         (1, 1, 4),
         "one of a, one of b, both jobs without a group: {first:?}"
     );
-    assert!(ctx.claim_as("q", 10, "w2").await.is_empty(), "a and b are full");
-    let a = first.iter().find(|job| of_group(std::slice::from_ref(job), "a") == 1);
+    assert!(
+        ctx.claim_as("q", 10, "w2").await.is_empty(),
+        "a and b are full"
+    );
+    let a = first
+        .iter()
+        .find(|job| of_group(std::slice::from_ref(job), "a") == 1);
     let a = a.expect("a job of a");
     ctx.storage.ack(&lease_of(a), None).await.expect("ack");
     let next = ctx.claim_as("q", 10, "w2").await;
@@ -127,7 +132,11 @@ pub async fn a_group_limit_overrides_the_queue_default<S: Storage>(ctx: Ctx<S>) 
     };
     assert_eq!(
         limits,
-        vec![entry("q", "a", 2), entry("q", "big", 3), entry("r", "slow", 1)]
+        vec![
+            entry("q", "a", 2),
+            entry("q", "big", 3),
+            entry("r", "slow", 1)
+        ]
     );
     let configs = ctx.configs().await;
     assert_eq!(configs.len(), 1, "r has no limits to list: {configs:?}");
@@ -158,15 +167,26 @@ pub async fn a_group_limit_overrides_the_queue_default<S: Storage>(ctx: Ctx<S>) 
 pub async fn ack_nack_and_release_give_a_group_slot_back<S: Storage>(ctx: Ctx<S>) {
     ctx.configure("q", group_limit(1)).await;
     ctx.storage
-        .enqueue_batch((0..5).map(|i| NewJob::new("q", json!(i)).group_key("g")).collect())
+        .enqueue_batch(
+            (0..5)
+                .map(|i| NewJob::new("q", json!(i)).group_key("g"))
+                .collect(),
+        )
         .await
         .expect("enqueue_batch");
     let one = |what: &'static str| {
         let ctx = &ctx;
         async move {
             let claimed = ctx.claim("q", 10).await;
-            assert_eq!(claimed.len(), 1, "after {what}, the group's slot is free again");
-            assert!(ctx.claim("q", 10).await.is_empty(), "the limit holds after {what}");
+            assert_eq!(
+                claimed.len(),
+                1,
+                "after {what}, the group's slot is free again"
+            );
+            assert!(
+                ctx.claim("q", 10).await.is_empty(),
+                "the limit holds after {what}"
+            );
             claimed.into_iter().next().expect("one job")
         }
     };
@@ -178,7 +198,10 @@ pub async fn ack_nack_and_release_give_a_group_slot_back<S: Storage>(ctx: Ctx<S>
         .await)
         .expect("nack");
     let job = one("a nack that retries").await;
-    (ctx.storage.nack(&lease_of(&job), json!("e"), Retry::Never).await).expect("nack");
+    (ctx.storage
+        .nack(&lease_of(&job), json!("e"), Retry::Never)
+        .await)
+        .expect("nack");
     let job = one("a nack that dead-letters").await;
     assert!(ctx.storage.release(&lease_of(&job)).await.expect("release"));
     one("a release").await;
@@ -192,8 +215,15 @@ pub async fn snooze_cancel_and_discard_give_a_group_slot_back<S: Storage>(ctx: C
         let ctx = &ctx;
         async move {
             let claimed = ctx.claim("q", 10).await;
-            assert_eq!(claimed.len(), 1, "after {what}, the group's slot is free again");
-            assert!(ctx.claim("q", 10).await.is_empty(), "the limit holds after {what}");
+            assert_eq!(
+                claimed.len(),
+                1,
+                "after {what}, the group's slot is free again"
+            );
+            assert!(
+                ctx.claim("q", 10).await.is_empty(),
+                "the limit holds after {what}"
+            );
             claimed.into_iter().next().expect("one job")
         }
     };
@@ -251,7 +281,11 @@ pub async fn a_full_group_does_not_stall_the_others<S: Storage>(ctx: Ctx<S>) {
         taken.extend(one);
     }
     assert_eq!(
-        (of_group(&taken, "busy"), of_group(&taken, "other"), taken.len()),
+        (
+            of_group(&taken, "busy"),
+            of_group(&taken, "other"),
+            taken.len()
+        ),
         (1, 1, 3),
         "the best job of each group, then the job without one: {taken:?}"
     );
@@ -283,7 +317,11 @@ pub async fn group_limit_holds_across_handles<S: Storage>(ctx: Ctx<S>) {
         // `flow::concurrency_limit_holds_under_concurrent_claims`).
         let claims = (0..8).map(|n| {
             let worker = format!("w{round}-{n}");
-            let storage = if n % 2 == 0 { &*ctx.storage } else { ctx.second() };
+            let storage = if n % 2 == 0 {
+                &*ctx.storage
+            } else {
+                ctx.second()
+            };
             async move {
                 storage
                     .dequeue(&request(&["q"], 3, &worker))
@@ -332,8 +370,14 @@ pub async fn group_key_round_trips_through_claim_listing_and_history<S: Storage>
     let claimed = ctx.claim("q", 10).await;
     let job = claimed.iter().find(|j| j.id == id).expect("claimed");
     assert_eq!(job.group_key, Some(group("tenant 7 ünï")));
-    (ctx.storage.nack(&lease_of(job), json!("e"), Retry::Never).await).expect("nack");
-    assert_eq!(ctx.archived(id).await.group_key, Some(group("tenant 7 ünï")));
+    (ctx.storage
+        .nack(&lease_of(job), json!("e"), Retry::Never)
+        .await)
+        .expect("nack");
+    assert_eq!(
+        ctx.archived(id).await.group_key,
+        Some(group("tenant 7 ünï"))
+    );
     ctx.storage.retry_dead_letter(id).await.expect("retry");
     assert_eq!(ctx.live(id).await.group_key, Some(group("tenant 7 ünï")));
 }
@@ -358,7 +402,9 @@ pub async fn group_limits_with_invalid_input_write_nothing<S: Storage>(ctx: Ctx<
     assert_eq!(ctx.live_count().await, 0, "nothing was enqueued");
     ctx.configure("q", group_limit(2)).await;
     assert_invalid(
-        ctx.storage.configure_queue(&queue("q"), &group_limit(0)).await,
+        ctx.storage
+            .configure_queue(&queue("q"), &group_limit(0))
+            .await,
         "group_concurrency",
     );
     assert_eq!(ctx.configs().await[0].limits, group_limit(2), "unchanged");
@@ -376,7 +422,10 @@ pub async fn group_limits_with_invalid_input_write_nothing<S: Storage>(ctx: Ctx<
         Err(QueueError::NotFound { what }) => assert!(what.contains("nowhere"), "{what}"),
         other => panic!("expected NotFound for a queue without a config row, got {other:?}"),
     }
-    assert_eq!(ctx.storage.group_limits().await.expect("group_limits"), vec![]);
+    assert_eq!(
+        ctx.storage.group_limits().await.expect("group_limits"),
+        vec![]
+    );
     let configs = ctx.configs().await;
     assert_eq!(configs.len(), 1, "no config row was made: {configs:?}");
 }
