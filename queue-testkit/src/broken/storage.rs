@@ -700,6 +700,19 @@ impl Storage for BrokenStorage {
         self.inner.queue_configs().await
     }
 
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.inner.set_group_limit(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<queue_core::GroupLimit>> {
+        self.inner.group_limits().await
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         if self.bug == Bug::FireChecksThenRecords {
             let fresh = (self.inner.lock().fires.get(&fire.schedule))

@@ -429,3 +429,65 @@ pub async fn group_limits_with_invalid_input_write_nothing<S: Storage>(ctx: Ctx<
     let configs = ctx.configs().await;
     assert_eq!(configs.len(), 1, "no config row was made: {configs:?}");
 }
+
+/// What a storage that does not declare
+/// [`queue_core::Capability::GroupLimits`] must do, for a backend's own
+/// test to call (the suite's cases run only on storages that declare it):
+/// a job with a group key (alone, in a batch, in a periodic fire), a group
+/// concurrency, `set_group_limit` and `group_limits` are each refused with
+/// `NotSupported` naming the capability, and nothing is written.
+///
+/// # Panics
+/// When the storage declares the capability, or accepts any of these.
+pub async fn group_limits_are_refused_without_the_capability<S: Storage>(storage: &S) {
+    use queue_core::Capability;
+    assert!(
+        !storage.capabilities().supports(Capability::GroupLimits),
+        "the storage declares group limits: run the suite's cases instead"
+    );
+    let refused = |what: &str, result: queue_core::Result<()>| match result {
+        Err(QueueError::NotSupported {
+            capability: Some(Capability::GroupLimits),
+            ..
+        }) => {}
+        other => panic!("{what}: expected NotSupported (group_limits), got {other:?}"),
+    };
+    let grouped = NewJob::new("q", json!(1)).group_key("g");
+    refused("enqueue", storage.enqueue(grouped.clone()).await.map(drop));
+    let batch = vec![NewJob::new("q", json!(0)), grouped.clone()];
+    refused(
+        "enqueue_batch",
+        storage.enqueue_batch(batch).await.map(drop),
+    );
+    if storage.capabilities().supports(Capability::Periodic) {
+        let fire = queue_core::PeriodicFire {
+            schedule: queue_core::ScheduleName::new("s").expect("valid name"),
+            fire_at: storage.now().await.expect("now"),
+            next_fire_at: None,
+            job: grouped,
+        };
+        refused(
+            "enqueue_periodic",
+            storage.enqueue_periodic(&fire).await.map(drop),
+        );
+        let schedules = storage.schedules().await.expect("schedules");
+        assert!(schedules.is_empty(), "the fire was recorded: {schedules:?}");
+    }
+    let stats = storage.stats().await.expect("stats");
+    assert!(stats.is_empty(), "a job was written: {stats:?}");
+    if storage.capabilities().supports(Capability::FlowLimits) {
+        refused(
+            "configure_queue",
+            storage.configure_queue(&queue("q"), &group_limit(1)).await,
+        );
+        let configs = storage.queue_configs().await.expect("queue_configs");
+        assert!(configs.is_empty(), "limits were written: {configs:?}");
+    }
+    refused(
+        "set_group_limit",
+        storage
+            .set_group_limit(&queue("q"), &group("g"), Some(1))
+            .await,
+    );
+    refused("group_limits", storage.group_limits().await.map(drop));
+}
