@@ -333,7 +333,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..3, 1u32..=3).prop_map(|(w, c)| Op::RegisterWorker(w, c)),
         1 => (0u8..3).prop_map(Op::DeregisterWorker),
         1 => (1u64..=40, 0u64..=60).prop_map(|(s, f)| Op::ListWorkers(s, f)),
-        4 => (job_spec(), 0u8..3).prop_map(|(spec, g)| Op::EnqueueGrouped(spec, g)),
+        3 => (job_spec(), 0u8..3).prop_map(|(spec, g)| Op::EnqueueGrouped(spec, g)),
         1 => (0..QUEUES.len(), proptest::option::weighted(0.8, 1u32..=2))
             .prop_map(|(q, limit)| Op::ConfigureGroups(q, limit)),
         1 => (0..QUEUES.len(), 0u8..3, proptest::option::weighted(0.7, 1u32..=2))
