@@ -197,6 +197,7 @@ mod tests {
             queue: QueueName::new("chaos").expect("name"),
             priority: 0,
             unique_key: Some(UniqueKey::new(key).expect("key")),
+            group_key: None,
             payload: serde_json::json!({}),
             status: FinalStatus::Completed,
             result: None,

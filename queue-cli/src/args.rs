@@ -158,6 +158,10 @@ pub(crate) enum Command {
         /// At most this many of its jobs running at once, across all workers.
         #[arg(long)]
         concurrency: Option<u32>,
+        /// At most this many jobs of one group (a job's group key) running
+        /// at once, across all workers; on storages with group limits.
+        #[arg(long)]
+        group_concurrency: Option<u32>,
         /// At most this many jobs started per second (fractions allowed).
         #[arg(long)]
         rate: Option<f64>,

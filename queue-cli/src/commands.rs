@@ -154,6 +154,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         Command::Config {
             queue,
             concurrency,
+            group_concurrency,
             rate,
             burst,
             lease,
@@ -161,7 +162,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             backoff_max,
             backoff_jitter,
         } => {
-            let limits = flow::limits(
+            let mut limits = flow::limits(
                 concurrency,
                 rate,
                 burst,
@@ -170,6 +171,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 backoff_max,
                 backoff_jitter,
             )?;
+            limits.group_concurrency = group_concurrency;
+            limits.validate()?;
             let name = QueueName::new(queue.clone())?;
             storage.configure_queue(&name, &limits).await?;
             done(json, "configured", queue)?;

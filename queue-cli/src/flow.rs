@@ -34,6 +34,8 @@ pub(crate) fn limits(
         .transpose()?;
     let limits = QueueLimits {
         concurrency,
+        // Set by `config --group-concurrency` after this (see commands.rs).
+        group_concurrency: None,
         rate,
         lease,
         backoff,
@@ -49,6 +51,7 @@ pub(crate) fn config_json(config: &QueueConfig) -> Value {
         "queue": config.queue,
         "paused": config.paused,
         "concurrency": limits.concurrency,
+        "group_concurrency": limits.group_concurrency,
         "rate_per_second": limits.rate.map(|r| r.per_second),
         "burst": limits.rate.map(|r| r.burst),
         "lease_ms": limits.lease.map(|l| l.as_millis() as u64),

@@ -78,6 +78,10 @@ pub(crate) fn job(job: &Job, now: DateTime<Utc>) {
         "unique key:",
         job.unique_key.as_ref().map(|k| k.as_str().to_owned()),
     );
+    optional(
+        "group key:",
+        job.group_key.as_ref().map(|k| k.as_str().to_owned()),
+    );
     println!("attempts:      {} of {}", job.attempts, job.max_attempts);
     println!("available at:  {}", job.available_at.to_rfc3339());
     optional("lease until:", job.lease_until.map(|t| t.to_rfc3339()));
@@ -106,6 +110,10 @@ pub(crate) fn record(record: &HistoryRecord) {
     optional(
         "unique key:",
         record.unique_key.as_ref().map(|k| k.as_str().to_owned()),
+    );
+    optional(
+        "group key:",
+        record.group_key.as_ref().map(|k| k.as_str().to_owned()),
     );
     println!(
         "attempts:      {} of {}",

@@ -685,3 +685,35 @@ async fn workers_on_postgres() {
     workers_tour(schema.url(), Some(schema.name())).await;
     schema.drop_schema().await;
 }
+
+/// `config --group-concurrency` on SQLite, which has group limits: set,
+/// listed and shown as JSON; 0 refused naming the field, nothing changed;
+/// a later `config` without it lifts it.
+#[test]
+fn config_sets_a_group_concurrency() {
+    let path = format!("{}/group-concurrency.db", env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::remove_file(&path);
+    let url = format!("sqlite://{path}?mode=rwc");
+    ok(&url, None, &["migrate"], None);
+    ok(
+        &url,
+        None,
+        &["config", "imports", "--group-concurrency", "2"],
+        None,
+    );
+    let listed = ok(&url, None, &["queues"], None);
+    assert_eq!(listed.trim(), "imports: group concurrency 2", "{listed}");
+    let json = json_of(&ok(&url, None, &["queues", "--json"], None));
+    assert_eq!(json[0]["group_concurrency"], json!(2));
+    let refused = fails(
+        &url,
+        None,
+        &["config", "imports", "--group-concurrency", "0"],
+        2,
+    );
+    assert!(refused.contains("group_concurrency"), "{refused}");
+    assert_eq!(ok(&url, None, &["queues"], None), listed);
+    ok(&url, None, &["config", "imports"], None);
+    let cleared = ok(&url, None, &["queues"], None);
+    assert_eq!(cleared.trim(), "no queue is paused or limited");
+}

@@ -59,6 +59,15 @@ pub enum Capability {
     /// The registry of running workers: `register_worker` (also their
     /// heartbeat), `deregister_worker`, `list_workers`.
     Workers,
+    /// Group concurrency: jobs carry a group key
+    /// ([`crate::NewJob::group_key`]), a queue's
+    /// [`crate::QueueLimits::group_concurrency`] caps the leases one group
+    /// holds at once across every handle and host, and one group's own
+    /// limit overrides it: `set_group_limit`, `group_limits`. Needs
+    /// [`Capability::FlowLimits`] (`configure_queue` sets the queue's
+    /// default). A storage without it refuses a group key at enqueue and a
+    /// group concurrency at `configure_queue` with `NotSupported`.
+    GroupLimits,
 }
 
 impl Capability {
@@ -79,6 +88,7 @@ impl Capability {
         Capability::RemoteWakeups,
         Capability::Transactions,
         Capability::Workers,
+        Capability::GroupLimits,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -99,6 +109,7 @@ impl Capability {
             Capability::RemoteWakeups => "remote_wakeups",
             Capability::Transactions => "transactions",
             Capability::Workers => "workers",
+            Capability::GroupLimits => "group_limits",
         }
     }
 
@@ -121,6 +132,7 @@ impl Capability {
             Capability::RemoteWakeups => "wake-ups from other processes",
             Capability::Transactions => "enqueueing in the application's transaction",
             Capability::Workers => "the worker registry",
+            Capability::GroupLimits => "group concurrency limits",
         }
     }
 
@@ -141,6 +153,7 @@ impl Capability {
             Capability::Wakeups | Capability::RemoteWakeups => &["subscribe"],
             Capability::Transactions => &[],
             Capability::Workers => &["register_worker", "deregister_worker", "list_workers"],
+            Capability::GroupLimits => &["set_group_limit", "group_limits"],
         }
     }
 

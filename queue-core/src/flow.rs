@@ -12,7 +12,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::{Backoff, MAX_LEASE, QueueError, QueueName, Result, validate_lease};
+use crate::{Backoff, GroupKey, MAX_LEASE, QueueError, QueueName, Result, validate_lease};
 
 /// The largest concurrency limit, rate and burst a queue may be given.
 pub const MAX_FLOW_LIMIT: u32 = 1_000_000;
@@ -38,6 +38,18 @@ pub struct QueueLimits {
     /// reclaimed or its job removed: a stalled lease keeps its slot until
     /// reclaim frees it.
     pub concurrency: Option<u32>,
+    /// The most jobs of one group ([`crate::NewJob::group_key`]) of the
+    /// queue holding a lease at once, across every worker and host, for
+    /// every group without a limit of its own ([`GroupLimit`],
+    /// [`crate::Storage::set_group_limit`]). Leases count as for
+    /// `concurrency`; jobs without a group key are never held back by it.
+    /// A claim skips the jobs of a full group and takes the next eligible
+    /// job, so one busy group does not stall the others.
+    ///
+    /// Only a storage that declares [`crate::Capability::GroupLimits`]
+    /// takes it; the others refuse it with
+    /// [`QueueError::NotSupported`] and change nothing.
+    pub group_concurrency: Option<u32>,
     /// How fast the queue's jobs may start.
     pub rate: Option<RateLimit>,
     /// The lease a worker asks for when it claims from this queue (stored
@@ -51,18 +63,21 @@ pub struct QueueLimits {
 impl QueueLimits {
     /// True when the claim must consult the queue's config row.
     pub fn limits_claims(&self) -> bool {
-        self.concurrency.is_some() || self.rate.is_some()
+        self.concurrency.is_some() || self.rate.is_some() || self.group_concurrency.is_some()
     }
 
     /// Rejects limits no backend can honour.
     ///
     /// # Errors
-    /// [`QueueError::InvalidInput`] naming the field: a concurrency, burst
-    /// or rate of 0 or above [`MAX_FLOW_LIMIT`], a rate that is not a finite
+    /// [`QueueError::InvalidInput`] naming the field: a concurrency, group
+    /// concurrency, burst or rate of 0 or above [`MAX_FLOW_LIMIT`], a rate that is not a finite
     /// number, a lease outside 1 ms..=[`MAX_LEASE`].
     pub fn validate(&self) -> Result<()> {
         if let Some(limit) = self.concurrency {
             check_range("concurrency", f64::from(limit))?;
+        }
+        if let Some(limit) = self.group_concurrency {
+            check_range("group_concurrency", f64::from(limit))?;
         }
         if let Some(rate) = &self.rate {
             if !rate.per_second.is_finite() {
@@ -93,12 +108,15 @@ impl QueueLimits {
 }
 
 impl std::fmt::Display for QueueLimits {
-    /// `concurrency 5, 50/s (burst 10), lease 45s, backoff 2s..3600s ±20%`,
+    /// `concurrency 5, group concurrency 1, 50/s (burst 10), lease 45s, backoff 2s..3600s ±20%`,
     /// or `no limits`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut parts = Vec::new();
         if let Some(limit) = self.concurrency {
             parts.push(format!("concurrency {limit}"));
+        }
+        if let Some(limit) = self.group_concurrency {
+            parts.push(format!("group concurrency {limit}"));
         }
         if let Some(rate) = self.rate {
             parts.push(format!("{}/s (burst {})", rate.per_second, rate.burst));
@@ -130,6 +148,34 @@ fn check_range(field: &'static str, value: f64) -> Result<()> {
             field,
             format!("is {value}, it must be above 0 and at most {MAX_FLOW_LIMIT}"),
         ))
+    }
+}
+
+/// One group's own concurrency limit in one queue: it replaces the queue's
+/// [`QueueLimits::group_concurrency`] for that group (higher or lower), and
+/// limits the group even when the queue sets no group concurrency. Set and
+/// removed by [`crate::Storage::set_group_limit`], listed by
+/// [`crate::Storage::group_limits`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct GroupLimit {
+    /// The queue; it must have a `queue_config` row (configured or paused)
+    /// before a group of it can be given a limit.
+    pub queue: QueueName,
+    /// The group.
+    pub group: GroupKey,
+    /// The most jobs of the group in the queue holding a lease at once,
+    /// `1..=`[`MAX_FLOW_LIMIT`].
+    pub limit: u32,
+}
+
+impl GroupLimit {
+    /// Rejects a limit no backend can honour.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidInput`] naming `limit`: 0 or above
+    /// [`MAX_FLOW_LIMIT`].
+    pub fn validate_limit(limit: u32) -> Result<()> {
+        check_range("limit", f64::from(limit))
     }
 }
 
@@ -250,13 +296,14 @@ mod tests {
     fn limits_print_on_one_line() {
         let limits = QueueLimits {
             concurrency: Some(5),
+            group_concurrency: Some(1),
             rate: Some(RATE),
             lease: Some(Duration::from_secs(45)),
             backoff: None,
         };
         assert_eq!(
             limits.to_string(),
-            "concurrency 5, 50/s (burst 10), lease 45s"
+            "concurrency 5, group concurrency 1, 50/s (burst 10), lease 45s"
         );
         assert_eq!(QueueLimits::default().to_string(), "no limits");
     }
@@ -277,6 +324,33 @@ mod tests {
                 ..QueueLimits::default()
             }),
             "concurrency"
+        );
+        assert_eq!(
+            field(QueueLimits {
+                group_concurrency: Some(0),
+                ..QueueLimits::default()
+            }),
+            "group_concurrency"
+        );
+        assert_eq!(
+            field(QueueLimits {
+                group_concurrency: Some(MAX_FLOW_LIMIT + 1),
+                ..QueueLimits::default()
+            }),
+            "group_concurrency"
+        );
+        assert!(
+            QueueLimits {
+                group_concurrency: Some(1),
+                ..QueueLimits::default()
+            }
+            .limits_claims()
+        );
+        assert_eq!(
+            GroupLimit::validate_limit(0)
+                .expect_err("zero")
+                .invalid_field(),
+            Some("limit")
         );
         assert_eq!(field(rate(f64::NAN, 1)), "rate");
         assert_eq!(field(rate(0.0, 1)), "rate");

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::time::validate_duration;
-use crate::{JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId};
+use crate::{GroupKey, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId};
 
 /// How a job left the live table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -72,6 +72,10 @@ pub struct HistoryRecord {
     pub priority: i32,
     /// Its unique key, now free for a new job.
     pub unique_key: Option<UniqueKey>,
+    /// Its group ([`crate::NewJob::group_key`]), kept so that a dead letter
+    /// sent back to its queue stays in its group.
+    #[serde(default)]
+    pub group_key: Option<GroupKey>,
     /// Its payload.
     pub payload: Value,
     /// How it finished.

@@ -4,7 +4,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{JobId, JobState, QueueName, TraceContext, UniqueKey, WorkerId, derive_state};
+use crate::{
+    GroupKey, JobId, JobState, QueueName, TraceContext, UniqueKey, WorkerId, derive_state,
+};
 
 /// One row of `job_queue`: a job that has not finished yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,6 +19,10 @@ pub struct Job {
     pub priority: i32,
     /// Idempotency key within the queue, if any.
     pub unique_key: Option<UniqueKey>,
+    /// The group whose concurrency limit the job counts against, if any
+    /// ([`crate::NewJob::group_key`]).
+    #[serde(default)]
+    pub group_key: Option<GroupKey>,
     /// The caller's payload.
     pub payload: Value,
     /// Claims so far, including a running one.

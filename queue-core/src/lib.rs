@@ -36,12 +36,15 @@ pub use capability::{Capabilities, Capability};
 pub use clock::{Clock, ManualClock};
 pub use dequeue::{DequeueRequest, MAX_DEQUEUE_LIMIT, MAX_LEASE, validate_lease};
 pub use error::{BoxError, QueueError, Result};
-pub use flow::{Bucket, MAX_FLOW_LIMIT, QueueConfig, QueueLimits, RateLimit};
+pub use flow::{Bucket, GroupLimit, MAX_FLOW_LIMIT, QueueConfig, QueueLimits, RateLimit};
 pub use history::{
     FinalStatus, HistoryFilter, HistoryPage, HistoryRecord, MAX_BATCH, MAX_PAGE_SIZE, PruneRequest,
     validate_limit,
 };
-pub use ids::{JobId, MAX_NAME_BYTES, QueueName, ScheduleName, UniqueKey, WorkerId, validate_name};
+pub use ids::{
+    GroupKey, JobId, MAX_GROUP_KEY_BYTES, MAX_NAME_BYTES, QueueName, ScheduleName, UniqueKey,
+    WorkerId, validate_name,
+};
 pub use job::{Job, Lease};
 pub use listing::{
     JobFilter, JobPage, MAX_THROUGHPUT_WINDOW, Throughput, minute_of, validate_window,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::time::{truncate_to_micros, validate_duration, validate_instant};
-use crate::{QueueError, QueueName, Result, TraceContext, UniqueKey};
+use crate::{GroupKey, QueueError, QueueName, Result, TraceContext, UniqueKey};
 
 /// Attempts a job gets when the caller does not say: the first run plus 19 retries.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
@@ -47,6 +47,7 @@ pub struct NewJob {
     payload: std::result::Result<Value, String>,
     priority: i32,
     unique_key: Option<String>,
+    group_key: Option<String>,
     max_attempts: u32,
     schedule: Schedule,
     trace_context: Option<TraceContext>,
@@ -62,6 +63,7 @@ impl NewJob {
             payload: serde_json::to_value(payload).map_err(|e| e.to_string()),
             priority: 0,
             unique_key: None,
+            group_key: None,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             schedule: Schedule::Now,
             trace_context: None,
@@ -78,6 +80,17 @@ impl NewJob {
     /// same queue, enqueueing again returns that job.
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique_key = Some(key.into());
+        self
+    }
+
+    /// Puts the job in a group (a tenant, a customer): the queue's group
+    /// concurrency limit ([`crate::QueueLimits::group_concurrency`], or the
+    /// group's own [`crate::GroupLimit`]) caps how many jobs of one group
+    /// run at once. Only a storage that declares
+    /// [`crate::Capability::GroupLimits`] takes such a job; the others
+    /// refuse it with [`QueueError::NotSupported`] and write nothing.
+    pub fn group_key(mut self, key: impl Into<String>) -> Self {
+        self.group_key = Some(key.into());
         self
     }
 
@@ -107,6 +120,11 @@ impl NewJob {
         self
     }
 
+    /// The group key set so far, if any (unchecked until validation).
+    pub fn current_group_key(&self) -> Option<&str> {
+        self.group_key.as_deref()
+    }
+
     /// The trace context set so far, if any.
     pub fn current_trace_context(&self) -> Option<&TraceContext> {
         self.trace_context.as_ref()
@@ -116,13 +134,14 @@ impl NewJob {
     ///
     /// # Errors
     /// [`QueueError::InvalidInput`] naming the first bad field: `queue`,
-    /// `unique_key`, `payload` (not serialisable, or holding a NUL
+    /// `unique_key`, `group_key` (see [`GroupKey`]), `payload` (not serialisable, or holding a NUL
     /// character in a string or key), `max_attempts` (0 or above
     /// [`MAX_MAX_ATTEMPTS`]), `delay` (above 100 years) or `run_at` (outside
     /// 1970 ..= 9999).
     pub fn validate(&self) -> Result<ValidJob> {
         let queue = QueueName::new(self.queue.clone())?;
         let unique_key = self.unique_key.clone().map(UniqueKey::new).transpose()?;
+        let group_key = self.group_key.clone().map(GroupKey::new).transpose()?;
         let payload = self.payload.clone().map_err(|e| {
             QueueError::invalid("payload", format!("is not JSON-serialisable: {e}"))
         })?;
@@ -159,6 +178,7 @@ impl NewJob {
             payload,
             priority: self.priority,
             unique_key,
+            group_key,
             max_attempts: self.max_attempts,
             schedule,
             trace_context: self.trace_context.clone(),
@@ -177,6 +197,8 @@ pub struct ValidJob {
     pub priority: i32,
     /// Idempotency key within the queue.
     pub unique_key: Option<UniqueKey>,
+    /// The group whose concurrency limit the job counts against, if any.
+    pub group_key: Option<GroupKey>,
     /// Attempts before dead-lettering, in `1..=MAX_MAX_ATTEMPTS`.
     pub max_attempts: u32,
     /// When the job first becomes available; instants are microsecond-exact.

@@ -19,10 +19,11 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::{
-    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter,
-    HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob,
-    PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome,
-    Result, Retry, ScheduleRecord, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput, Wakeups, WorkerId,
+    WorkerInfo, WorkerRecord,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -72,6 +73,10 @@ pub trait Storage: Send + Sync + 'static {
     /// - A key is free again once its job is archived to history.
     /// - Invalid input returns [`crate::QueueError::InvalidInput`] naming the
     ///   field, and writes nothing.
+    /// - The group key is stored with the job, read back by `get_job`,
+    ///   `dequeue` and `list_jobs`, and kept in history. A storage that does
+    ///   not declare [`Capability::GroupLimits`] refuses a job with a group
+    ///   key with [`crate::QueueError::NotSupported`] and writes nothing.
     ///
     /// The default runs [`Storage::enqueue_batch`] with one job: correct as
     /// it is; override only to save work.
@@ -104,6 +109,14 @@ pub trait Storage: Send + Sync + 'static {
     ///   ([`QueueLimits::allowance`]: its concurrency limit less the leases
     ///   its jobs hold, and its bucket's whole tokens), atomically with the
     ///   claim, and takes a token per claimed job from the bucket.
+    /// - With [`Capability::GroupLimits`]: never leases a job whose group
+    ///   already has its limit of jobs holding a lease in the queue (the
+    ///   group's [`GroupLimit`], else the queue's
+    ///   [`QueueLimits::group_concurrency`]), counting the leases taken
+    ///   through every handle and the jobs of the claim itself, atomically
+    ///   with the claim. It skips such a job and takes the next eligible
+    ///   one, so a full group never stalls the other groups or the jobs
+    ///   without a group.
     /// - Each claimed job gets `lease_until = now + lease`, `locked_by`,
     ///   `attempts + 1`, and `first_locked_at = now` only on its first claim.
     /// - Concurrent dequeuers never receive the same job while its lease is live.
@@ -454,8 +467,11 @@ pub trait Storage: Send + Sync + 'static {
     ///   `per_second` tokens per second of the storage's clock up to
     ///   `burst`, and every claimed job takes one; a claim never takes more
     ///   jobs than whole tokens.
-    /// - [`QueueLimits::default`] removes every limit.
+    /// - [`QueueLimits::default`] removes every limit (the groups' own
+    ///   limits, [`Storage::set_group_limit`], stay).
     /// - Invalid limits: `InvalidInput` naming the field, nothing changed.
+    /// - A `group_concurrency` on a storage that does not declare
+    ///   [`Capability::GroupLimits`]: `NotSupported`, nothing changed.
     ///
     /// Capability [`Capability::FlowLimits`]: the default returns
     /// [`crate::QueueError::NotSupported`].
@@ -463,6 +479,53 @@ pub trait Storage: Send + Sync + 'static {
         Err(crate::QueueError::not_supported(
             Capability::FlowLimits,
             "configure_queue",
+        ))
+    }
+
+    /// Gives `group` of `queue` its own concurrency limit (`Some`), or
+    /// removes it (`None`, which leaves the queue's
+    /// [`QueueLimits::group_concurrency`] to apply again).
+    ///
+    /// # Contract
+    /// - From the next claim on, no claim leases a job of `group` in
+    ///   `queue` while `limit` of them hold a lease, whatever the queue's
+    ///   group concurrency (higher or lower, or none); within
+    ///   [`crate::backend::LimitedQueues::TTL`] for other handles, as for
+    ///   `configure_queue`.
+    /// - [`Storage::group_limits`] reads it back; removing a limit that is
+    ///   not set does nothing.
+    /// - A limit of 0 or above [`crate::MAX_FLOW_LIMIT`]: `InvalidInput`
+    ///   (`limit`), nothing written.
+    /// - A queue without a `queue_config` row (never configured nor
+    ///   paused): [`crate::QueueError::NotFound`] naming it, nothing
+    ///   written.
+    ///
+    /// Capability [`Capability::GroupLimits`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn set_group_limit(
+        &self,
+        _queue: &QueueName,
+        _group: &GroupKey,
+        _limit: Option<u32>,
+    ) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::GroupLimits,
+            "set_group_limit",
+        ))
+    }
+
+    /// Every group's own limit, sorted by queue, then group.
+    ///
+    /// # Contract
+    /// - Lists exactly what [`Storage::set_group_limit`] set and did not
+    ///   remove, through every handle on the database.
+    ///
+    /// Capability [`Capability::GroupLimits`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        Err(crate::QueueError::not_supported(
+            Capability::GroupLimits,
+            "group_limits",
         ))
     }
 

@@ -22,6 +22,7 @@ fn job(
         queue: QueueName::new("q").expect("valid queue"),
         priority: 0,
         unique_key: None,
+        group_key: None,
         payload: json!(null),
         attempts,
         max_attempts,

@@ -102,6 +102,20 @@ fn unique_key_follows_the_name_rules_and_names_its_field() {
 }
 
 #[test]
+fn group_key_is_checked_at_validation_and_names_its_field() {
+    assert_eq!(field_of(job("q").group_key("").validate()), "group_key");
+    assert_eq!(
+        field_of(job("q").group_key("g".repeat(256)).validate()),
+        "group_key"
+    );
+    let valid = job("q")
+        .group_key("g".repeat(255))
+        .validate()
+        .expect("valid");
+    assert_eq!(valid.group_key.map(|g| g.as_str().len()), Some(255));
+}
+
+#[test]
 fn worker_id_follows_the_name_rules_and_names_its_field() {
     assert_eq!(field_of(WorkerId::new("")), "worker_id");
     assert_eq!(field_of(WorkerId::new("w".repeat(192))), "worker_id");

@@ -221,6 +221,7 @@ pub(crate) async fn job<S: Storage>(
                 dt { "queue" } dd { (job.queue.as_str()) }
                 dt { "priority" } dd { (job.priority) }
                 dt { "unique key" } dd { (job.unique_key.as_ref().map_or("-", |k| k.as_str())) }
+                dt { "group key" } dd { (job.group_key.as_ref().map_or("-", |k| k.as_str())) }
                 dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
                 dt { "snoozes" } dd { (job.snoozes) }
                 dt { "traceparent" } dd { (job.trace_context.as_ref().map_or("-", |t| t.traceparent())) }
@@ -261,6 +262,7 @@ pub(crate) async fn job<S: Storage>(
             dt { "queue" } dd { (record.queue.as_str()) }
             dt { "priority" } dd { (record.priority) }
             dt { "unique key" } dd { (record.unique_key.as_ref().map_or("-", |k| k.as_str())) }
+            dt { "group key" } dd { (record.group_key.as_ref().map_or("-", |k| k.as_str())) }
             dt { "attempts" } dd { (record.attempts) " of " (record.max_attempts) }
             dt { "snoozes" } dd { (record.snoozes) }
             dt { "traceparent" } dd { (record.trace_context.as_ref().map_or("-", |t| t.traceparent())) }

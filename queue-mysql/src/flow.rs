@@ -220,6 +220,7 @@ impl MySqlStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        queue_core::backend::refuse_group_concurrency(limits)?;
         let now = self.now_override();
         let backoff = limits.backoff;
         let int = |v: Option<u32>| Param::OptInt(v.map(i64::from));

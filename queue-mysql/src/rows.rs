@@ -125,6 +125,9 @@ pub(crate) fn utc(at: NaiveDateTime) -> DateTime<Utc> {
 impl JobRow {
     pub(crate) fn into_job(self) -> Result<Job> {
         Ok(Job {
+            // This backend keeps no group keys: it does not declare
+            // Capability::GroupLimits and refuses them at enqueue.
+            group_key: None,
             id: JobId(self.id),
             queue: stored("queue_name", self.queue_name, QueueName::new)?,
             priority: self.priority,
@@ -152,6 +155,9 @@ impl JobRow {
 impl HistoryRow {
     pub(crate) fn into_record(self) -> Result<HistoryRecord> {
         Ok(HistoryRecord {
+            // This backend keeps no group keys: it does not declare
+            // Capability::GroupLimits and refuses them at enqueue.
+            group_key: None,
             id: JobId(self.id),
             queue: stored("queue_name", self.queue_name, QueueName::new)?,
             priority: self.priority,

@@ -53,6 +53,7 @@ impl PgStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        queue_core::backend::refuse_group_concurrency(limits)?;
         let backoff = limits.backoff;
         retrying(true, || {
             self.db().execute(

@@ -36,6 +36,9 @@ fn optional_name<T>(
 /// A `job_queue` row.
 pub(crate) fn job(row: &PgRow) -> Result<Job> {
     Ok(Job {
+        // This backend keeps no group keys: it does not declare
+        // Capability::GroupLimits and refuses them at enqueue.
+        group_key: None,
         id: JobId(get(row, "id")?),
         queue: name(row, "queue_name", QueueName::new)?,
         priority: get(row, "priority")?,
@@ -59,6 +62,9 @@ pub(crate) fn job(row: &PgRow) -> Result<Job> {
 pub(crate) fn record(row: &PgRow) -> Result<HistoryRecord> {
     let status: String = get(row, "status_final")?;
     Ok(HistoryRecord {
+        // This backend keeps no group keys: it does not declare
+        // Capability::GroupLimits and refuses them at enqueue.
+        group_key: None,
         id: JobId(get(row, "id")?),
         queue: name(row, "queue_name", QueueName::new)?,
         priority: get(row, "priority")?,

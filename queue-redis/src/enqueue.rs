@@ -26,6 +26,8 @@ impl RedisStorage {
             .iter()
             .map(NewJob::validate)
             .collect::<Result<Vec<ValidJob>>>()?;
+        // Group limits are not implemented here (Capability::GroupLimits).
+        queue_core::backend::refuse_group_keys(&valid, "enqueue_batch")?;
         if valid.is_empty() {
             return Ok(Vec::new());
         }

@@ -22,6 +22,7 @@ impl RedisStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        queue_core::backend::refuse_group_concurrency(limits)?;
         // A configured queue is listed by queue_configs even without jobs.
         self.register(&[queue], 0).await?;
         let millis = |d: Duration| d.as_millis().to_string();
@@ -129,5 +130,7 @@ fn limits(fields: &[String]) -> Result<QueueLimits> {
         rate,
         lease: millis("lease_ms")?,
         backoff,
+        // Refused by configure_queue: this backend has no group limits.
+        group_concurrency: None,
     })
 }

@@ -109,6 +109,9 @@ fn split(row: &[String]) -> Result<(JobId, Fields<'_>)> {
 pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
     let (id, f) = split(row)?;
     Ok(Job {
+        // This backend keeps no group keys: it does not declare
+        // Capability::GroupLimits and refuses them at enqueue.
+        group_key: None,
         id,
         queue: queue.clone(),
         priority: f.priority()?,
@@ -173,6 +176,9 @@ pub(crate) fn claimed(
             let count = |field: &str, raw: &str| stored_count(field, integer(field, raw)?);
             let priority = integer("priority", priority)?;
             Ok(Job {
+                // This backend keeps no group keys: it does not declare
+                // Capability::GroupLimits and refuses them at enqueue.
+                group_key: None,
                 id: job_id(id)?,
                 queue: queue.clone(),
                 priority: i32::try_from(priority).map_err(|_| corrupt("priority", priority))?,
@@ -209,6 +215,9 @@ pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord>
     let (id, f) = split(row)?;
     let status = f.required("status")?;
     Ok(HistoryRecord {
+        // This backend keeps no group keys: it does not declare
+        // Capability::GroupLimits and refuses them at enqueue.
+        group_key: None,
         id,
         queue: queue.clone(),
         priority: f.priority()?,

@@ -87,7 +87,11 @@ impl SqliteStorage {
 
     pub(crate) async fn set_paused(&self, queue: &QueueName, paused: bool) -> Result<()> {
         write_tx!(self, |conn, now| async {
-            sqlx::query(sql::SET_PAUSED)
+            // Resuming a queue without a config row makes none: a row is
+            // what lets a group of the queue be given its own limit, and
+            // only configuring or pausing makes one (as on PostgreSQL).
+            let statement = if paused { sql::SET_PAUSED } else { sql::RESUME };
+            sqlx::query(statement)
                 .bind(now)
                 .bind(queue.as_str())
                 .bind(paused)

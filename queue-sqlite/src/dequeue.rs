@@ -93,47 +93,72 @@ async fn claim(
     request: &DequeueRequest,
     taken: usize,
 ) -> Result<Vec<SqliteRow>, sqlx::Error> {
-    let lease_until = now.saturating_add(duration_micros(request.lease()));
-    let mut candidates: Vec<(i32, i64, i64)> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     for queue in request.queues() {
         let cap = (request.queue_limit(queue).min(request.limit()) as usize).saturating_sub(taken);
-        let mut taken = 0;
-        // Above every priority: the first step finds the highest level.
-        let mut bound = i64::from(i32::MAX) + 1;
-        while taken < cap {
-            let level: Option<i32> = sqlx::query_scalar(sql::DEQUEUE_LEVEL)
-                .bind(queue.as_str())
-                .bind(bound)
-                .fetch_optional(&mut *conn)
-                .await?;
-            let Some(level) = level else { break };
-            bound = i64::from(level);
-            let picked = sqlx::query(sql::DEQUEUE_PICK)
-                .bind(now)
-                .bind(queue.as_str())
-                .bind(i64::try_from(cap - taken).unwrap_or(i64::MAX))
-                .bind(level)
-                .fetch_all(&mut *conn)
-                .await?;
-            taken += picked.len();
-            for row in picked {
-                candidates.push((
-                    row.try_get("priority")?,
-                    row.try_get("available_at")?,
-                    row.try_get("id")?,
-                ));
-            }
+        candidates.extend(pick_queue(conn, now, queue, cap).await?);
+    }
+    let limit = usize::try_from(request.limit())
+        .unwrap_or(usize::MAX)
+        .saturating_sub(taken);
+    claim_candidates(conn, now, request, candidates, limit).await
+}
+
+/// A job a claim may take: `(priority, available_at, id)`.
+pub(crate) type Candidate = (i32, i64, i64);
+
+/// The best `cap` claimable jobs of `queue`, walking its priority levels
+/// from the highest.
+pub(crate) async fn pick_queue(
+    conn: &mut SqliteConnection,
+    now: i64,
+    queue: &QueueName,
+    cap: usize,
+) -> Result<Vec<Candidate>, sqlx::Error> {
+    let mut candidates = Vec::new();
+    // Above every priority: the first step finds the highest level.
+    let mut bound = i64::from(i32::MAX) + 1;
+    while candidates.len() < cap {
+        let level: Option<i32> = sqlx::query_scalar(sql::DEQUEUE_LEVEL)
+            .bind(queue.as_str())
+            .bind(bound)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(level) = level else { break };
+        bound = i64::from(level);
+        let picked = sqlx::query(sql::DEQUEUE_PICK)
+            .bind(now)
+            .bind(queue.as_str())
+            .bind(i64::try_from(cap - candidates.len()).unwrap_or(i64::MAX))
+            .bind(level)
+            .fetch_all(&mut *conn)
+            .await?;
+        for row in picked {
+            candidates.push((
+                row.try_get("priority")?,
+                row.try_get("available_at")?,
+                row.try_get("id")?,
+            ));
         }
     }
+    Ok(candidates)
+}
+
+/// Leases the best `limit` of `candidates` (picked from each queue of
+/// `request`) in one statement.
+pub(crate) async fn claim_candidates(
+    conn: &mut SqliteConnection,
+    now: i64,
+    request: &DequeueRequest,
+    mut candidates: Vec<Candidate>,
+    limit: usize,
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
+    let lease_until = now.saturating_add(duration_micros(request.lease()));
     candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
-    candidates.truncate(
-        usize::try_from(request.limit())
-            .unwrap_or(usize::MAX)
-            .saturating_sub(taken),
-    );
+    candidates.truncate(limit);
     let ids: Vec<i64> = candidates.iter().map(|&(_, _, id)| id).collect();
     let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     sqlx::query(sql::DEQUEUE_CLAIM_IDS)

@@ -132,7 +132,8 @@ async fn insert_chunk(
             .bind(job.available_at(start).timestamp_micros())
             .bind(now)
             .bind(now)
-            .bind(job.trace_context.as_ref().map(TraceContext::to_stored));
+            .bind(job.trace_context.as_ref().map(TraceContext::to_stored))
+            .bind(job.group_key.as_ref().map(|g| g.as_str().to_owned()));
     }
     if !keyed {
         let done = query.execute(&mut *conn).await?;

@@ -10,18 +10,31 @@
 //! Claims naming no limited queue keep the plain path; which queues are
 //! limited is remembered for a second
 //! ([`queue_core::backend::LimitedQueues`]).
+//!
+//! Group concurrency rides the same path: a queue with a group
+//! concurrency or a group's own limit is limited. For such a queue the
+//! claim counts each group's held leases (the `job_queue_group_leased`
+//! index), then walks its claimable jobs in claim order a page at a time,
+//! leaving out the groups already full, and keeps the jobs
+//! [`GroupSlots::take`] accepts; a job of a group that fills up on the way
+//! is skipped and the walk goes on, so a full group never stalls the
+//! queue. Counting leased rows rather than keeping a counter means every
+//! way a lease ends gives its slot back by itself.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use queue_core::backend::{corrupt, stored_count, stored_instant, stored_millis};
+use queue_core::backend::{
+    GroupSlots, corrupt, stored, stored_count, stored_instant, stored_millis, unconfigured_queue,
+};
 use queue_core::{
-    Backoff, Bucket, DequeueRequest, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
+    Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits,
+    QueueName, RateLimit, Result,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use crate::dequeue::claim_any;
+use crate::dequeue::{Candidate, claim_any, claim_candidates, pick_queue};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -69,6 +82,7 @@ impl SqliteStorage {
                 .bind(backoff.map(|b| millis(b.max())))
                 .bind(backoff.map(Backoff::jitter))
                 .bind(limits.rate.map(|r| f64::from(r.burst)))
+                .bind(limits.group_concurrency.map(i64::from))
                 .execute(&mut *conn)
                 .await?;
             Ok::<_, sqlx::Error>(())
@@ -77,6 +91,64 @@ impl SqliteStorage {
         // Lifted or raised limits may make jobs claimable.
         self.signal(queue);
         Ok(())
+    }
+
+    pub(crate) async fn set_group_limit_pooled(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        if let Some(limit) = limit {
+            GroupLimit::validate_limit(limit)?;
+        }
+        let configured = write_tx!(self, |conn, _now| async {
+            let known: Option<i64> = sqlx::query_scalar(sql::QUEUE_CONFIGURED)
+                .bind(queue.as_str())
+                .fetch_optional(&mut *conn)
+                .await?;
+            if known.is_none() {
+                return Ok::<_, sqlx::Error>(false);
+            }
+            let statement = match limit {
+                Some(limit) => sqlx::query(sql::SET_GROUP_LIMIT)
+                    .bind(queue.as_str())
+                    .bind(group.as_str())
+                    .bind(i64::from(limit)),
+                None => sqlx::query(sql::DELETE_GROUP_LIMIT)
+                    .bind(queue.as_str())
+                    .bind(group.as_str()),
+            };
+            statement.execute(&mut *conn).await?;
+            Ok(true)
+        })?;
+        if !configured {
+            return Err(unconfigured_queue(queue));
+        }
+        self.limited.invalidate();
+        // A lifted or raised limit may make jobs claimable.
+        self.signal(queue);
+        Ok(())
+    }
+
+    pub(crate) async fn group_limits_pooled(&self) -> Result<Vec<GroupLimit>> {
+        let rows = sqlx::query(sql::GROUP_LIMITS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(interpret_error)?;
+        rows.iter()
+            .map(|row| {
+                let get = |column: &str| -> Result<String> {
+                    row.try_get(column).map_err(interpret_error)
+                };
+                let limit: i64 = row.try_get("concurrency_limit").map_err(interpret_error)?;
+                Ok(GroupLimit {
+                    queue: stored("queue_name", get("queue_name")?, QueueName::new)?,
+                    group: stored("group_key", get("group_key")?, GroupKey::new)?,
+                    limit: stored_count("concurrency_limit", limit)?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
@@ -104,10 +176,14 @@ async fn claim_limited(
         .await?;
     let mut allowances: Vec<(QueueName, u32)> = Vec::with_capacity(rows.len());
     let mut buckets: Vec<(QueueName, RateLimit, Option<Bucket>)> = Vec::new();
+    let mut grouped: Vec<(QueueName, Option<u32>)> = Vec::new();
     for row in &rows {
         let queue = QueueName::new(row.try_get::<String, _>("queue_name")?)
             .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         let (limits, bucket) = claim_limits(row)?;
+        if row.try_get::<bool, _>("grouped")? {
+            grouped.push((queue.clone(), limits.group_concurrency));
+        }
         let held = u64::try_from(row.try_get::<i64, _>("held")?).unwrap_or(0);
         allowances.push((queue.clone(), limits.allowance(held, bucket, at)));
         if let Some(rate) = limits.rate {
@@ -117,7 +193,11 @@ async fn claim_limited(
     let Some(narrowed) = request.narrowed(&allowances) else {
         return Ok(Vec::new());
     };
-    let claimed = claim_any(conn, now, &narrowed).await?;
+    let claimed = if grouped.is_empty() {
+        claim_any(conn, now, &narrowed).await?
+    } else {
+        claim_grouped(conn, now, &narrowed, &grouped).await?
+    };
     for (queue, rate, bucket) in buckets {
         let mut taken = 0_u32;
         for row in &claimed {
@@ -140,6 +220,114 @@ async fn claim_limited(
     Ok(claimed)
 }
 
+/// Rows per page of a grouped queue's walk: enough that a few full groups
+/// in the way cost one read, few enough that a claim of one job reads
+/// little.
+const GROUP_PAGE: usize = 64;
+
+/// Leases the jobs of a request naming a queue whose groups are limited:
+/// each queue's best jobs (a grouped queue's within its groups' slots),
+/// merged in claim order up to the limit, leased in one statement.
+/// `grouped` lists the grouped queues with their group concurrency.
+async fn claim_grouped(
+    conn: &mut SqliteConnection,
+    now: i64,
+    request: &DequeueRequest,
+    grouped: &[(QueueName, Option<u32>)],
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
+    let mut candidates = Vec::new();
+    for queue in request.queues() {
+        let cap = request.queue_limit(queue).min(request.limit()) as usize;
+        match grouped.iter().find(|(q, _)| q == queue) {
+            Some((_, default)) => {
+                candidates.extend(pick_grouped(conn, now, queue, cap, *default).await?);
+            }
+            None => candidates.extend(pick_queue(conn, now, queue, cap).await?),
+        }
+    }
+    let limit = usize::try_from(request.limit()).unwrap_or(usize::MAX);
+    claim_candidates(conn, now, request, candidates, limit).await
+}
+
+/// The best `cap` claimable jobs of `queue` within its groups' slots: the
+/// groups' limits (`default`, or a group's own) less the leases each
+/// group holds, counted in this transaction.
+async fn pick_grouped(
+    conn: &mut SqliteConnection,
+    now: i64,
+    queue: &QueueName,
+    cap: usize,
+    default: Option<u32>,
+) -> Result<Vec<Candidate>, sqlx::Error> {
+    let decode = |e: QueueError| sqlx::Error::Decode(Box::new(e));
+    let group = |name: String| GroupKey::new(name).map_err(decode);
+    let overrides = sqlx::query(sql::GROUP_OVERRIDES)
+        .bind(queue.as_str())
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut limits = Vec::with_capacity(overrides.len());
+    for row in &overrides {
+        let limit = stored_count(
+            "concurrency_limit",
+            row.try_get::<i64, _>("concurrency_limit")?,
+        );
+        limits.push((group(row.try_get("group_key")?)?, limit.map_err(decode)?));
+    }
+    let mut slots = GroupSlots::new(default, limits);
+    let held = sqlx::query(sql::GROUP_HELD)
+        .bind(queue.as_str())
+        .fetch_all(&mut *conn)
+        .await?;
+    for row in &held {
+        let count: i64 = row.try_get("held")?;
+        slots.hold(
+            group(row.try_get("group_key")?)?,
+            u64::try_from(count).unwrap_or(0),
+        );
+    }
+    let mut picked: Vec<Candidate> = Vec::new();
+    // Above every priority: the first page starts at the best job.
+    let mut after: (i64, i64, i64) = (i64::from(i32::MAX) + 1, 0, 0);
+    while picked.len() < cap {
+        let page = (cap - picked.len()).max(GROUP_PAGE);
+        let full: Vec<&str> = slots
+            .full_groups()
+            .into_iter()
+            .map(GroupKey::as_str)
+            .collect();
+        let full = serde_json::to_string(&full).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        let rows = sqlx::query(sql::GROUP_PICK)
+            .bind(queue.as_str())
+            .bind(now)
+            .bind(full)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(after.2)
+            .bind(i64::try_from(page).unwrap_or(i64::MAX))
+            .fetch_all(&mut *conn)
+            .await?;
+        let read = rows.len();
+        for row in rows {
+            let candidate: Candidate = (
+                row.try_get("priority")?,
+                row.try_get("available_at")?,
+                row.try_get("id")?,
+            );
+            after = (i64::from(candidate.0), candidate.1, candidate.2);
+            let key: Option<String> = row.try_get("group_key")?;
+            let key = key.map(group).transpose()?;
+            // A job of a group that filled up on this page is skipped.
+            if picked.len() < cap && slots.take(key.as_ref()) {
+                picked.push(candidate);
+            }
+        }
+        if read < page {
+            break;
+        }
+    }
+    Ok(picked)
+}
+
 /// A row of `FLOW_CLAIM_LIMITS`: the claim limits and the bucket.
 fn claim_limits(row: &SqliteRow) -> Result<(QueueLimits, Option<Bucket>), sqlx::Error> {
     let concurrency: Option<i64> = row.try_get("concurrency_limit")?;
@@ -154,6 +342,10 @@ fn claim_limits(row: &SqliteRow) -> Result<(QueueLimits, Option<Bucket>), sqlx::
             .transpose()
             .map_err(decode)?,
         rate: rate(per_second, burst).map_err(decode)?,
+        group_concurrency: (row.try_get::<Option<i64>, _>("group_concurrency_limit")?)
+            .map(|c| stored_count("group_concurrency_limit", c))
+            .transpose()
+            .map_err(decode)?,
         ..QueueLimits::default()
     };
     let bucket = match (tokens, refilled_at) {
@@ -210,6 +402,9 @@ fn config(row: &SqliteRow) -> Result<QueueConfig> {
         limits: QueueLimits {
             concurrency: get("concurrency_limit")?
                 .map(|c| stored_count("concurrency_limit", c))
+                .transpose()?,
+            group_concurrency: get("group_concurrency_limit")?
+                .map(|c| stored_count("group_concurrency_limit", c))
                 .transpose()?,
             rate: rate(per_second, get("rate_burst")?)?,
             lease: get("lease_ms")?

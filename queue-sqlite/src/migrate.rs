@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "workers",
         sql: include_str!("../migrations/0004_workers.sql"),
     },
+    Migration {
+        version: 5,
+        name: "group_limits",
+        sql: include_str!("../migrations/0005_group_limits.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

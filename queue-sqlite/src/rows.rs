@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_instant, stored_optional};
 use queue_core::{
-    HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey, WorkerId,
+    GroupKey, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey,
+    WorkerId,
 };
 use serde_json::Value;
 use sqlx::Row;
@@ -57,6 +58,7 @@ pub(crate) fn job(row: &SqliteRow) -> Result<Job> {
         queue: name(row, "queue_name", QueueName::new)?,
         priority: get(row, "priority")?,
         unique_key: optional_name(row, "unique_key", UniqueKey::new)?,
+        group_key: optional_name(row, "group_key", GroupKey::new)?,
         payload: json(row, "payload")?.unwrap_or(Value::Null),
         attempts: count(row, "attempts")?,
         max_attempts: count(row, "max_attempts")?,
@@ -80,6 +82,7 @@ pub(crate) fn record(row: &SqliteRow) -> Result<HistoryRecord> {
         queue: name(row, "queue_name", QueueName::new)?,
         priority: get(row, "priority")?,
         unique_key: optional_name(row, "unique_key", UniqueKey::new)?,
+        group_key: optional_name(row, "group_key", GroupKey::new)?,
         payload: json(row, "payload")?.unwrap_or(Value::Null),
         status: status
             .parse()

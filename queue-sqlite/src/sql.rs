@@ -27,7 +27,7 @@ macro_rules! job_columns {
     () => {
         "id, queue_name, priority, unique_key, payload, attempts, max_attempts, snoozes, \
          available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, \
-         trace_context"
+         trace_context, group_key"
     };
 }
 
@@ -50,12 +50,12 @@ macro_rules! history_columns {
     () => {
         "id, queue_name, priority, unique_key, payload, status_final, result, last_error, \
          attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at, \
-         trace_context"
+         trace_context, group_key"
     };
 }
 
 /// Rows per multi-row statement. SQLite's bundled library takes at most
-/// 32,766 parameters per statement; the widest row below has 9, so a chunk
+/// 32,766 parameters per statement; the widest row below has 10, so a chunk
 /// stays far under it while one statement still carries a whole usual batch.
 ///
 /// The multi-row statements number their parameters by position (plain
@@ -78,7 +78,7 @@ fn tuples(sql: &mut String, rows: usize, width: usize) {
 /// Inserts `rows` jobs, skipping each whose unique key is live in its queue;
 /// returns `id, queue_name, unique_key` of the rows inserted. Binds per row:
 /// queue, priority, key, payload, max attempts, available at, now, now,
-/// trace context.
+/// trace context, group key.
 ///
 /// The rows are inserted in the order of the VALUES list inside one write
 /// transaction, and AUTOINCREMENT hands out increasing ids, so the ids of
@@ -93,9 +93,9 @@ fn tuples(sql: &mut String, rows: usize, width: usize) {
 pub(crate) fn enqueue_many(rows: usize, keyed: bool) -> String {
     let mut sql = String::from(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at, trace_context)\nVALUES ",
+         available_at, created_at, updated_at, trace_context, group_key)\nVALUES ",
     );
-    tuples(&mut sql, rows, 9);
+    tuples(&mut sql, rows, 10);
     if keyed {
         sql.push_str(
             "\nON CONFLICT (queue_name, unique_key) DO NOTHING\nRETURNING id, queue_name, unique_key",
@@ -168,9 +168,9 @@ RETURNING ",
 /// last error ?5 (NULL keeps the row's own); `processed_by` from ?6. ?1 now.
 pub(crate) const ARCHIVE: &str = "INSERT INTO job_history (id, queue_name, priority, unique_key,
     payload, status_final, result, last_error, attempts, max_attempts, snoozes, processed_by,
-    created_at, started_at, finished_at, trace_context)
+    created_at, started_at, finished_at, trace_context, group_key)
 SELECT id, queue_name, priority, unique_key, payload, ?3, ?4, COALESCE(?5, last_error), attempts,
-       max_attempts, snoozes, ?6, created_at, first_locked_at, ?1, trace_context
+       max_attempts, snoozes, ?6, created_at, first_locked_at, ?1, trace_context, group_key
 FROM job_queue WHERE id = ?2";
 
 /// Deletes a live row.
@@ -191,10 +191,10 @@ pub(crate) fn ack_many(rows: usize) -> String {
         ")
 INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final, result,
     last_error, attempts, max_attempts, snoozes, processed_by, created_at, started_at, finished_at,
-    trace_context)
+    trace_context, group_key)
 SELECT q.id, q.queue_name, q.priority, q.unique_key, q.payload, 'completed', a.a_result,
        q.last_error, q.attempts, q.max_attempts, q.snoozes, a.a_worker, q.created_at,
-       q.first_locked_at, ?, q.trace_context
+       q.first_locked_at, ?, q.trace_context, q.group_key
 FROM acked a JOIN job_queue q
   ON q.id = a.a_id AND q.locked_by = a.a_worker AND q.attempts = a.a_attempt
  AND q.lease_until IS NOT NULL
@@ -256,10 +256,10 @@ pub(crate) const RETRY_DEAD_LETTER_FIND: &str =
 pub(crate) const RETRY_DEAD_LETTER_RESTORE: &str =
     "INSERT INTO job_queue (id, queue_name, priority, unique_key,
     payload, attempts, max_attempts, snoozes, available_at, last_error, created_at, updated_at,
-    trace_context)
+    trace_context, group_key)
 SELECT id, queue_name, priority, unique_key, payload, 0,
        CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, snoozes, ?1, last_error,
-       created_at, ?1, trace_context
+       created_at, ?1, trace_context, group_key
 FROM job_history WHERE id = ?2";
 
 /// Deletes a history row.
@@ -312,6 +312,11 @@ ORDER BY id DESC LIMIT ?4"
 pub(crate) const SET_PAUSED: &str = "INSERT INTO queue_config (queue_name, paused, updated_at)
 VALUES (?2, ?3, ?1)
 ON CONFLICT (queue_name) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at";
+
+/// Clears queue ?2's paused flag, if it has a config row (?3, the flag
+/// `SET_PAUSED` binds, is 0 here). ?1 now.
+pub(crate) const RESUME: &str =
+    "UPDATE queue_config SET paused = 0, updated_at = ?1 WHERE queue_name = ?2 AND ?3 = 0";
 
 /// The earliest future due time of the unleased jobs of queue ?2. ?1 now.
 pub(crate) const NEXT_DUE: &str = "SELECT min(available_at) FROM job_queue
@@ -367,51 +372,105 @@ SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = sno
     available_at = ?5, updated_at = ?1
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
-/// The queues whose config limits claims (the limited claim path).
-pub(crate) const LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config
-WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+/// The queues whose config limits claims (the limited claim path): a
+/// concurrency, a rate, a group concurrency or a group's own limit.
+pub(crate) const LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config c
+WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
+   OR group_concurrency_limit IS NOT NULL
+   OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)";
 
 /// The claim limits, bucket and held leases (`held`, expired ones too
 /// until reclaim; 0 without a concurrency limit) of the queues named in
-/// the JSON array ?1 that have limits. The count reads the index of held
+/// the JSON array ?1 that have limits; `grouped` is 1 when some group of
+/// the queue is limited (a group concurrency or a group's own limit). The count reads the index of held
 /// leases, so the queue's waiting jobs are never visited; its cost grows
 /// with the leases held in the whole database. Run inside the claim's
 /// write transaction, nothing changes between this read and the claim.
 pub(crate) const FLOW_CLAIM_LIMITS: &str = "SELECT c.queue_name, c.concurrency_limit,
-    c.rate_per_second, c.rate_burst, c.tokens, c.refilled_at,
+    c.rate_per_second, c.rate_burst, c.tokens, c.refilled_at, c.group_concurrency_limit,
+    (c.group_concurrency_limit IS NOT NULL
+     OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)) AS grouped,
     CASE WHEN c.concurrency_limit IS NULL THEN 0
          ELSE (SELECT count(*) FROM job_queue j INDEXED BY job_queue_lease_until
                WHERE j.lease_until IS NOT NULL AND j.queue_name = c.queue_name) END AS held
 FROM queue_config c
 WHERE c.queue_name IN (SELECT value FROM json_each(?1))
-  AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL)";
+  AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
+       OR c.group_concurrency_limit IS NOT NULL
+       OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name))";
+
+/// The leases each group of queue ?1 holds (expired ones too, until
+/// reclaim), from the index of leased grouped rows: the limited claim
+/// counts them inside its write transaction.
+pub(crate) const GROUP_HELD: &str = "SELECT group_key, count(*) AS held
+FROM job_queue INDEXED BY job_queue_group_leased
+WHERE queue_name = ?1 AND lease_until IS NOT NULL AND group_key IS NOT NULL
+GROUP BY group_key";
+
+/// The groups of queue ?1 with their own limit.
+pub(crate) const GROUP_OVERRIDES: &str =
+    "SELECT group_key, concurrency_limit FROM queue_group_limit WHERE queue_name = ?1";
+
+/// Up to ?7 claimable jobs of queue ?1 at ?2 (now), in claim order, after
+/// the job (?4 priority, ?5 available_at, ?6 id) the previous page ended
+/// at, leaving out the jobs of the full groups named in the JSON array ?3:
+/// one page of the grouped claim's walk. The first page binds a priority
+/// above every `i32`.
+pub(crate) const GROUP_PICK: &str = "SELECT id, priority, available_at, group_key
+FROM job_queue INDEXED BY job_queue_dequeue
+WHERE queue_name = ?1 AND lease_until IS NULL AND available_at <= ?2
+  AND attempts < max_attempts
+  AND (group_key IS NULL OR group_key NOT IN (SELECT value FROM json_each(?3)))
+  AND (priority < ?4 OR (priority = ?4 AND (available_at > ?5 OR (available_at = ?5 AND id > ?6))))
+  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?1 AND p.paused)
+ORDER BY priority DESC, available_at, id
+LIMIT ?7";
+
+/// Gives group ?2 of queue ?1 its own limit ?3, if the queue has a config
+/// row: one row changed when it does, none otherwise.
+pub(crate) const SET_GROUP_LIMIT: &str = "INSERT INTO queue_group_limit (queue_name, group_key,
+    concurrency_limit)
+SELECT queue_name, ?2, ?3 FROM queue_config WHERE queue_name = ?1
+ON CONFLICT (queue_name, group_key) DO UPDATE SET concurrency_limit = excluded.concurrency_limit";
+
+/// Removes group ?2 of queue ?1's own limit.
+pub(crate) const DELETE_GROUP_LIMIT: &str =
+    "DELETE FROM queue_group_limit WHERE queue_name = ?1 AND group_key = ?2";
+
+/// Whether queue ?1 has a config row.
+pub(crate) const QUEUE_CONFIGURED: &str = "SELECT 1 FROM queue_config WHERE queue_name = ?1";
+
+/// Every group's own limit, by queue, then group (byte order).
+pub(crate) const GROUP_LIMITS: &str = "SELECT queue_name, group_key, concurrency_limit
+FROM queue_group_limit ORDER BY queue_name, group_key";
 
 /// Stores queue ?1's bucket: ?2 tokens at ?3.
 pub(crate) const FLOW_TAKE_TOKENS: &str =
     "UPDATE queue_config SET tokens = ?2, refilled_at = ?3 WHERE queue_name = ?1";
 
 /// Sets queue ?2's limits (?3 concurrency, ?4 rate, ?5 burst, ?6 lease ms,
-/// ?7 backoff base ms, ?8 min ms, ?9 max ms, ?10 jitter), its bucket full
-/// (?11 tokens, NULL without a rate, refilled at ?1), keeping its paused
-/// flag. ?1 now.
+/// ?7 backoff base ms, ?8 min ms, ?9 max ms, ?10 jitter, ?12 group
+/// concurrency), its bucket full (?11 tokens, NULL without a rate,
+/// refilled at ?1), keeping its paused flag. ?1 now.
 pub(crate) const CONFIGURE_QUEUE: &str = "INSERT INTO queue_config (queue_name, paused,
     concurrency_limit, rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms,
-    backoff_max_ms, backoff_jitter, tokens, refilled_at, updated_at)
-VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1)
+    backoff_max_ms, backoff_jitter, tokens, refilled_at, updated_at, group_concurrency_limit)
+VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1, ?12)
 ON CONFLICT (queue_name) DO UPDATE SET concurrency_limit = excluded.concurrency_limit,
     rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
     lease_ms = excluded.lease_ms, backoff_base_ms = excluded.backoff_base_ms,
     backoff_min_ms = excluded.backoff_min_ms, backoff_max_ms = excluded.backoff_max_ms,
     backoff_jitter = excluded.backoff_jitter, tokens = excluded.tokens,
-    refilled_at = excluded.refilled_at, updated_at = excluded.updated_at";
+    refilled_at = excluded.refilled_at, updated_at = excluded.updated_at,
+    group_concurrency_limit = excluded.group_concurrency_limit";
 
 /// Every queue's config row, by name.
 pub(crate) const QUEUE_CONFIGS: &str = "SELECT queue_name, paused, concurrency_limit,
     rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms,
-    backoff_jitter
+    backoff_jitter, group_concurrency_limit
 FROM queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
-   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
 ORDER BY queue_name";
 
 /// Records fire ?2 of schedule ?1 (next fire ?3) unless a fire at or after

@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::LimitedQueues;
 use queue_core::backend::stored_instant;
 use queue_core::{
-    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
-    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeup,
-    Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
+    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    Wakeup, Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -297,6 +297,7 @@ impl Storage for SqliteStorage {
             .with(Capability::Wakeups)
             .with(Capability::Transactions)
             .with(Capability::Workers)
+            .with(Capability::GroupLimits)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -353,6 +354,19 @@ impl Storage for SqliteStorage {
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         self.queue_configs_pooled().await
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_limit_pooled(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        self.group_limits_pooled().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

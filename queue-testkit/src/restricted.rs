@@ -15,10 +15,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage,
-    HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire,
-    PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry,
-    ScheduleRecord, Storage, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, GroupKey, GroupLimit,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
+    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
+    WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -49,6 +50,15 @@ impl<S: Storage> Restricted<S> {
 
     fn gate(&self, capability: Capability, operation: &'static str) -> Result<()> {
         self.offered.require(capability, operation)
+    }
+
+    /// Refuses jobs with a group key unless group limits are offered, as a
+    /// backend without them does.
+    fn gate_groups(&self, jobs: &[NewJob], operation: &'static str) -> Result<()> {
+        if jobs.iter().any(|job| job.current_group_key().is_some()) {
+            self.gate(Capability::GroupLimits, operation)?;
+        }
+        Ok(())
     }
 }
 
@@ -93,10 +103,12 @@ impl<S: Storage> Storage for Restricted<S> {
     }
 
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        self.gate_groups(std::slice::from_ref(&job), "enqueue")?;
         self.inner.enqueue(job).await
     }
 
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        self.gate_groups(&jobs, "enqueue_batch")?;
         self.inner.enqueue_batch(jobs).await
     }
 
@@ -208,7 +220,25 @@ impl<S: Storage> Storage for Restricted<S> {
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
         self.gate(Capability::FlowLimits, "configure_queue")?;
+        if !self.offered.supports(Capability::GroupLimits) {
+            queue_core::backend::refuse_group_concurrency(limits)?;
+        }
         self.inner.configure_queue(queue, limits).await
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.gate(Capability::GroupLimits, "set_group_limit")?;
+        self.inner.set_group_limit(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        self.gate(Capability::GroupLimits, "group_limits")?;
+        self.inner.group_limits().await
     }
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
@@ -218,6 +248,7 @@ impl<S: Storage> Storage for Restricted<S> {
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         self.gate(Capability::Periodic, "enqueue_periodic")?;
+        self.gate_groups(std::slice::from_ref(&fire.job), "enqueue_periodic")?;
         self.inner.enqueue_periodic(fire).await
     }
 

@@ -105,6 +105,16 @@ async fn a_hidden_capability_answers_not_supported() {
     );
 }
 
+/// A storage without group limits refuses every group input, as the
+/// helper backends without them call checks.
+#[tokio::test]
+async fn a_storage_without_group_limits_refuses_group_input() {
+    let offered = Capabilities::OPERATIONS.with(Capability::Workers);
+    let storage =
+        queue_testkit::restricted::Restricted::new(queue_testkit::MemoryStorage::new(), offered);
+    suite::groups::group_limits_are_refused_without_the_capability(&storage).await;
+}
+
 /// A harness over a storage that does not declare transactions (the memory
 /// storage): the transactional suite refuses to run its cases.
 struct Undeclared(queue_testkit::MemoryStorage);

@@ -302,6 +302,19 @@ impl Storage for AnyStorage {
         each!(self, s => s.queue_configs().await)
     }
 
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        each!(self, s => s.set_group_limit(queue, group, limit).await)
+    }
+
+    async fn group_limits(&self) -> Result<Vec<queue_core::GroupLimit>> {
+        each!(self, s => s.group_limits().await)
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         each!(self, s => s.enqueue_periodic(fire).await)
     }

@@ -1,9 +1,9 @@
 //! What most applications use, in one import: `use queue::prelude::*;`.
 
 pub use crate::{
-    AnyStorage, Backoff, JobContext, JobError, Missed, NewJob, Periodic, QueueLimits, QueueOptions,
-    RateLimit, Retry, Storage, TraceContext, TypedJob, Worker, WorkerBuilder, WorkerOptions,
-    connect,
+    AnyStorage, Backoff, GroupKey, JobContext, JobError, Missed, NewJob, Periodic, QueueLimits,
+    QueueOptions, RateLimit, Retry, Storage, TraceContext, TypedJob, Worker, WorkerBuilder,
+    WorkerOptions, connect,
 };
 
 #[cfg(feature = "opentelemetry")]

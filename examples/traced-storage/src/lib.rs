@@ -193,6 +193,22 @@ impl<S: Storage> Storage for TracedStorage<S> {
         traced("queue_configs", self.inner.queue_configs().await)
     }
 
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        traced(
+            "set_group_limit",
+            self.inner.set_group_limit(queue, group, limit).await,
+        )
+    }
+
+    async fn group_limits(&self) -> Result<Vec<queue_core::GroupLimit>> {
+        traced("group_limits", self.inner.group_limits().await)
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         traced("enqueue_periodic", self.inner.enqueue_periodic(fire).await)
     }

@@ -12,9 +12,11 @@
 //! | numbered migrations, their checksums and ledger | [`migration`] |
 //! | a statement's plan, for `explain_*` diagnostics | [`PlanStep`] |
 //! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
+//! | group concurrency in the claim, and refusing it without the capability | [`GroupSlots`], [`refuse_group_keys`], [`refuse_group_concurrency`], [`unconfigured_queue`] |
 
 mod batch;
 mod flow;
+mod groups;
 mod lease;
 pub mod migration;
 mod order;
@@ -25,6 +27,7 @@ mod turn;
 
 pub use batch::{first_occurrences, validate_batch};
 pub use flow::LimitedQueues;
+pub use groups::{GroupSlots, refuse_group_concurrency, refuse_group_keys, unconfigured_queue};
 pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};
 pub use order::claim_order;
 pub use plan::PlanStep;

@@ -202,11 +202,16 @@ pub enum Bug {
     /// forgotten. Caught by
     /// `workers::registering_again_replaces_the_record_and_moves_last_seen`.
     WorkerHeartbeatKeepsLastSeen,
+    /// Claims count a group's held leases among the jobs this handle
+    /// claimed only (a per-process tally of each group's running jobs),
+    /// so two hosts together run more of one group than its limit. Caught
+    /// by `groups::group_limit_holds_across_handles`.
+    GroupLimitCountedPerHandle,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 51] = [
+    pub const ALL: [Bug; 52] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -258,6 +263,7 @@ impl Bug {
         Bug::ClaimSkipsThePageOfATakenJob,
         Bug::ClaimReturnsInIdOrder,
         Bug::WorkerHeartbeatKeepsLastSeen,
+        Bug::GroupLimitCountedPerHandle,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -353,6 +359,7 @@ impl Bug {
             Bug::WorkerHeartbeatKeepsLastSeen => {
                 "workers::registering_again_replaces_the_record_and_moves_last_seen"
             }
+            Bug::GroupLimitCountedPerHandle => "groups::group_limit_holds_across_handles",
         }
     }
 }

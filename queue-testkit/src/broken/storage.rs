@@ -193,6 +193,24 @@ impl Storage for BrokenStorage {
                 mine.extend(claimed.iter().map(|job| job.id));
                 Ok(claimed)
             }
+            Bug::GroupLimitCountedPerHandle => {
+                let mut mine = self
+                    .claimed_here
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let mut state = self.inner.lock();
+                let Some(request) = state.within_limits(request, now) else {
+                    return Ok(Vec::new());
+                };
+                // Each group's slots see only the leases this handle handed out.
+                let ids = state.claimable_counting(&request, now, |queue| {
+                    state.group_slots_of(queue, |job| mine.contains(&job.id))
+                });
+                let claimed = state.claim(&ids, &request, now);
+                state.take_tokens(&claimed, now);
+                mine.extend(claimed.iter().map(|job| job.id));
+                Ok(claimed)
+            }
             Bug::RateChargedForTheRequest => {
                 let mut state = self.inner.lock();
                 let Some(narrowed) = state.within_limits(request, now) else {
@@ -680,6 +698,19 @@ impl Storage for BrokenStorage {
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         self.inner.queue_configs().await
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.inner.set_group_limit(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<queue_core::GroupLimit>> {
+        self.inner.group_limits().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

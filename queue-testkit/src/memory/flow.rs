@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Bucket, DequeueRequest, EnqueueOutcome, FinalStatus, Job, JobId, Lease, QueueConfig,
-    QueueError, QueueLimits, QueueName, Result, ScheduleRecord, ValidFire,
+    Bucket, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey, GroupLimit, Job, JobId, Lease,
+    QueueConfig, QueueError, QueueLimits, QueueName, Result, ScheduleRecord, ValidFire,
 };
 
 use super::storage::after;
@@ -119,11 +119,44 @@ impl State {
             Some(rate) => self.buckets.insert(queue.clone(), Bucket::full(&rate, now)),
             None => self.buckets.remove(queue),
         };
+        self.configured.insert(queue.clone());
         if *limits == QueueLimits::default() {
             self.limits.remove(queue);
         } else {
             self.limits.insert(queue.clone(), *limits);
         }
+    }
+
+    /// Gives `group` of `queue` its own limit, or removes it.
+    pub(crate) fn set_group_limit(
+        &mut self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        if let Some(limit) = limit {
+            GroupLimit::validate_limit(limit)?;
+        }
+        if !self.configured.contains(queue) {
+            return Err(queue_core::backend::unconfigured_queue(queue));
+        }
+        let key = (queue.clone(), group.clone());
+        match limit {
+            Some(limit) => self.group_limits.insert(key, limit),
+            None => self.group_limits.remove(&key),
+        };
+        Ok(())
+    }
+
+    /// Every group's own limit, by queue, then group.
+    pub(crate) fn group_limit_list(&self) -> Vec<GroupLimit> {
+        (self.group_limits.iter())
+            .map(|((queue, group), limit)| GroupLimit {
+                queue: queue.clone(),
+                group: group.clone(),
+                limit: *limit,
+            })
+            .collect()
     }
 
     pub(crate) fn configs(&self) -> Vec<QueueConfig> {

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, Utc};
 use queue_core::time::truncate_to_micros;
 use queue_core::{
-    Bucket, Clock, EnqueueOutcome, FinalStatus, HistoryRecord, Job, JobId, Lease, QueueLimits,
-    QueueName, ScheduleName, ScheduleRecord, ValidJob, WorkerId, WorkerInfo,
+    Bucket, Clock, EnqueueOutcome, FinalStatus, GroupKey, HistoryRecord, Job, JobId, Lease,
+    QueueLimits, QueueName, ScheduleName, ScheduleRecord, ValidJob, WorkerId, WorkerInfo,
 };
 use serde_json::Value;
 
@@ -38,6 +38,11 @@ pub(crate) struct State {
     pub(crate) paused: BTreeSet<QueueName>,
     pub(crate) limits: BTreeMap<QueueName, QueueLimits>,
     pub(crate) buckets: BTreeMap<QueueName, Bucket>,
+    /// The queues with a config row (configured or paused once): those a
+    /// group of which may be given its own limit.
+    pub(crate) configured: BTreeSet<QueueName>,
+    /// Each group's own concurrency limit, by queue and group.
+    pub(crate) group_limits: BTreeMap<(QueueName, GroupKey), u32>,
     pub(crate) fires: BTreeMap<ScheduleName, ScheduleRecord>,
     /// The worker registry: what each worker registered, and when.
     pub(crate) workers: BTreeMap<WorkerId, (WorkerInfo, DateTime<Utc>)>,
@@ -101,6 +106,7 @@ impl State {
                 queue: job.queue,
                 priority: job.priority,
                 unique_key: job.unique_key,
+                group_key: job.group_key,
                 payload: job.payload,
                 attempts: 0,
                 max_attempts: job.max_attempts,
@@ -139,6 +145,7 @@ impl State {
                 queue: job.queue,
                 priority: job.priority,
                 unique_key: job.unique_key,
+                group_key: job.group_key,
                 payload: job.payload,
                 status: archive.status,
                 result: archive.result,

@@ -2,7 +2,7 @@
 //! listings from; the crate's broken storages recombine them.
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::claim_order;
+use queue_core::backend::{GroupSlots, claim_order};
 use queue_core::{
     DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobFilter, JobId, JobState,
     QueueError, QueueName, ReclaimOutcome, Result,
@@ -15,6 +15,17 @@ use super::{Archive, State};
 impl State {
     /// The ids a claim by `request` takes at `now`, in dequeue order.
     pub(crate) fn claimable(&self, request: &DequeueRequest, now: DateTime<Utc>) -> Vec<JobId> {
+        self.claimable_counting(request, now, |queue| self.group_slots(queue))
+    }
+
+    /// [`State::claimable`] with each queue's group slots counted by
+    /// `slots` (the broken storages count them wrongly).
+    pub(crate) fn claimable_counting(
+        &self,
+        request: &DequeueRequest,
+        now: DateTime<Utc>,
+        slots: impl Fn(&QueueName) -> GroupSlots,
+    ) -> Vec<JobId> {
         let mut ready: Vec<&Job> = self
             .jobs
             .values()
@@ -24,16 +35,59 @@ impl State {
             .collect();
         ready.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
+        let mut groups: std::collections::HashMap<&QueueName, GroupSlots> = Default::default();
         ready
             .into_iter()
             .filter(|job| {
                 let count = taken.entry(&job.queue).or_default();
+                if *count >= request.queue_limit(&job.queue) {
+                    return false;
+                }
+                // A job of a full group is skipped: the next one is taken.
+                let slots = groups
+                    .entry(&job.queue)
+                    .or_insert_with(|| slots(&job.queue));
+                if !slots.take(job.group_key.as_ref()) {
+                    return false;
+                }
                 *count += 1;
-                *count <= request.queue_limit(&job.queue)
+                true
             })
             .take(request.limit() as usize)
             .map(|job| job.id)
             .collect()
+    }
+
+    /// The group slots of `queue`: its groups' limits, and the leases its
+    /// jobs of each group hold (expired ones included, until reclaim).
+    pub(crate) fn group_slots(&self, queue: &QueueName) -> GroupSlots {
+        self.group_slots_of(queue, |_| true)
+    }
+
+    /// [`State::group_slots`] counting only the leased jobs `counted`
+    /// accepts (the broken storages count them wrongly).
+    pub(crate) fn group_slots_of(
+        &self,
+        queue: &QueueName,
+        counted: impl Fn(&Job) -> bool,
+    ) -> GroupSlots {
+        let default = self.limits.get(queue).and_then(|l| l.group_concurrency);
+        let overrides = (self.group_limits.iter())
+            .filter(|((q, _), _)| q == queue)
+            .map(|((_, group), limit)| (group.clone(), *limit));
+        let mut slots = GroupSlots::new(default, overrides);
+        if slots.limits_any() {
+            for job in self.jobs.values() {
+                if &job.queue == queue
+                    && job.lease_until.is_some()
+                    && let Some(group) = &job.group_key
+                    && counted(job)
+                {
+                    slots.hold(group.clone(), 1);
+                }
+            }
+        }
+        slots
     }
 
     /// Leases the live jobs `ids` to `request`'s worker, whatever their state.
@@ -112,6 +166,7 @@ impl State {
                 queue: record.queue,
                 priority: record.priority,
                 unique_key: record.unique_key,
+                group_key: record.group_key,
                 payload: record.payload,
                 attempts: 0,
                 max_attempts: record.max_attempts,

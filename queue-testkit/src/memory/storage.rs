@@ -7,12 +7,12 @@ use chrono::{DateTime, Utc};
 use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
-    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, HistoryFilter,
-    HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, Lease, MAX_BATCH,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
-    WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of, validate_lease, validate_limit,
-    validate_window,
+    Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage,
+    JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of, validate_lease,
+    validate_limit, validate_window,
 };
 use serde_json::Value;
 
@@ -52,7 +52,9 @@ impl State {
 #[async_trait]
 impl Storage for MemoryStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::OPERATIONS.with(Capability::Workers)
+        Capabilities::OPERATIONS
+            .with(Capability::Workers)
+            .with(Capability::GroupLimits)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -212,6 +214,19 @@ impl Storage for MemoryStorage {
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         Ok(self.lock().configs())
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.lock().set_group_limit(queue, group, limit)
+    }
+
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        Ok(self.lock().group_limit_list())
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
@@ -397,7 +412,9 @@ impl Storage for MemoryStorage {
     }
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<()> {
-        self.lock().paused.insert(queue.clone());
+        let mut state = self.lock();
+        state.configured.insert(queue.clone());
+        state.paused.insert(queue.clone());
         Ok(())
     }
 

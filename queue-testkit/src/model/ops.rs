@@ -156,6 +156,14 @@ pub enum Op {
     /// List the workers, silent after `.0` seconds, forgotten `.1` seconds
     /// later.
     ListWorkers(u64, u64),
+    /// Enqueue one job in group `g0`, `g1` or `g2`.
+    EnqueueGrouped(JobSpec, u8),
+    /// Give a queue (index into [`QUEUES`]) this group concurrency and no
+    /// other limit, through every handle.
+    ConfigureGroups(usize, Option<u32>),
+    /// Give group `g{n}` of a queue its own limit, or remove it, through
+    /// every handle.
+    SetGroupLimit(usize, u8, Option<u32>),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -190,6 +198,9 @@ impl Op {
             Op::Throughput(_) => Some(Capability::Throughput),
             Op::RegisterWorker(..) | Op::DeregisterWorker(_) | Op::ListWorkers(..) => {
                 Some(Capability::Workers)
+            }
+            Op::EnqueueGrouped(..) | Op::ConfigureGroups(..) | Op::SetGroupLimit(..) => {
+                Some(Capability::GroupLimits)
             }
             _ => None,
         }
@@ -322,6 +333,11 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..3, 1u32..=3).prop_map(|(w, c)| Op::RegisterWorker(w, c)),
         1 => (0u8..3).prop_map(Op::DeregisterWorker),
         1 => (1u64..=40, 0u64..=60).prop_map(|(s, f)| Op::ListWorkers(s, f)),
+        3 => (job_spec(), 0u8..3).prop_map(|(spec, g)| Op::EnqueueGrouped(spec, g)),
+        1 => (0..QUEUES.len(), proptest::option::weighted(0.8, 1u32..=2))
+            .prop_map(|(q, limit)| Op::ConfigureGroups(q, limit)),
+        1 => (0..QUEUES.len(), 0u8..3, proptest::option::weighted(0.7, 1u32..=2))
+            .prop_map(|(q, g, limit)| Op::SetGroupLimit(q, g, limit)),
     ]
 }
 

@@ -7,9 +7,9 @@ use proptest::test_runner::TestCaseError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use queue_core::{
-    Ack, Capability, Clock, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryRecord, Job,
-    JobId, Lease, ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueName, Result,
-    ScheduleName, Storage, WorkerId,
+    Ack, Capability, Clock, DequeueRequest, EnqueueOutcome, GroupKey, HistoryFilter, HistoryRecord,
+    Job, JobId, Lease, ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueLimits,
+    QueueName, Result, ScheduleName, Storage, WorkerId,
 };
 use serde_json::json;
 
@@ -431,6 +431,43 @@ impl<S: Storage> Pair<S> {
                 let backend = kind(self.backend().snooze(&backend_lease, delay).await);
                 same("snooze", model, backend)
             }
+            Op::EnqueueGrouped(spec, g) => {
+                let job = self.next_job(spec).group_key(format!("g{g}"));
+                let model = kind(self.model.enqueue(job.clone()).await);
+                let backend = kind(self.backend().enqueue(job).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => self.record_enqueue(m, b),
+                    (m, b) => same("enqueue of a grouped job", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Op::ConfigureGroups(q, limit) => {
+                let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
+                let limits = QueueLimits {
+                    group_concurrency: *limit,
+                    ..QueueLimits::default()
+                };
+                let model = kind(self.model.configure_queue(&queue, &limits).await);
+                // Through every handle, as `Op::Configure` explains.
+                for handle in &self.handles {
+                    let backend = kind(handle.configure_queue(&queue, &limits).await);
+                    same("configure_queue (groups)", model.clone(), backend)?;
+                }
+                let model = kind(self.model.queue_configs().await);
+                let backend = kind(self.backend().queue_configs().await);
+                same("queue_configs", model, backend)
+            }
+            Op::SetGroupLimit(q, g, limit) => {
+                let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
+                let group = GroupKey::new(format!("g{g}")).expect("valid group key");
+                let model = kind(self.model.set_group_limit(&queue, &group, *limit).await);
+                for handle in &self.handles {
+                    let backend = kind(handle.set_group_limit(&queue, &group, *limit).await);
+                    same("set_group_limit", model.clone(), backend)?;
+                }
+                let model = kind(self.model.group_limits().await);
+                let backend = kind(self.backend().group_limits().await);
+                same("group_limits", model, backend)
+            }
             Op::Configure(q, concurrency, rate) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
                 let limits = super::ops::limits(*concurrency, *rate);
@@ -620,6 +657,11 @@ impl<S: Storage> Pair<S> {
             let model = kind(self.model.queue_configs().await);
             let backend = kind(self.backend().queue_configs().await);
             same("queue_configs", model, backend)?;
+        }
+        if declared.supports(Capability::GroupLimits) {
+            let model = kind(self.model.group_limits().await);
+            let backend = kind(self.backend().group_limits().await);
+            same("group_limits", model, backend)?;
         }
         if declared.supports(Capability::Workers) {
             // Ages long enough to forget nobody: the comparison changes nothing.

@@ -17,6 +17,7 @@ pub async fn configure_queue_reads_back_and_keeps_the_paused_flag<S: Storage>(ct
     let backoff = Backoff::new(secs(2), Duration::ZERO, secs(600), 0.25).expect("backoff");
     let limits = QueueLimits {
         concurrency: Some(3),
+        group_concurrency: None,
         rate: Some(RateLimit {
             per_second: 2.5,
             burst: 4,

@@ -16,6 +16,7 @@ pub mod concurrency;
 pub mod dequeue;
 pub mod enqueue;
 pub mod flow;
+pub mod groups;
 pub mod handles;
 pub mod heartbeat;
 mod helpers;
