@@ -174,66 +174,50 @@ pub async fn ack_nack_and_release_give_a_group_slot_back<S: Storage>(ctx: Ctx<S>
         )
         .await
         .expect("enqueue_batch");
-    let one = |what: &'static str| {
-        let ctx = &ctx;
-        async move {
-            let claimed = ctx.claim("q", 10).await;
-            assert_eq!(
-                claimed.len(),
-                1,
-                "after {what}, the group's slot is free again"
-            );
-            assert!(
-                ctx.claim("q", 10).await.is_empty(),
-                "the limit holds after {what}"
-            );
-            claimed.into_iter().next().expect("one job")
-        }
-    };
-    let job = one("the start").await;
+    let job = freed_slot(&ctx, "the start").await;
     ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
-    let job = one("an ack").await;
+    let job = freed_slot(&ctx, "an ack").await;
     (ctx.storage
         .nack(&lease_of(&job), json!("e"), Retry::After(secs(600)))
         .await)
         .expect("nack");
-    let job = one("a nack that retries").await;
+    let job = freed_slot(&ctx, "a nack that retries").await;
     (ctx.storage
         .nack(&lease_of(&job), json!("e"), Retry::Never)
         .await)
         .expect("nack");
-    let job = one("a nack that dead-letters").await;
+    let job = freed_slot(&ctx, "a nack that dead-letters").await;
     assert!(ctx.storage.release(&lease_of(&job)).await.expect("release"));
-    one("a release").await;
+    freed_slot(&ctx, "a release").await;
+}
+
+/// The one job of group-limited queue `q` that a freed slot lets a claim
+/// take (`what` freed it), checking the limit holds again after it.
+async fn freed_slot<S: Storage>(ctx: &Ctx<S>, what: &str) -> Job {
+    let claimed = ctx.claim("q", 10).await;
+    assert_eq!(
+        claimed.len(),
+        1,
+        "after {what}, the group's slot is free again"
+    );
+    assert!(
+        ctx.claim("q", 10).await.is_empty(),
+        "the limit holds after {what}"
+    );
+    claimed.into_iter().next().expect("one job")
 }
 
 /// Snooze, cancel and discard each give the group's slot back.
 pub async fn snooze_cancel_and_discard_give_a_group_slot_back<S: Storage>(ctx: Ctx<S>) {
     ctx.configure("q", group_limit(1)).await;
     ctx.fill_group("q", Some("g"), 4, 0).await;
-    let one = |what: &'static str| {
-        let ctx = &ctx;
-        async move {
-            let claimed = ctx.claim("q", 10).await;
-            assert_eq!(
-                claimed.len(),
-                1,
-                "after {what}, the group's slot is free again"
-            );
-            assert!(
-                ctx.claim("q", 10).await.is_empty(),
-                "the limit holds after {what}"
-            );
-            claimed.into_iter().next().expect("one job")
-        }
-    };
-    let job = one("the start").await;
+    let job = freed_slot(&ctx, "the start").await;
     (ctx.storage.snooze(&lease_of(&job), secs(600)).await).expect("snooze");
-    let job = one("a snooze").await;
+    let job = freed_slot(&ctx, "a snooze").await;
     ctx.storage.cancel(job.id).await.expect("cancel");
-    let job = one("a cancel").await;
+    let job = freed_slot(&ctx, "a cancel").await;
     ctx.storage.discard(job.id).await.expect("discard");
-    one("a discard").await;
+    freed_slot(&ctx, "a discard").await;
 }
 
 /// An expired lease keeps its group's slot until reclaim gives it back,
