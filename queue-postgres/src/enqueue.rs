@@ -2,9 +2,9 @@
 //! caller's transaction.
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{first_occurrences, refuse_group_keys, validate_batch};
+use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::duration_micros;
-use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
+use queue_core::{EnqueueOutcome, GroupKey, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 use serde_json::Value;
 use sqlx::postgres::PgArguments;
 use sqlx::query::Query;
@@ -43,8 +43,6 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        // Group limits are not implemented here (Capability::GroupLimits).
-        refuse_group_keys(&jobs, "enqueue_batch_in")?;
         self.insert_all(conn, &jobs, Signal::InTransaction)
             .await
             .map_err(interpret_failure)
@@ -55,7 +53,6 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        refuse_group_keys(&jobs, "enqueue_batch")?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -185,6 +182,7 @@ impl PgStorage {
             .bind(columns.delay_us)
             .bind(columns.run_at)
             .bind(columns.trace_context)
+            .bind(columns.group_key)
     }
 }
 
@@ -223,7 +221,8 @@ impl PgStorage {
                     .bind(columns.max_attempts[0])
                     .bind(columns.delay_us[0])
                     .bind(columns.run_at[0])
-                    .bind(columns.trace_context[0].as_deref()),
+                    .bind(columns.trace_context[0].as_deref())
+                    .bind(columns.group_key[0]),
             )
             .await?;
         let id: Option<i64> = row.try_get("id")?;
@@ -247,6 +246,7 @@ struct Columns<'j> {
     run_at: Vec<Option<DateTime<Utc>>>,
     /// `TraceContext::to_stored` of each job's context.
     trace_context: Vec<Option<String>>,
+    group_key: Vec<Option<&'j str>>,
 }
 
 impl<'j> Columns<'j> {
@@ -260,6 +260,7 @@ impl<'j> Columns<'j> {
             delay_us: Vec::with_capacity(jobs.len()),
             run_at: Vec::with_capacity(jobs.len()),
             trace_context: Vec::with_capacity(jobs.len()),
+            group_key: Vec::with_capacity(jobs.len()),
         };
         for job in jobs {
             columns.queue.push(job.queue.as_str());
@@ -282,6 +283,9 @@ impl<'j> Columns<'j> {
             columns
                 .trace_context
                 .push(job.trace_context.as_ref().map(|ctx| ctx.to_stored()));
+            columns
+                .group_key
+                .push(job.group_key.as_ref().map(GroupKey::as_str));
         }
         columns
     }

@@ -440,9 +440,11 @@ fn lease_query(source: &str) -> Option<String> {
 
 /// A query of `queue_pick` or `queue_next_due` with the functions'
 /// arguments as statement parameters: $1 the clock override, $2 the
-/// queue, $3 the cap (the pick's only).
+/// queue, $3 the cap (the pick's only); no full groups (the pick's
+/// `p_full`, NULL in every claim of a queue without group limits).
 fn with_parameters(query: &str) -> String {
     query
+        .replace("p_full", "NULL::text[]")
         .replace("p_now", "COALESCE($1::timestamptz, now())")
         .replace("p_queue", "$2::text")
         .replace("p_cap", "$3::bigint")

@@ -17,8 +17,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use queue_core::backend::{corrupt, stored, stored_count, stored_millis};
-use queue_core::{Backoff, DequeueRequest, QueueConfig, QueueLimits, QueueName, RateLimit, Result};
+use queue_core::backend::{corrupt, stored, stored_count, stored_millis, unconfigured_queue};
+use queue_core::{
+    Backoff, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueLimits, QueueName, RateLimit,
+    Result,
+};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -53,7 +56,6 @@ impl PgStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
-        queue_core::backend::refuse_group_concurrency(limits)?;
         let backoff = limits.backoff;
         retrying(true, || {
             self.db().execute(
@@ -67,12 +69,58 @@ impl PgStorage {
                     .bind(backoff.map(|b| millis(b.base())))
                     .bind(backoff.map(|b| millis(b.min())))
                     .bind(backoff.map(|b| millis(b.max())))
-                    .bind(backoff.map(|b| b.jitter())),
+                    .bind(backoff.map(|b| b.jitter()))
+                    .bind(limits.group_concurrency.map(limit_int)),
             )
         })
         .await?;
         self.limited.invalidate();
         Ok(())
+    }
+
+    pub(crate) async fn set_group_limit_pooled(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        if let Some(limit) = limit {
+            GroupLimit::validate_limit(limit)?;
+        }
+        let row = retrying(true, || {
+            self.db().fetch_one(
+                sqlx::query(self.sql.set_group_limit.clone())
+                    .bind(queue.as_str())
+                    .bind(group.as_str())
+                    .bind(limit.map(limit_int)),
+            )
+        })
+        .await?;
+        if !get::<bool>(&row, "configured")? {
+            return Err(unconfigured_queue(queue));
+        }
+        self.limited.invalidate();
+        Ok(())
+    }
+
+    pub(crate) async fn group_limits_pooled(&self) -> Result<Vec<GroupLimit>> {
+        let rows = retrying(true, || {
+            self.db()
+                .fetch_all(sqlx::query(self.sql.group_limits.clone()))
+        })
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(GroupLimit {
+                    queue: stored("queue_name", get(row, "queue_name")?, QueueName::new)?,
+                    group: stored("group_key", get(row, "group_key")?, GroupKey::new)?,
+                    limit: stored_count(
+                        "concurrency_limit",
+                        get::<i32>(row, "concurrency_limit")?,
+                    )?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
@@ -127,6 +175,10 @@ fn claim_limits(row: &PgRow) -> Result<QueueLimits> {
     Ok(QueueLimits {
         concurrency: positive("concurrency_limit", get(row, "concurrency_limit")?)?,
         rate,
+        group_concurrency: positive(
+            "group_concurrency_limit",
+            get(row, "group_concurrency_limit")?,
+        )?,
         ..QueueLimits::default()
     })
 }

@@ -84,6 +84,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "workers",
         sql: include_str!("../migrations/0015_workers.sql"),
     },
+    Migration {
+        version: 16,
+        name: "group_limits",
+        sql: include_str!("../migrations/0016_group_limits.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

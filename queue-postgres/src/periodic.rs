@@ -18,10 +18,6 @@ impl PgStorage {
         fire: &PeriodicFire,
     ) -> Result<Option<EnqueueOutcome>> {
         let valid = fire.validate()?;
-        queue_core::backend::refuse_group_keys(
-            std::slice::from_ref(&valid.job),
-            "enqueue_periodic",
-        )?;
         retrying(false, || async {
             let mut tx = self.pool.begin().await?;
             let recorded = self

@@ -2,7 +2,9 @@
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
-use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, TraceContext, UniqueKey, WorkerId};
+use queue_core::{
+    GroupKey, HistoryRecord, Job, JobId, QueueName, Result, TraceContext, UniqueKey, WorkerId,
+};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -36,9 +38,7 @@ fn optional_name<T>(
 /// A `job_queue` row.
 pub(crate) fn job(row: &PgRow) -> Result<Job> {
     Ok(Job {
-        // This backend keeps no group keys: it does not declare
-        // Capability::GroupLimits and refuses them at enqueue.
-        group_key: None,
+        group_key: optional_name(row, "group_key", GroupKey::new)?,
         id: JobId(get(row, "id")?),
         queue: name(row, "queue_name", QueueName::new)?,
         priority: get(row, "priority")?,
@@ -62,9 +62,7 @@ pub(crate) fn job(row: &PgRow) -> Result<Job> {
 pub(crate) fn record(row: &PgRow) -> Result<HistoryRecord> {
     let status: String = get(row, "status_final")?;
     Ok(HistoryRecord {
-        // This backend keeps no group keys: it does not declare
-        // Capability::GroupLimits and refuses them at enqueue.
-        group_key: None,
+        group_key: optional_name(row, "group_key", GroupKey::new)?,
         id: JobId(get(row, "id")?),
         queue: name(row, "queue_name", QueueName::new)?,
         priority: get(row, "priority")?,

@@ -9,11 +9,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
-    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
-    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
-    WorkerInfo, WorkerRecord,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -405,7 +405,8 @@ impl Storage for PgStorage {
     fn capabilities(&self) -> Capabilities {
         let capabilities = Capabilities::OPERATIONS
             .with(Capability::Transactions)
-            .with(Capability::Workers);
+            .with(Capability::Workers)
+            .with(Capability::GroupLimits);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)
@@ -469,6 +470,19 @@ impl Storage for PgStorage {
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         self.queue_configs_pooled().await
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_limit_pooled(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        self.group_limits_pooled().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

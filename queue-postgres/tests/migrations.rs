@@ -65,6 +65,7 @@ async fn migrations_apply_to_an_empty_schema() {
             "job_ready_3",
             "job_throughput",
             "queue_config",
+            "queue_group_limit",
             "queue_schedule",
             "queue_schema_migrations",
             "queue_worker"
@@ -338,5 +339,105 @@ async fn a_read_only_database_refuses_writes_with_a_typed_error() {
         .expect("count");
     assert_eq!(live, 0, "nothing written");
     read_only.close().await;
+    finish(schema, pool).await;
+}
+
+/// A schema of the release before group limits (migration 0015) holding
+/// a pending, a scheduled and an expired leased job, a finished one and a
+/// queue with a concurrency limit: after migration 0016 every job is
+/// where it was and claimed when it should be, the limit still holds, and
+/// the queue takes group limits (a group's own limit included) that its
+/// claims keep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
+    use std::time::Duration;
+
+    use queue_core::{
+        DequeueRequest, GroupKey, JobFilter, NewJob, QueueLimits, QueueName, Storage, WorkerId,
+    };
+    use queue_postgres::PgStorage;
+    use serde_json::json;
+
+    let (schema, pool) = common::schema_at(
+        15,
+        "INSERT INTO job_queue (queue_name, payload) VALUES ('q', '\"pending\"');
+         INSERT INTO job_queue (queue_name, payload, available_at)
+             VALUES ('q', '\"scheduled\"', now() + interval '1 hour');
+         INSERT INTO job_queue (queue_name, payload, attempts, lease_until, locked_by)
+             VALUES ('q', '\"leased\"', 1, now() - interval '1 second', 'gone');
+         INSERT INTO job_history (id, queue_name, priority, payload, status_final, attempts,
+                                  max_attempts, created_at, finished_at)
+             VALUES (1000, 'q', 0, '\"done\"', 'completed', 1, 20, now(), now());
+         INSERT INTO queue_config (queue_name, concurrency_limit) VALUES ('q', 2);",
+    )
+    .await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid");
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![16]);
+    let queue = QueueName::new("q").expect("valid");
+    let claim = |n: u32| {
+        DequeueRequest::new(
+            vec![queue.clone()],
+            n,
+            Duration::from_secs(60),
+            WorkerId::new("w").expect("valid"),
+        )
+        .expect("valid request")
+    };
+    let history = storage
+        .get_history(queue_core::JobId(1000))
+        .await
+        .expect("history");
+    assert_eq!(history.map(|h| h.group_key), Some(None));
+    // The leased job holds one of the two slots until reclaim.
+    let first = storage.dequeue(&claim(10)).await.expect("dequeue");
+    assert_eq!(
+        first.iter().map(|j| j.payload.clone()).collect::<Vec<_>>(),
+        vec![json!("pending")]
+    );
+    assert!(first[0].group_key.is_none());
+    assert_eq!(
+        storage.reclaim_stalled(10).await.expect("reclaim").requeued,
+        1
+    );
+
+    let limits = QueueLimits {
+        concurrency: Some(2),
+        group_concurrency: Some(1),
+        ..QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &limits)
+        .await
+        .expect("configure");
+    let big = GroupKey::new("big").expect("valid");
+    storage
+        .set_group_limit(&queue, &big, Some(2))
+        .await
+        .expect("set_group_limit");
+    let jobs = ["a", "a", "big", "big", "big"]
+        .map(|group| NewJob::new("q", json!(group)).priority(1).group_key(group));
+    storage.enqueue_batch(jobs.into()).await.expect("enqueue");
+    let lease = first[0].lease().expect("leased");
+    storage.ack(&lease, None).await.expect("ack");
+    // Concurrency 2 across the queue: one of a (its limit), one of big.
+    let second = storage.dequeue(&claim(10)).await.expect("dequeue");
+    let groups: Vec<_> = second.iter().map(|j| j.group_key.clone()).collect();
+    assert_eq!(
+        groups,
+        vec![Some(GroupKey::new("a").expect("valid")), Some(big.clone())]
+    );
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(configs[0].limits.group_concurrency, Some(1));
+    let live = storage
+        .list_jobs(&JobFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(
+        live.jobs.len(),
+        7,
+        "the requeued one, the scheduled one and the five grouped"
+    );
     finish(schema, pool).await;
 }

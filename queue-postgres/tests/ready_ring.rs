@@ -10,7 +10,6 @@ use std::time::Duration;
 use queue_core::backend::PlanStep;
 use queue_core::{DequeueRequest, ManualClock, NewJob, QueueName, Storage, WorkerId};
 use queue_postgres::{MIGRATIONS, PgStorage};
-use queue_testkit::harness::postgres::TestSchema;
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
 
@@ -213,47 +212,16 @@ async fn a_rotation_leaves_the_entry_of_an_uncommitted_enqueue() {
 /// every migration since) each is claimed when it should be.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_keeps_pending_scheduled_and_leased_jobs_claimable() {
-    let schema = TestSchema::create().await;
-    let pool = schema.pool().await;
-    let s = schema.name().to_owned();
-    let mut tx = pool.begin().await.expect("begin");
-    sqlx::raw_sql(AssertSqlSafe(format!(
-        "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET LOCAL search_path TO \"{s}\""
-    )))
-    .execute(&mut *tx)
-    .await
-    .expect("schema");
-    for migration in MIGRATIONS.iter().filter(|m| m.version <= 9) {
-        sqlx::raw_sql(migration.sql)
-            .execute(&mut *tx)
-            .await
-            .unwrap_or_else(|e| panic!("migration {}: {e}", migration.version));
-    }
-    sqlx::raw_sql(
-        "CREATE TABLE queue_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
-                                               checksum BIGINT NOT NULL,
-                                               applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
-         INSERT INTO job_queue (queue_name, payload) VALUES ('q', '\"pending\"');
+    let (schema, pool) = common::schema_at(
+        9,
+        "INSERT INTO job_queue (queue_name, payload) VALUES ('q', '\"pending\"');
          INSERT INTO job_queue (queue_name, payload, available_at)
              VALUES ('q', '\"scheduled\"', now() + interval '1 hour');
          INSERT INTO job_queue (queue_name, payload, attempts, lease_until, locked_by)
              VALUES ('q', '\"leased\"', 1, now() - interval '1 second', 'gone')",
     )
-    .execute(&mut *tx)
-    .await
-    .expect("jobs");
-    for migration in MIGRATIONS.iter().filter(|m| m.version <= 9) {
-        sqlx::query(
-            "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-        )
-        .bind(i32::try_from(migration.version).expect("small"))
-        .bind(migration.name)
-        .bind(migration.checksum())
-        .execute(&mut *tx)
-        .await
-        .expect("ledger");
-    }
-    tx.commit().await.expect("commit 0009");
+    .await;
+    let s = schema.name().to_owned();
 
     let now: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
         .fetch_one(&pool)

@@ -23,7 +23,17 @@
 pub(super) const DEQUEUE_PICK: &str = "
         SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at,
                p.pick_slot AS slot
-        FROM {s}.queue_pick({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}) p";
+        FROM {s}.{pick_function}({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}{group_args}) p";
+
+/// The plain claim's pick function: [`DEQUEUE_PICK`] without group limits.
+const PICK_PLAIN: (&str, &str) = ("queue_pick", "");
+
+/// The limited claim's pick function: `queue_pick_limited` (migration
+/// 0016), which is `queue_pick` for a queue without group limits and
+/// otherwise keeps each group within its slots, given whether the queue
+/// has group limits (`{grouped}`) and its group concurrency
+/// (`{group_default}`), both from `limits`.
+const PICK_LIMITED: (&str, &str) = ("queue_pick_limited", ", {grouped}, {group_default}");
 
 /// The one-queue claim's cap: $3 behind a subquery, so that the planner
 /// prices every call alike and keeps the generic plan. Bound as such, a
@@ -109,8 +119,17 @@ FROM unnest($2::text[]) AS q(name)";
 
 /// The queues whose claims are limited (what `LimitedQueues` remembers).
 pub(super) const LIMITED_QUEUES: &str = "
-SELECT queue_name FROM {s}.queue_config
-WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+SELECT queue_name FROM {s}.queue_config c
+WHERE {limited}";
+
+/// The config rows that make a queue's claims limited: a concurrency, a
+/// rate, a group concurrency or a group's own limit (`group_limits`, the
+/// count of the queue's rows in `queue_group_limit`, kept by a trigger:
+/// migration 0016). Columns of the row alone: a subquery here made the
+/// limited claim's generic plan look dearer than its custom ones, and it
+/// was planned again on every call.
+pub(super) const LIMITED: &str = "(c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
+       OR c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0)";
 
 /// The queues a claim takes from and their caps: $2 and $6 as given, for
 /// the plain claim ([`DEQUEUE_MANY_QUEUES`], [`DEQUEUE_MANY_QUEUES_OVER`]),
@@ -120,7 +139,7 @@ pub(super) const QUEUES_AS_GIVEN: &str =
     "{s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)";
 
 /// The limited claim's caps: [`LIMITS_MANY`]' `limits`.
-pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap)";
+pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap, grouped, group_default)";
 
 /// The limited claim's first CTEs: lock the config rows of the limited
 /// queues among $2 in name order (so concurrent claims over several
@@ -134,15 +153,17 @@ pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap)";
 /// ([`LIMITS_ONE`], [`LIMITS_MANY`]) narrows the caps to what both limits
 /// allow (`queue_core::QueueLimits::allowance`).
 pub(super) const LOCKED: &str = "locked AS MATERIALIZED (
-    SELECT queue_name, concurrency_limit, rate_per_second, rate_burst, tokens, refilled_at
-    FROM {s}.queue_config
-    WHERE queue_name = ANY($2::text[])
-      AND (concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL)
-    ORDER BY queue_name COLLATE \"C\"
-    FOR UPDATE
+    SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens,
+           c.refilled_at, c.group_concurrency_limit,
+           (c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0) AS grouped
+    FROM {s}.queue_config c
+    WHERE c.queue_name = ANY($2::text[])
+      AND {limited}
+    ORDER BY c.queue_name COLLATE \"C\"
+    FOR UPDATE OF c
 ),
 buckets AS MATERIALIZED (
-    SELECT l.queue_name, l.concurrency_limit,
+    SELECT l.queue_name, l.concurrency_limit, l.grouped, l.group_concurrency_limit,
            CASE WHEN l.concurrency_limit IS NOT NULL
                 THEN {s}.queue_held_leases(l.queue_name, l.concurrency_limit) END AS held,
            CASE WHEN l.rate_per_second IS NULL THEN NULL
@@ -159,7 +180,8 @@ buckets AS MATERIALIZED (
 /// `buckets` row), never below 0.
 pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
     SELECT GREATEST(LEAST($3::bigint, b.concurrency_limit - b.held,
-                          floor(b.tokens + 1e-9)::bigint), 0) AS cap
+                          floor(b.tokens + 1e-9)::bigint), 0) AS cap,
+           COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default
     FROM (SELECT 1) o LEFT JOIN buckets b ON TRUE
 ),
 ";
@@ -168,9 +190,10 @@ pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
 /// `buckets` row keep theirs), dropping the queues left with none (the
 /// queues through `queue_claim_queues`, as in [`QUEUES_AS_GIVEN`]).
 pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
-    SELECT name, cap FROM (
+    SELECT name, cap, grouped, group_default FROM (
         SELECT q.name, LEAST(q.cap, b.concurrency_limit - b.held,
-                             floor(b.tokens + 1e-9)::bigint) AS cap
+                             floor(b.tokens + 1e-9)::bigint) AS cap,
+               COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default
         FROM {s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)
         LEFT JOIN buckets b ON b.queue_name = q.name
     ) n
@@ -203,7 +226,7 @@ pub(super) const ROTATE_READY: &str =
 /// A claim: `template` with [`DEQUEUE_PICK`] for the queue
 /// and cap expressions given, then [`DEQUEUE_LEASE`].
 pub(super) fn dequeue_plain(template: &str, queue: &str, cap: &str) -> String {
-    let body = dequeue_template(template, queue, cap)
+    let body = dequeue_template(template, PICK_PLAIN, queue, cap)
         .replace("{limits}", "")
         .replace("{queues}", QUEUES_AS_GIVEN);
     format!("{body}{DEQUEUE_LEASE}")
@@ -212,9 +235,11 @@ pub(super) fn dequeue_plain(template: &str, queue: &str, cap: &str) -> String {
 /// The limited claim of a several-queue `template`: [`LOCKED`] and
 /// [`LIMITS_MANY`] first, [`CHARGE`] last.
 pub(super) fn dequeue_limited(template: &str) -> String {
-    let body = dequeue_template(template, "q.name", "q.cap")
+    let body = dequeue_template(template, PICK_LIMITED, "q.name", "q.cap")
         .replace("{limits}", &format!("{LOCKED}{LIMITS_MANY}"))
-        .replace("{queues}", QUEUES_LIMITED);
+        .replace("{queues}", QUEUES_LIMITED)
+        .replace("{grouped}", "q.grouped")
+        .replace("{group_default}", "q.group_default");
     format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
 }
 
@@ -223,19 +248,31 @@ pub(super) fn dequeue_limited(template: &str) -> String {
 pub(super) fn dequeue_limited_one_queue() -> String {
     let body = dequeue_template(
         DEQUEUE_ONE_QUEUE,
+        PICK_LIMITED,
         "($2::text[])[1]",
         "(SELECT cap FROM limits)",
     )
-    .replace("{limits}", &format!("{LOCKED}{LIMITS_ONE}"));
+    .replace("{limits}", &format!("{LOCKED}{LIMITS_ONE}"))
+    .replace("{grouped}", "(SELECT grouped FROM limits)")
+    .replace("{group_default}", "(SELECT group_default FROM limits)");
     format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
 }
 
-/// `template` with the pick ([`DEQUEUE_PICK`], locking and not) for the
-/// queue and cap expressions given.
-pub(super) fn dequeue_template(template: &str, queue: &str, cap: &str) -> String {
+/// `template` with the pick ([`DEQUEUE_PICK`] through `function`,
+/// [`PICK_PLAIN`] or [`PICK_LIMITED`], locking and not) for the queue and
+/// cap expressions given.
+pub(super) fn dequeue_template(
+    template: &str,
+    (function, group_args): (&str, &str),
+    queue: &str,
+    cap: &str,
+) -> String {
+    let pick = DEQUEUE_PICK
+        .replace("{pick_function}", function)
+        .replace("{group_args}", group_args);
     template
-        .replace("{pick}", &DEQUEUE_PICK.replace("{lock}", "TRUE"))
-        .replace("{pick_unlocked}", &DEQUEUE_PICK.replace("{lock}", "FALSE"))
+        .replace("{pick}", &pick.replace("{lock}", "TRUE"))
+        .replace("{pick_unlocked}", &pick.replace("{lock}", "FALSE"))
         .replace("{queue}", queue)
         .replace("{cap}", cap)
 }

@@ -33,25 +33,25 @@ pub(super) const ENQUEUE: &str = "
 WITH input AS (
     SELECT u.*, nextval('{s}.job_queue_id_seq') AS new_id
     FROM UNNEST($2::text[], $3::int[], $4::text[], $5::jsonb[], $6::int[], $7::bigint[], $8::timestamptz[],
-                $9::text[])
+                $9::text[], $10::text[])
         WITH ORDINALITY AS u(queue_name, priority, unique_key, payload, max_attempts, delay_us, run_at,
-                             trace_context, ord)
+                             trace_context, group_key, ord)
 ),
 plain AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
-                               available_at, created_at, updated_at, trace_context)
+                               available_at, created_at, updated_at, trace_context, group_key)
     SELECT new_id, queue_name, priority, NULL, payload, max_attempts,
            COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
-           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), trace_context
+           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), trace_context, group_key
     FROM input WHERE unique_key IS NULL
     RETURNING id, queue_name
 ),
 keyed AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, max_attempts,
-                               available_at, created_at, updated_at, trace_context)
+                               available_at, created_at, updated_at, trace_context, group_key)
     SELECT new_id, queue_name, priority, unique_key, payload, max_attempts,
            COALESCE(run_at, COALESCE($1::timestamptz, now()) + COALESCE(delay_us, 0) * interval '1 microsecond'),
-           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), trace_context
+           COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), trace_context, group_key
     FROM input WHERE unique_key IS NOT NULL
     ORDER BY ord
     ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
@@ -75,11 +75,11 @@ ORDER BY i.ord";
 pub(super) const ENQUEUE_ONE: &str = "
 WITH ins AS (
     INSERT INTO {s}.job_queue (queue_name, priority, unique_key, payload, max_attempts,
-                               available_at, created_at, updated_at, trace_context)
+                               available_at, created_at, updated_at, trace_context, group_key)
     VALUES ($2::text, $3::int, $4::text, $5::jsonb, $6::int,
             COALESCE($8::timestamptz,
                      COALESCE($1::timestamptz, now()) + COALESCE($7::bigint, 0) * interval '1 microsecond'),
-            COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), $9::text)
+            COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()), $9::text, $10::text)
     ON CONFLICT (queue_name, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
     RETURNING id
 )

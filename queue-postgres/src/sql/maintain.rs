@@ -52,7 +52,7 @@ archived AS (
                 ELSE jsonb_build_object('kind', 'lease_expired', 'worker_id', locked_by,
                                         'attempt', attempts) END,
            attempts, max_attempts, NULL, created_at, first_locked_at,
-           COALESCE($1::timestamptz, now()), snoozes, trace_context
+           COALESCE($1::timestamptz, now()), snoozes, trace_context, group_key
     FROM dead
     RETURNING id
 )

@@ -34,12 +34,12 @@ use workers::*;
 /// The columns of a live job, in the order `rows::job` reads them.
 pub(super) const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
      available_at, lease_until, locked_by, first_locked_at, last_error, created_at, updated_at, snoozes, \
-     trace_context";
+     trace_context, group_key";
 
 /// The columns of a history row, in the order `rows::record` reads them.
 pub(super) const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, status_final, \
      result, last_error, attempts, max_attempts, processed_by, created_at, started_at, finished_at, \
-     snoozes, trace_context";
+     snoozes, trace_context, group_key";
 
 /// The recursive CTE `{name}(priority)`: the distinct priorities of
 /// queue `{queue}`'s rows of `{table}` that match `{rows}`, highest first:
@@ -134,6 +134,8 @@ pub(crate) struct Statements {
     pub(crate) function_source: SqlStr,
     pub(crate) configure_queue: SqlStr,
     pub(crate) queue_configs: SqlStr,
+    pub(crate) set_group_limit: SqlStr,
+    pub(crate) group_limits: SqlStr,
     pub(crate) enqueue_periodic: SqlStr,
     pub(crate) schedules: SqlStr,
     pub(crate) rotate_ready: SqlStr,
@@ -160,6 +162,7 @@ impl Statements {
                     .replace("{job_filter}", JOB_FILTER)
                     .replace("{state}", state)
                     .replace("{restore}", RESTORE_DEAD_LETTERS)
+                    .replace("{limited}", LIMITED)
                     .replace("{job}", JOB_COLUMNS)
                     .replace("{history}", HISTORY_COLUMNS)
                     .replace("{s}", &format!("\"{schema}\""))
@@ -233,6 +236,8 @@ impl Statements {
             function_source: fill(FUNCTION_SOURCE),
             configure_queue: fill(CONFIGURE_QUEUE),
             queue_configs: fill(QUEUE_CONFIGS),
+            set_group_limit: fill(SET_GROUP_LIMIT),
+            group_limits: fill(GROUP_LIMITS),
             enqueue_periodic: fill(ENQUEUE_PERIODIC),
             schedules: fill(SCHEDULES),
             register_worker: fill(REGISTER_WORKER),

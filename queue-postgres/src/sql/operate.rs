@@ -11,7 +11,7 @@ archived AS (
     INSERT INTO {s}.job_history ({history})
     SELECT id, queue_name, priority, unique_key, payload, $3::text, NULL, last_error, attempts,
            max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes,
-           trace_context
+           trace_context, group_key
     FROM gone
     RETURNING id
 )
@@ -23,12 +23,13 @@ SELECT (SELECT count(*) FROM archived) AS removed,
 /// from history) inserted live under their ids, pending now, attempts 0.
 pub(super) const RESTORE_DEAD_LETTERS: &str = "back AS (
     INSERT INTO {s}.job_queue (id, queue_name, priority, unique_key, payload, attempts, max_attempts,
-                               available_at, last_error, created_at, updated_at, snoozes, trace_context)
+                               available_at, last_error, created_at, updated_at, snoozes, trace_context,
+                               group_key)
     -- max_attempts 0: archived by hand without it; the default allowance (20).
     SELECT id, queue_name, priority, unique_key, payload, 0,
            CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END,
            COALESCE($1::timestamptz, now()), last_error, created_at, COALESCE($1::timestamptz, now()),
-           snoozes, trace_context
+           snoozes, trace_context, group_key
     FROM dl
     RETURNING queue_name
 )";
@@ -75,7 +76,7 @@ gone AS (DELETE FROM {s}.job_queue j USING picked p WHERE j.id = p.id RETURNING 
 INSERT INTO {s}.job_history ({history})
 SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_error, attempts,
        max_attempts, NULL, created_at, first_locked_at, COALESCE($1::timestamptz, now()), snoozes,
-       trace_context
+       trace_context, group_key
 FROM gone";
 
 /// Moves up to $4 dead letters (queue $2, ids below $3) whose unique key is

@@ -1,5 +1,6 @@
 //! The statements of a queue's settings: `pause_queue`, `resume_queue`,
-//! `configure_queue`, `queue_configs`.
+//! `configure_queue`, `queue_configs`, and the groups' own limits:
+//! `set_group_limit`, `group_limits`.
 
 pub(super) const PAUSE_QUEUE: &str = "
 INSERT INTO {s}.queue_config (queue_name, paused, updated_at)
@@ -15,24 +16,27 @@ WITH resumed AS (
 SELECT pg_notify('{chan}', queue_name)::text FROM resumed";
 
 /// Sets a queue's limits ($3 concurrency, $4 rate, $5 burst, $6 lease ms,
-/// $7-$10 backoff base, min, max ms and jitter; NULL: not set), keeping its
+/// $7-$10 backoff base, min, max ms and jitter, $11 group concurrency;
+/// NULL: not set), keeping its
 /// paused flag; a rate starts with a full bucket. Wakes the queue's
 /// workers, whose next claim sees the change.
 pub(super) const CONFIGURE_QUEUE: &str = "
 WITH up AS (
     INSERT INTO {s}.queue_config (queue_name, paused, updated_at, concurrency_limit,
                                   rate_per_second, rate_burst, tokens, refilled_at, lease_ms,
-                                  backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter)
+                                  backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
+                                  group_concurrency_limit)
     VALUES ($2, FALSE, COALESCE($1::timestamptz, now()), $3::int, $4::float8, $5::int,
             $5::int::float8,
             CASE WHEN $4::float8 IS NULL THEN NULL ELSE COALESCE($1::timestamptz, now()) END,
-            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8)
+            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8, $11::int)
     ON CONFLICT (queue_name) DO UPDATE
     SET concurrency_limit = EXCLUDED.concurrency_limit, rate_per_second = EXCLUDED.rate_per_second,
         rate_burst = EXCLUDED.rate_burst, tokens = EXCLUDED.tokens,
         refilled_at = EXCLUDED.refilled_at, lease_ms = EXCLUDED.lease_ms,
         backoff_base_ms = EXCLUDED.backoff_base_ms, backoff_min_ms = EXCLUDED.backoff_min_ms,
         backoff_max_ms = EXCLUDED.backoff_max_ms, backoff_jitter = EXCLUDED.backoff_jitter,
+        group_concurrency_limit = EXCLUDED.group_concurrency_limit,
         updated_at = EXCLUDED.updated_at
     RETURNING queue_name
 )
@@ -41,7 +45,34 @@ SELECT pg_notify('{chan}', queue_name)::text FROM up";
 /// Every queue that is paused or has a setting.
 pub(super) const QUEUE_CONFIGS: &str = "
 SELECT queue_name, paused, concurrency_limit, rate_per_second, rate_burst, lease_ms,
-       backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter
+       backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter, group_concurrency_limit
 FROM {s}.queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
-   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL";
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL";
+
+/// Gives group $2 of queue $1 its own limit $3 if the queue has a config
+/// row, or removes the group's limit when $3 is NULL. One row, `configured`:
+/// whether the queue has a config row (nothing is written when it has
+/// not). Wakes the queue's workers: a raised or lifted limit may make
+/// jobs claimable.
+pub(super) const SET_GROUP_LIMIT: &str = "
+WITH queue AS (SELECT queue_name FROM {s}.queue_config WHERE queue_name = $1 FOR UPDATE),
+written AS (
+    INSERT INTO {s}.queue_group_limit (queue_name, group_key, concurrency_limit)
+    SELECT queue_name, $2, $3::int FROM queue WHERE $3::int IS NOT NULL
+    ON CONFLICT (queue_name, group_key) DO UPDATE SET concurrency_limit = EXCLUDED.concurrency_limit
+    RETURNING queue_name
+),
+removed AS (
+    DELETE FROM {s}.queue_group_limit g USING queue q
+    WHERE $3::int IS NULL AND g.queue_name = q.queue_name AND g.group_key = $2
+    RETURNING g.queue_name
+)
+SELECT EXISTS (SELECT 1 FROM queue) AS configured,
+       (SELECT count(pg_notify('{chan}', queue_name)) FROM queue) AS notified";
+
+/// Every group's own limit, by queue, then group (byte order, as
+/// `QueueName` and `GroupKey` sort).
+pub(super) const GROUP_LIMITS: &str = "
+SELECT queue_name, group_key, concurrency_limit FROM {s}.queue_group_limit
+ORDER BY queue_name COLLATE \"C\", group_key COLLATE \"C\"";

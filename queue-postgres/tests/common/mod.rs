@@ -223,3 +223,58 @@ impl StorageFactory for PgBouncerTransactionFactory {
             .with_second_handle(second)
     }
 }
+
+/// A new schema migrated up to `version` alone, as a release of that time
+/// left it, with `rows` (plain SQL, run with the schema on the search
+/// path) written before the ledger records the versions: the starting
+/// point of an upgrade test. The caller migrates the rest.
+#[allow(dead_code, reason = "used by the upgrade tests, not every test binary")]
+pub(crate) async fn schema_at(version: u32, rows: &str) -> (TestSchema, sqlx::PgPool) {
+    use sqlx::AssertSqlSafe;
+    let schema = TestSchema::create().await;
+    let pool = schema.pool().await;
+    let s = schema.name().to_owned();
+    let mut tx = pool.begin().await.expect("begin");
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET LOCAL search_path TO \"{s}\""
+    )))
+    .execute(&mut *tx)
+    .await
+    .expect("schema");
+    let applied = || {
+        queue_postgres::MIGRATIONS
+            .iter()
+            .filter(|m| m.version <= version)
+    };
+    for migration in applied() {
+        sqlx::raw_sql(migration.sql)
+            .execute(&mut *tx)
+            .await
+            .unwrap_or_else(|e| panic!("migration {}: {e}", migration.version));
+    }
+    sqlx::raw_sql(
+        "CREATE TABLE queue_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL,
+                                               checksum BIGINT NOT NULL,
+                                               applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+    )
+    .execute(&mut *tx)
+    .await
+    .expect("ledger");
+    sqlx::raw_sql(AssertSqlSafe(rows.to_owned()))
+        .execute(&mut *tx)
+        .await
+        .expect("rows");
+    for migration in applied() {
+        sqlx::query(
+            "INSERT INTO queue_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+        )
+        .bind(i32::try_from(migration.version).expect("small"))
+        .bind(migration.name)
+        .bind(migration.checksum())
+        .execute(&mut *tx)
+        .await
+        .expect("ledger row");
+    }
+    tx.commit().await.expect("commit");
+    (schema, pool)
+}
