@@ -60,6 +60,10 @@ pub(crate) enum Command {
         /// Run at this time (RFC 3339, e.g. `2030-01-01T09:00:00Z`).
         #[arg(long)]
         at: Option<DateTime<Utc>>,
+        /// The job's group (a tenant, a customer), whose running jobs a
+        /// group limit counts; on storages with group limits.
+        #[arg(long)]
+        group: Option<String>,
     },
     /// Live jobs per queue by state; a count that reaches the cap shows as
     /// "10,000+".
@@ -182,6 +186,24 @@ pub(crate) enum Command {
         #[arg(long, requires = "backoff_base")]
         backoff_jitter: Option<f64>,
     },
+    /// Give one group of a queue its own limit (replacing the queue's
+    /// group concurrency for it), or lift it with `--clear`. The queue must
+    /// be configured or paused first.
+    GroupLimit {
+        /// The queue.
+        queue: String,
+        /// The group key.
+        group: String,
+        /// At most this many of the group's jobs running at once.
+        #[arg(required_unless_present = "clear")]
+        limit: Option<u32>,
+        /// Lift the group's own limit (the queue's group concurrency
+        /// applies again).
+        #[arg(long, conflicts_with = "limit")]
+        clear: bool,
+    },
+    /// Every group's own limit, by queue, then group.
+    Groups,
     /// Every queue that is paused or has limits, with its settings.
     Queues,
     /// Periodic schedules that have fired: latest and next fire time.

@@ -4,8 +4,8 @@ use std::io::Read;
 use std::time::Duration;
 
 use queue::{
-    AnyStorage, HistoryFilter, JobFilter, JobId, JobState, MAX_BATCH, NewJob, PruneRequest,
-    QueueName, Storage,
+    AnyStorage, GroupKey, HistoryFilter, JobFilter, JobId, JobState, MAX_BATCH, NewJob,
+    PruneRequest, QueueName, Storage,
 };
 use serde_json::{Value, json};
 
@@ -38,10 +38,14 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             max_attempts,
             delay,
             at,
+            group,
         } => {
             let mut job = NewJob::new(queue, read_payload(payload.as_deref())?).priority(priority);
             if let Some(key) = unique_key {
                 job = job.unique_key(key);
+            }
+            if let Some(group) = group {
+                job = job.group_key(group);
             }
             if let Some(max) = max_attempts {
                 job = job.max_attempts(max);
@@ -176,6 +180,29 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             let name = QueueName::new(queue.clone())?;
             storage.configure_queue(&name, &limits).await?;
             done(json, "configured", queue)?;
+        }
+        Command::GroupLimit {
+            queue,
+            group,
+            limit,
+            clear,
+        } => {
+            let name = QueueName::new(queue.clone())?;
+            let key = GroupKey::new(group.clone())?;
+            let limit = if clear { None } else { limit };
+            storage.set_group_limit(&name, &key, limit).await?;
+            match limit {
+                Some(_) => done(json, "limited", format!("{queue}/{group}"))?,
+                None => done(json, "lifted", format!("{queue}/{group}"))?,
+            }
+        }
+        Command::Groups => {
+            let limits = storage.group_limits().await?;
+            if json {
+                output::json(&limits)?;
+            } else {
+                flow::print_group_limits(&limits);
+            }
         }
         Command::Queues => {
             let configs = storage.queue_configs().await?;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use queue::{Backoff, QueueConfig, QueueLimits, RateLimit, ScheduleRecord};
+use queue::{Backoff, GroupLimit, QueueConfig, QueueLimits, RateLimit, ScheduleRecord};
 use serde_json::{Value, json};
 
 use crate::CliError;
@@ -62,6 +62,17 @@ pub(crate) fn config_json(config: &QueueConfig) -> Value {
             "jitter": b.jitter(),
         })),
     })
+}
+
+/// Every group's own limit, one line each: `queue/group: limit N`.
+pub(crate) fn print_group_limits(limits: &[GroupLimit]) {
+    if limits.is_empty() {
+        println!("no group has its own limit");
+        return;
+    }
+    for limit in limits {
+        println!("{}/{}: limit {}", limit.queue, limit.group, limit.limit);
+    }
 }
 
 /// The settings of every configured queue, one line each.

@@ -686,6 +686,48 @@ async fn workers_on_postgres() {
     schema.drop_schema().await;
 }
 
+/// `group-limit` gives one group of a configured queue its own limit,
+/// `groups` lists it (and as JSON), `--clear` lifts it; a queue without a
+/// config row, a limit of 0 and an empty group key are refused in one
+/// line with nothing written; `enqueue --group` stores the job's group,
+/// which `show` prints.
+#[test]
+fn group_limit_sets_lists_and_lifts_one_groups_limit() {
+    let path = format!("{}/group-limit.db", env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::remove_file(&path);
+    let url = format!("sqlite://{path}?mode=rwc");
+    ok(&url, None, &["migrate"], None);
+    let unconfigured = fails(&url, None, &["group-limit", "imports", "big", "3"], 1);
+    assert!(unconfigured.contains("queue_config"), "{unconfigured}");
+    ok(&url, None, &["config", "imports", "--group-concurrency", "1"], None);
+    ok(&url, None, &["group-limit", "imports", "big", "3"], None);
+    let zero = fails(&url, None, &["group-limit", "imports", "big", "0"], 2);
+    assert!(zero.contains("limit"), "{zero}");
+    let empty = fails(&url, None, &["group-limit", "imports", "", "2"], 2);
+    assert!(empty.contains("group"), "{empty}");
+    let listed = ok(&url, None, &["groups"], None);
+    assert_eq!(listed.trim(), "imports/big: limit 3", "{listed}");
+    let json = json_of(&ok(&url, None, &["groups", "--json"], None));
+    assert_eq!(
+        json,
+        json!([{ "queue": "imports", "group": "big", "limit": 3 }])
+    );
+    fails(&url, None, &["group-limit", "imports", "big"], 2);
+    ok(&url, None, &["group-limit", "imports", "big", "--clear"], None);
+    assert_eq!(
+        ok(&url, None, &["groups"], None).trim(),
+        "no group has its own limit"
+    );
+    let id = ok(
+        &url,
+        None,
+        &["enqueue", "imports", "{}", "--group", "customer-7"],
+        None,
+    );
+    let shown = ok(&url, None, &["show", id.trim()], None);
+    assert!(shown.contains("customer-7"), "{shown}");
+}
+
 /// `config --group-concurrency` on SQLite, which has group limits: set,
 /// listed and shown as JSON; 0 refused naming the field, nothing changed;
 /// a later `config` without it lifts it.
