@@ -29,7 +29,7 @@ pub(crate) struct Token {
 }
 
 /// Refuses the action in read-only mode or without the page's CSRF token.
-fn allowed<S>(state: &AppState<S>, csrf: &str) -> Result<(), Failure> {
+pub(crate) fn allowed<S>(state: &AppState<S>, csrf: &str) -> Result<(), Failure> {
     if state.options.read_only {
         return Err(Failure::new(
             StatusCode::FORBIDDEN,
@@ -90,9 +90,17 @@ pub(crate) struct LimitsForm {
     rate: String,
     #[serde(default)]
     burst: String,
+    /// Absent when the storage has no group limits (the form does not
+    /// show the field): the queue's group concurrency is kept.
+    #[serde(default)]
+    group_concurrency: Option<String>,
 }
 
-fn optional<T: std::str::FromStr>(field: &'static str, text: &str) -> Result<Option<T>, Failure> {
+/// A number from a form field; an empty field is `None`.
+pub(crate) fn optional<T: std::str::FromStr>(
+    field: &'static str,
+    text: &str,
+) -> Result<Option<T>, Failure> {
     match text.trim() {
         "" => Ok(None),
         text => text.parse().map(Some).map_err(|_| {
@@ -104,8 +112,8 @@ fn optional<T: std::str::FromStr>(field: &'static str, text: &str) -> Result<Opt
     }
 }
 
-/// Sets a queue's concurrency and rate limits (its lease and backoff are
-/// kept).
+/// Sets a queue's concurrency, rate and group concurrency limits (its
+/// lease and backoff are kept).
 pub(crate) async fn limits<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
     Form(form): Form<LimitsForm>,
@@ -115,6 +123,10 @@ pub(crate) async fn limits<S: Storage>(
     let concurrency = optional::<u32>("concurrency", &form.concurrency)?;
     let rate = optional::<f64>("rate", &form.rate)?;
     let burst = optional::<u32>("burst", &form.burst)?;
+    let group_concurrency = match &form.group_concurrency {
+        Some(text) => Some(optional::<u32>("group concurrency", text)?),
+        None => None,
+    };
     let kept = state
         .storage
         .queue_configs()
@@ -129,6 +141,7 @@ pub(crate) async fn limits<S: Storage>(
             per_second,
             burst: burst.unwrap_or_else(|| per_second.ceil().clamp(1.0, 1e6) as u32),
         }),
+        group_concurrency: group_concurrency.unwrap_or(kept.group_concurrency),
         ..kept
     };
     state.storage.configure_queue(&queue, &limits).await?;

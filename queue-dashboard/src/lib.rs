@@ -20,6 +20,7 @@ mod actions;
 mod auth;
 mod chart;
 mod error;
+mod groups;
 mod href;
 mod jobs;
 mod layout;
@@ -184,6 +185,7 @@ pub fn router<S: Storage>(
         .route("/jobs/{id}/discard", post(actions::discard::<S>))
         .route("/jobs/{id}/cancel", post(actions::cancel::<S>))
         .route("/queues/limits", post(actions::limits::<S>))
+        .route(groups::PATH, post(groups::set::<S>))
         .route("/queues/pause", post(actions::pause::<S>))
         .route("/queues/resume", post(actions::resume::<S>))
         .route("/workers", get(workers::list::<S>))

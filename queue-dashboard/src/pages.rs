@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::error::Failure;
 use crate::href::component;
 use crate::layout::{action, page, still_page};
-use crate::{AppState, chart};
+use crate::{AppState, chart, groups};
 
 /// Per queue: counts by state, the oldest pending job, what finished in
 /// the last 24 hours, the last hour's throughput, pause and resume.
@@ -23,6 +23,11 @@ pub(crate) async fn overview<S: Storage>(
     let mut stats = state.storage.stats().await?;
     let configs = if state.offers(Capability::FlowLimits) {
         state.storage.queue_configs().await?
+    } else {
+        Vec::new()
+    };
+    let group_limits = if state.offers(Capability::GroupLimits) {
+        state.storage.group_limits().await?
     } else {
         Vec::new()
     };
@@ -104,8 +109,14 @@ pub(crate) async fn overview<S: Storage>(
                 label { "concurrency " input name="concurrency" size="6"; } " "
                 label { "jobs per second " input name="rate" size="6"; } " "
                 label { "burst " input name="burst" size="6"; } " "
+                @if state.offers(Capability::GroupLimits) {
+                    label { "group concurrency " input name="group_concurrency" size="6"; } " "
+                }
                 button type="submit" { "Set limits" }
             }
+        }
+        @if state.offers(Capability::GroupLimits) {
+            (groups::section(&state, &group_limits))
         }
     };
     Ok(page(&state, "Overview", body))

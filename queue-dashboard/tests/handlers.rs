@@ -305,6 +305,10 @@ async fn a_mutation_without_the_csrf_token_is_refused_and_changes_nothing() {
         ),
         ("/queues/pause?queue=emails".to_owned(), String::new()),
         (
+            "/queues/group-limit".to_owned(),
+            "queue=emails&group=big&limit=2".to_owned(),
+        ),
+        (
             "/enqueue".to_owned(),
             "queue=emails&payload=%7B%7D".to_owned(),
         ),
@@ -402,6 +406,10 @@ async fn read_only_refuses_every_mutation_and_shows_no_buttons() {
         ),
         ("/queues/pause?queue=emails".to_owned(), csrf.clone()),
         ("/queues/resume?queue=emails".to_owned(), csrf.clone()),
+        (
+            "/queues/group-limit".to_owned(),
+            format!("{csrf}&queue=emails&group=big&limit=2"),
+        ),
     ];
     for (path, form) in mutations {
         let reply = send(&app, post(&path, &form)).await;
@@ -432,6 +440,7 @@ async fn read_only_refuses_every_mutation_and_shows_no_buttons() {
         "nothing enqueued"
     );
     assert!(storage.queue_configs().await.expect("configs").is_empty());
+    assert!(storage.group_limits().await.expect("groups").is_empty());
 }
 
 const TOKEN: &str = "s3cret-token-0123456789";
@@ -1239,6 +1248,83 @@ async fn limits_are_set_from_the_overview_and_shown_there() {
             .limits
             .concurrency,
         Some(5)
+    );
+}
+
+/// The overview sets a queue's group concurrency with its other limits,
+/// lists every group's own limit, sets one and lifts it; bad input (a
+/// limit of 0 or not a number, an empty group, a queue without limits)
+/// is refused and writes nothing; a group key renders as text.
+#[tokio::test]
+async fn group_limits_are_set_listed_and_lifted_from_the_overview() {
+    let (storage, _, _) = storage().await;
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/")).await;
+    assert!(
+        page.body.contains("No group has its own limit."),
+        "{}",
+        page.body
+    );
+    let token = csrf(&page.body);
+    let post_limits = |form: String| post("/queues/limits", &format!("csrf={token}&{form}"));
+    let reply = send(
+        &app,
+        post_limits("queue=emails&concurrency=&rate=&burst=&group_concurrency=2".into()),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(configs[0].limits.group_concurrency, Some(2));
+    let set = |form: &str| post("/queues/group-limit", &format!("csrf={token}&{form}"));
+    for bad in [
+        "queue=emails&group=big&limit=0",
+        "queue=emails&group=big&limit=many",
+        "queue=emails&group=&limit=3",
+    ] {
+        let reply = send(&app, set(bad)).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}: {}",
+            reply.body
+        );
+    }
+    let unconfigured = send(&app, set("queue=other&group=big&limit=3")).await;
+    assert_eq!(
+        unconfigured.status,
+        StatusCode::NOT_FOUND,
+        "{}",
+        unconfigured.body
+    );
+    assert!(storage.group_limits().await.expect("groups").is_empty());
+    let reply = send(&app, set("queue=emails&group=%3Cb%3Ebig&limit=3")).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let limits = storage.group_limits().await.expect("groups");
+    assert_eq!(
+        limits
+            .iter()
+            .map(|l| (l.queue.as_str(), l.group.as_str(), l.limit))
+            .collect::<Vec<_>>(),
+        vec![("emails", "<b>big", 3)]
+    );
+    let page = send(&app, get("/")).await;
+    assert!(page.body.contains("group concurrency 2"), "{}", page.body);
+    assert!(page.body.contains("&lt;b&gt;big"), "{}", page.body);
+    assert!(!page.body.contains("<b>big"), "escaped: {}", page.body);
+    // The row's Lift button posts no limit.
+    let reply = send(&app, set("queue=emails&group=%3Cb%3Ebig")).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    assert!(storage.group_limits().await.expect("groups").is_empty());
+    // Limits set without the field keep the group concurrency.
+    let reply = send(&app, post_limits("queue=emails&concurrency=4".into())).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(
+        (
+            configs[0].limits.concurrency,
+            configs[0].limits.group_concurrency
+        ),
+        (Some(4), Some(2))
     );
 }
 
