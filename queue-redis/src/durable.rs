@@ -117,6 +117,7 @@ fn reads_only(script: &Script) -> bool {
         &*scripts::NEXT_DUE,
         &*scripts::RECLAIM_STALLED_PEEK,
         &*scripts::QUEUE_CONFIGS,
+        &*scripts::GROUP_LIMITS,
         &*scripts::SCHEDULES,
         &*scripts::PRUNE_HISTORY_PEEK,
         &*scripts::LIST_HISTORY,

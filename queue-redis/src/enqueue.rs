@@ -26,8 +26,6 @@ impl RedisStorage {
             .iter()
             .map(NewJob::validate)
             .collect::<Result<Vec<ValidJob>>>()?;
-        // Group limits are not implemented here (Capability::GroupLimits).
-        queue_core::backend::refuse_group_keys(&valid, "enqueue_batch")?;
         if valid.is_empty() {
             return Ok(Vec::new());
         }
@@ -97,7 +95,7 @@ impl RedisStorage {
     }
 }
 
-/// Adds the enqueue script's eight arguments for one job (see
+/// Adds the enqueue script's nine arguments for one job (see
 /// `scripts/enqueue.lua`) to `cmd`: numbers are written in place, nothing
 /// is allocated per field.
 pub(crate) fn push_job(cmd: &mut Cmd, job: &ValidJob, id: JobId, payload: &str) {
@@ -117,6 +115,10 @@ pub(crate) fn push_job(cmd: &mut Cmd, job: &ValidJob, id: JobId, payload: &str) 
     cmd.arg(payload);
     match &job.trace_context {
         Some(ctx) => cmd.arg(ctx.to_stored()),
+        None => cmd.arg(""),
+    };
+    match &job.group_key {
+        Some(group) => cmd.arg(group.as_str()),
         None => cmd.arg(""),
     };
 }

@@ -1,4 +1,7 @@
-//! Flow control: `configure_queue` and `queue_configs`. The limits live in
+//! Flow control: `configure_queue` and `queue_configs`, and the groups'
+//! own limits (`set_group_limit`, `group_limits`, in `P:group_limits`;
+//! the claim keeps each group within its slots: `group_slots` and
+//! `pick_ready` in `scripts/common.lua`). The limits live in
 //! the queue's `P:config` hash, beside its `P:paused` flag; the claim
 //! enforces them inside the dequeue script itself (`allowance` and
 //! `take_tokens` in `scripts/common.lua`: the queue's held leases are its
@@ -9,8 +12,11 @@
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
-use queue_core::backend::corrupt;
-use queue_core::{Backoff, QueueConfig, QueueError, QueueLimits, QueueName, RateLimit, Result};
+use queue_core::backend::{corrupt, stored, unconfigured_queue};
+use queue_core::{
+    Backoff, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits, QueueName, RateLimit,
+    Result,
+};
 
 use crate::rows::integer;
 use crate::{RedisStorage, scripts};
@@ -22,7 +28,6 @@ impl RedisStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
-        queue_core::backend::refuse_group_concurrency(limits)?;
         // A configured queue is listed by queue_configs even without jobs.
         self.register(&[queue], 0).await?;
         let millis = |d: Duration| d.as_millis().to_string();
@@ -40,6 +45,7 @@ impl RedisStorage {
             text(backoff.map(|b| millis(b.min()))),
             text(backoff.map(|b| millis(b.max()))),
             text(backoff.map(|b| b.jitter().to_string())),
+            text(limits.group_concurrency.map(|c| c.to_string())),
         ];
         let _: i64 = self
             .invoke(
@@ -68,7 +74,9 @@ impl RedisStorage {
                 .split_first()
                 .ok_or_else(|| QueueError::backend("the queue_config script answered nothing"))?;
             let paused = paused == "1";
-            if !paused && fields.is_empty() {
+            // A hash holding only `configured` (limits all lifted) is no
+            // setting to list.
+            if !paused && fields.chunks_exact(2).all(|pair| pair[0] == CONFIGURED) {
                 continue;
             }
             configs.push(QueueConfig {
@@ -78,6 +86,68 @@ impl RedisStorage {
             });
         }
         Ok(configs)
+    }
+}
+
+/// The field `configure_queue.lua` keeps in every `P:config` hash it
+/// writes, whatever limits are set.
+const CONFIGURED: &str = "configured";
+
+impl RedisStorage {
+    pub(crate) async fn set_group_limit_scripted(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        if let Some(limit) = limit {
+            GroupLimit::validate_limit(limit)?;
+        }
+        let args = [
+            self.now_arg(),
+            self.keys.channel(),
+            queue.as_str().to_owned(),
+            group.as_str().to_owned(),
+            limit.map(|l| l.to_string()).unwrap_or_default(),
+        ];
+        let set: i64 = self
+            .invoke(
+                &scripts::SET_GROUP_LIMIT,
+                &self.keys.queue(queue.as_str()),
+                &args,
+            )
+            .await?;
+        if set == 0 {
+            return Err(unconfigured_queue(queue));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn group_limits_scripted(&self) -> Result<Vec<GroupLimit>> {
+        let queues = self.all_queues().await?;
+        let calls = queues.iter().map(|queue| async move {
+            self.invoke::<Vec<String>>(
+                &scripts::GROUP_LIMITS,
+                &self.keys.queue(queue.as_str()),
+                &[],
+            )
+            .await
+        });
+        let answers = try_join_all(calls).await?;
+        let mut all = Vec::new();
+        for (queue, answer) in queues.into_iter().zip(answers) {
+            for pair in answer.chunks_exact(2) {
+                let limit = u32::try_from(integer("limit", &pair[1])?)
+                    .map_err(|_| corrupt("limit", &pair[1]))?;
+                all.push(GroupLimit {
+                    queue: queue.clone(),
+                    group: stored("group_key", pair[0].clone(), GroupKey::new)?,
+                    limit,
+                });
+            }
+        }
+        all.sort();
+        Ok(all)
     }
 }
 
@@ -130,7 +200,6 @@ fn limits(fields: &[String]) -> Result<QueueLimits> {
         rate,
         lease: millis("lease_ms")?,
         backoff,
-        // Refused by configure_queue: this backend has no group limits.
-        group_concurrency: None,
+        group_concurrency: count("group_concurrency")?,
     })
 }

@@ -21,10 +21,6 @@ impl RedisStorage {
         fire: &PeriodicFire,
     ) -> Result<Option<EnqueueOutcome>> {
         let fire = fire.validate()?;
-        queue_core::backend::refuse_group_keys(
-            std::slice::from_ref(&fire.job),
-            "enqueue_periodic",
-        )?;
         let payload = self.payload_text(&fire.job)?;
         let queue = &fire.job.queue;
         let (last, indexes) = self.register(&[queue], 1).await?;

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use queue_core::backend::{corrupt, stored, stored_count, stored_instant, stored_optional};
 use queue_core::{
-    FinalStatus, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext, UniqueKey,
-    WorkerId,
+    FinalStatus, GroupKey, HistoryRecord, Job, JobId, QueueError, QueueName, Result, TraceContext,
+    UniqueKey, WorkerId,
 };
 use serde_json::Value;
 
@@ -109,9 +109,7 @@ fn split(row: &[String]) -> Result<(JobId, Fields<'_>)> {
 pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
     let (id, f) = split(row)?;
     Ok(Job {
-        // This backend keeps no group keys: it does not declare
-        // Capability::GroupLimits and refuses them at enqueue.
-        group_key: None,
+        group_key: f.name("group_key", GroupKey::new)?,
         id,
         queue: queue.clone(),
         priority: f.priority()?,
@@ -165,6 +163,7 @@ pub(crate) fn claimed(
                 last_error,
                 created_at,
                 trace_context,
+                group_key,
             ] = row.as_slice()
             else {
                 return Err(QueueError::backend(format!(
@@ -176,9 +175,11 @@ pub(crate) fn claimed(
             let count = |field: &str, raw: &str| stored_count(field, integer(field, raw)?);
             let priority = integer("priority", priority)?;
             Ok(Job {
-                // This backend keeps no group keys: it does not declare
-                // Capability::GroupLimits and refuses them at enqueue.
-                group_key: None,
+                group_key: stored_optional(
+                    "group_key",
+                    (!group_key.is_empty()).then(|| group_key.clone()),
+                    GroupKey::new,
+                )?,
                 id: job_id(id)?,
                 queue: queue.clone(),
                 priority: i32::try_from(priority).map_err(|_| corrupt("priority", priority))?,
@@ -215,9 +216,7 @@ pub(crate) fn record(queue: &QueueName, row: &[String]) -> Result<HistoryRecord>
     let (id, f) = split(row)?;
     let status = f.required("status")?;
     Ok(HistoryRecord {
-        // This backend keeps no group keys: it does not declare
-        // Capability::GroupLimits and refuses them at enqueue.
-        group_key: None,
+        group_key: f.name("group_key", GroupKey::new)?,
         id,
         queue: queue.clone(),
         priority: f.priority()?,

@@ -70,6 +70,16 @@ queue_script!(
     "One queue's paused flag and limits."
 );
 queue_script!(
+    SET_GROUP_LIMIT,
+    "set_group_limit.lua",
+    "Gives one group of a queue its own limit, or removes it."
+);
+queue_script!(
+    GROUP_LIMITS,
+    "group_limits.lua",
+    "Every group of one queue with its own limit."
+);
+queue_script!(
     SCHEDULES,
     "schedules.lua",
     "The schedule fires recorded with one queue."

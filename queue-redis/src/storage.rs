@@ -9,11 +9,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use queue_core::backend::stored_instant;
 use queue_core::{
-    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
-    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
-    WorkerInfo, WorkerRecord,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value as Json;
 
@@ -133,6 +133,7 @@ impl Storage for RedisStorage {
             .with(Capability::Wakeups)
             .with(Capability::RemoteWakeups)
             .with(Capability::Workers)
+            .with(Capability::GroupLimits)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -192,6 +193,19 @@ impl Storage for RedisStorage {
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         self.queue_configs_scripted().await
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_limit_scripted(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        self.group_limits_scripted().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

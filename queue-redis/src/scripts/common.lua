@@ -14,6 +14,7 @@ local UNIQUE = P .. ':unique'     -- hash: unique key -> id
 local PAUSED = P .. ':paused'     -- exists while the queue is paused
 local CONFIG = P .. ':config'     -- hash: the queue's limits and token bucket (absent: none)
 local SCHEDULES = P .. ':schedules' -- hash: schedule -> last fire ':' next fire (micros)
+local GROUP_LIMITS = P .. ':group_limits' -- hash: group key -> that group's own limit
 -- History, per status (completed, dead_letter, discarded, cancelled):
 local HIST_IDS = P .. ':hist:ids' -- ..':'..status: score 0, member id (lexical = numeric)
 local HIST_FIN = P .. ':hist:fin' -- ..':'..status: score finished_at, member id
@@ -309,4 +310,79 @@ local function take_tokens(bucket, taken)
     redis.call('HSET', CONFIG, 'tokens', string.format('%.17g', math.max(0, bucket.tokens - taken)),
       'refilled_at', fmt(bucket.at))
   end
+end
+
+-- The group slots of a claim (queue-core's GroupSlots): each group's limit
+-- (its own in GROUP_LIMITS, else the queue's group_concurrency) and the
+-- leases its jobs hold, counted from the queue's leased jobs (running and
+-- stalled, until reclaim) and never kept as a counter, so every way a
+-- lease ends gives its slot back. False when no group of the queue is
+-- limited (a claim then counts nothing).
+local function group_slots()
+  local default = redis.call('HGET', CONFIG, 'group_concurrency')
+  local own = redis.call('HGETALL', GROUP_LIMITS)
+  if not default and #own == 0 then
+    return false
+  end
+  local slots = {default = tonumber(default), limits = {}, held = {}}
+  for i = 1, #own, 2 do
+    slots.limits[own[i]] = tonumber(own[i + 1])
+  end
+  for _, id in ipairs(redis.call('ZRANGE', LEASED, 0, -1)) do
+    local group = redis.call('HGET', job_key(id), 'group_key')
+    if group then
+      slots.held[group] = (slots.held[group] or 0) + 1
+    end
+  end
+  return slots
+end
+
+-- Takes a slot of `group` (false: a job in no group, which always gets
+-- one) if one is left, and says whether it did.
+local function take_slot(slots, group)
+  if not group then
+    return true
+  end
+  local limit = slots.limits[group] or slots.default
+  if not limit then
+    return true
+  end
+  local held = slots.held[group] or 0
+  if held >= limit then
+    return false
+  end
+  slots.held[group] = held + 1
+  return true
+end
+
+-- The best `n` pending jobs of READY as {member, score, ...}, best first:
+-- with `slots` (see group_slots), only jobs whose group has a slot left,
+-- taking one each (a job of a full group is passed over and the walk goes
+-- on, a page at a time, so a full group never stalls the others; its cost
+-- is the pending jobs of full groups ranked before the ones taken).
+local function pick_ready(n, slots)
+  if not slots then
+    return redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
+  end
+  local out = {}
+  local start, page = 0, math.max(n, 64)
+  while #out < 2 * n do
+    local batch = redis.call('ZRANGE', READY, start, start + page - 1, 'WITHSCORES')
+    for i = 1, #batch, 2 do
+      local group = redis.call('HGET', job_key(id_of_ready(batch[i])), 'group_key')
+      if take_slot(slots, group) then
+        out[#out + 1] = batch[i]
+        out[#out + 1] = batch[i + 1]
+        if #out >= 2 * n then
+          break
+        end
+      end
+    end
+    if #batch < 2 * page then
+      break
+    end
+    start = start + page
+    page = page * 4
+  end
+  return out
 end

@@ -2,13 +2,15 @@
 -- and stays); a rate starts with a full bucket. Publishes the queue's
 -- name: lifted or raised limits may make jobs claimable.
 -- ARGV: now, channel, queue name, then concurrency, rate, burst, lease_ms,
--- backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter ('' for
--- not set). Returns 1.
+-- backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
+-- group_concurrency ('' for not set). Returns 1. The hash keeps the field
+-- `configured` whatever is set: a configured queue may be given group
+-- limits (set_group_limit.lua), as a queue with a config row elsewhere.
 local now = clock(ARGV[1])
 local names = {'concurrency', 'rate', 'burst', 'lease_ms', 'backoff_base_ms', 'backoff_min_ms',
-  'backoff_max_ms', 'backoff_jitter'}
+  'backoff_max_ms', 'backoff_jitter', 'group_concurrency'}
 redis.call('DEL', CONFIG)
-local set = {}
+local set = {'configured', '1'}
 for i, name in ipairs(names) do
   local value = ARGV[i + 3]
   if value ~= '' then
@@ -22,8 +24,6 @@ if ARGV[5] ~= '' then
   set[#set + 1] = 'refilled_at'
   set[#set + 1] = fmt(now)
 end
-if #set > 0 then
-  redis.call('HSET', CONFIG, unpack(set))
-end
+redis.call('HSET', CONFIG, unpack(set))
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1

@@ -10,8 +10,9 @@
 -- of its row that the caller does not know (it knows the worker, and the
 -- header gives updated_at and lease_until), by position: {id, priority,
 -- unique_key, payload, attempts, max_attempts, snoozes, available_at,
--- first_locked_at, last_error, created_at, trace_context}, '' for an
--- absent unique_key, last_error or trace_context. Positions rather than
+-- first_locked_at, last_error, created_at, trace_context, group_key}, ''
+-- for an absent unique_key, last_error, trace_context or group_key. A job
+-- whose group is at its limit is passed over (`pick_ready`). Positions rather than
 -- HGETALL's names and values: half the strings to convert, here and in
 -- the caller.
 local now = clock(ARGV[1])
@@ -29,7 +30,7 @@ if n <= 0 then
 end
 local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
-local picked = redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
+local picked = pick_ready(n, group_slots())
 local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
 local now_text = fmt(now)
 local out = {{now_text, until_at}}
@@ -47,14 +48,14 @@ for i = 1, #picked, 2 do
   leased[#leased + 1] = id
   local f = redis.call('HMGET', k, 'priority', 'unique_key', 'payload', 'attempts',
     'max_attempts', 'snoozes', 'available_at', 'first_locked_at', 'last_error', 'created_at',
-    'trace_context')
+    'trace_context', 'group_key')
   local attempts = fmt(tonumber(f[4]) + 1)
   -- Set on the first claim; later ones write back the same value.
   local first = f[8] or now_text
   redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
     'updated_at', now_text, 'first_locked_at', first)
   out[#out + 1] = {id, f[1], f[2] or '', f[3], attempts, f[5], f[6] or '0', f[7], first,
-    f[9] or '', f[10], f[11] or ''}
+    f[9] or '', f[10], f[11] or '', f[12] or ''}
 end
 if #out == 1 then
   return {}

@@ -1,6 +1,7 @@
 -- Peek: the best `n` pending jobs of one queue without claiming them
 -- (after promoting scheduled jobs that came due), no more than its limits
--- allow (the claim checks them again); nothing while paused.
+-- allow and its groups' slots leave (the claim checks both again);
+-- nothing while paused.
 -- A dequeue over several queues peeks each, picks the best overall, then
 -- claims the chosen count from each queue.
 -- ARGV: now, n. Returns {member, score, ...} best first.
@@ -17,4 +18,4 @@ end
 if n <= 0 then
   return {}
 end
-return redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
+return pick_ready(n, group_slots())

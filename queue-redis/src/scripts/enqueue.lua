@@ -4,7 +4,7 @@
 -- ARGV: now, channel, queue name, then per job: id, priority, unique key
 -- ('' for none), max attempts, schedule kind (now | after | at), schedule
 -- value (micros: a delay or an instant), payload, trace context ('' for
--- none).
+-- none), group key ('' for none).
 -- Returns {position, existing id, ...} for the jobs whose key was live
 -- (positions count this script's jobs from 1); every other job was added
 -- under the id it came with. Only the exceptions travel back: a reply per
@@ -26,7 +26,8 @@ local position = 0
 while i <= #ARGV do
   local id, priority, key, max_attempts = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local kind, value, payload, trace = ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
-  i = i + 8
+  local group = ARGV[i + 8]
+  i = i + 9
   position = position + 1
   local existing = false
   if key ~= '' then
@@ -57,6 +58,9 @@ while i <= #ARGV do
     end
     if trace ~= '' then
       redis.call('HSET', k, 'trace_context', trace)
+    end
+    if group ~= '' then
+      redis.call('HSET', k, 'group_key', group)
     end
     -- Indexes are written below, in bulk (as `place` would).
     if kind == 'now' or tonumber(at) <= now then

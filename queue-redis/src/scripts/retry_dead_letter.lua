@@ -6,7 +6,7 @@ local now = clock(ARGV[1])
 local id = ARGV[2]
 local h = hist_key(id)
 local f = redis.call('HMGET', h, 'status', 'priority', 'unique_key', 'payload',
-  'max_attempts', 'last_error', 'created_at', 'snoozes', 'trace_context')
+  'max_attempts', 'last_error', 'created_at', 'snoozes', 'trace_context', 'group_key')
 if f[1] ~= 'dead_letter' then
   return {0}
 end
@@ -28,6 +28,9 @@ if f[8] then
 end
 if f[9] then
   redis.call('HSET', k, 'trace_context', f[9])
+end
+if f[10] then
+  redis.call('HSET', k, 'group_key', f[10])
 end
 to_ready(id, f[2], fmt(now))
 forget(id, 'dead_letter')
