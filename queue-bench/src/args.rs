@@ -112,6 +112,11 @@ pub(crate) enum Workload {
     /// Steady enqueue and drain at a fixed rate for a long time, with the
     /// tables' sizes, dead rows and the load average every sample.
     Soak(SoakArgs),
+    /// Groups: a drain at group concurrency 1 over many keys against the
+    /// same drain unlimited (checking that no key ever runs two jobs at
+    /// once), and a small tenant's start lag behind a large tenant's
+    /// backlog against an empty queue's.
+    Fairness(FairnessArgs),
     /// Every workload at a tiny size: proves the benchmark still works.
     Smoke,
 }
@@ -179,6 +184,32 @@ pub(crate) struct DrainArgs {
     /// completed retention (7 days), they are pruned during the drain.
     #[arg(long, default_value_t = 0)]
     pub(crate) history_age_days: u64,
+}
+
+/// `fairness` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct FairnessArgs {
+    /// Jobs of the group drain, spread round-robin over `--keys` groups.
+    #[arg(long, default_value_t = 20_000)]
+    pub(crate) n: usize,
+    /// Groups of the group drain.
+    #[arg(long, default_value_t = 1_000)]
+    pub(crate) keys: usize,
+    /// The group concurrency of the limited drain.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) group_concurrency: u32,
+    /// The worker's concurrency in every run.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) concurrency: usize,
+    /// Jobs of the large tenant, enqueued before the small one's.
+    #[arg(long, default_value_t = 100_000)]
+    pub(crate) backlog: usize,
+    /// Jobs the small tenant enqueues, one every `--interval-ms`.
+    #[arg(long, default_value_t = 200)]
+    pub(crate) probes: usize,
+    /// Pause between two of the small tenant's enqueues, in milliseconds.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) interval_ms: u64,
 }
 
 /// `latency` settings.

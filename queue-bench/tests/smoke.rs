@@ -38,6 +38,14 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
+    // The fairness rows need group keys: every backend with
+    // `Capability::GroupLimits` (MySQL / MariaDB does not have it yet).
+    let groups = backend != "mysql";
+    let fairness = if groups {
+        &["fairness_groups", "fairness_tenants"][..]
+    } else {
+        &[]
+    };
     for workload in [
         "enqueue",
         "drain",
@@ -50,7 +58,10 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         "inspect",
         "soak_sample",
         "soak",
-    ] {
+    ]
+    .iter()
+    .chain(fairness)
+    {
         assert!(
             results
                 .iter()
@@ -61,8 +72,9 @@ fn smoke(backend: &str, url: &str, schema: &str) {
     // enqueue batch + single, drain at two concurrencies, latency, the
     // scheduled backlog's enqueue, idle claims, scheduled, backlog empty +
     // two variants, eleven storage operations, five operator reads, three
-    // soak samples and the soak's summary.
-    assert_eq!(results.len(), 31, "{stdout}");
+    // soak samples and the soak's summary; with groups, the group drain
+    // and the tenants' lag.
+    assert_eq!(results.len(), 31 + fairness.len(), "{stdout}");
     assert!(
         stdout
             .lines()

@@ -4,6 +4,7 @@
 mod backlog;
 mod drain;
 mod enqueue;
+mod fairness;
 mod inspect;
 mod latency;
 mod ops;
@@ -24,8 +25,8 @@ use tokio::sync::Notify;
 
 use crate::BenchError;
 use crate::args::{
-    Autovacuum, BacklogArgs, DrainArgs, EnqueueArgs, InspectArgs, LatencyArgs, OpsArgs,
-    ScheduledArgs, SoakArgs, Workload,
+    Autovacuum, BacklogArgs, DrainArgs, EnqueueArgs, FairnessArgs, InspectArgs, LatencyArgs,
+    OpsArgs, ScheduledArgs, SoakArgs, Workload,
 };
 use crate::report::Report;
 use crate::target::{Setup, Target};
@@ -48,6 +49,7 @@ pub(crate) async fn run<T: Target>(
         Workload::Ops(args) => ops::run::<T>(args, setup, report).await,
         Workload::Inspect(args) => inspect::run::<T>(args, setup, report).await,
         Workload::Soak(args) => soak::run::<T>(args, setup, report).await,
+        Workload::Fairness(args) => fairness::run::<T>(args, setup, report).await,
         Workload::Smoke => smoke::<T>(setup, report).await,
     }
 }
@@ -113,7 +115,24 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
         readers: 0,
         readers_window: None,
     };
-    soak::run::<T>(&soak_args, setup, report).await
+    soak::run::<T>(&soak_args, setup, report).await?;
+    let groups = T::fresh(setup)
+        .await?
+        .capabilities()
+        .supports(queue_core::Capability::GroupLimits);
+    if groups {
+        let fairness_args = FairnessArgs {
+            n: 400,
+            keys: 20,
+            group_concurrency: 1,
+            concurrency: 8,
+            backlog: 500,
+            probes: 10,
+            interval_ms: 5,
+        };
+        fairness::run::<T>(&fairness_args, setup, report).await?;
+    }
+    Ok(())
 }
 
 /// The worker's settings in every workload: the library's defaults.
