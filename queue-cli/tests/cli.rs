@@ -699,7 +699,12 @@ fn group_limit_sets_lists_and_lifts_one_groups_limit() {
     ok(&url, None, &["migrate"], None);
     let unconfigured = fails(&url, None, &["group-limit", "imports", "big", "3"], 1);
     assert!(unconfigured.contains("queue_config"), "{unconfigured}");
-    ok(&url, None, &["config", "imports", "--group-concurrency", "1"], None);
+    ok(
+        &url,
+        None,
+        &["config", "imports", "--group-concurrency", "1"],
+        None,
+    );
     ok(&url, None, &["group-limit", "imports", "big", "3"], None);
     let zero = fails(&url, None, &["group-limit", "imports", "big", "0"], 2);
     assert!(zero.contains("limit"), "{zero}");
@@ -713,7 +718,12 @@ fn group_limit_sets_lists_and_lifts_one_groups_limit() {
         json!([{ "queue": "imports", "group": "big", "limit": 3 }])
     );
     fails(&url, None, &["group-limit", "imports", "big"], 2);
-    ok(&url, None, &["group-limit", "imports", "big", "--clear"], None);
+    ok(
+        &url,
+        None,
+        &["group-limit", "imports", "big", "--clear"],
+        None,
+    );
     assert_eq!(
         ok(&url, None, &["groups"], None).trim(),
         "no group has its own limit"
