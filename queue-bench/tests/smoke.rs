@@ -38,14 +38,8 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
-    // The fairness rows need group keys: every backend with
-    // `Capability::GroupLimits` (MySQL / MariaDB does not have it yet).
-    let groups = backend != "mysql";
-    let fairness = if groups {
-        &["fairness_groups", "fairness_tenants"][..]
-    } else {
-        &[]
-    };
+    // Every backend has group keys (`Capability::GroupLimits`).
+    let fairness = ["fairness_groups", "fairness_tenants"];
     for workload in [
         "enqueue",
         "drain",
@@ -60,7 +54,7 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         "soak",
     ]
     .iter()
-    .chain(fairness)
+    .chain(&fairness)
     {
         assert!(
             results

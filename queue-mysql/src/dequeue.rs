@@ -8,10 +8,10 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Datetime, Integer};
+use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::claim_order;
-use queue_core::{DequeueRequest, Job, Result};
+use queue_core::backend::{GroupSlots, claim_order};
+use queue_core::{DequeueRequest, GroupKey, Job, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, id_list};
@@ -41,6 +41,9 @@ pub(crate) struct Entry {
     priority: i32,
     #[diesel(sql_type = Datetime)]
     available_at: NaiveDateTime,
+    /// The job's group (NULL: none, or the entry's job is gone).
+    #[diesel(sql_type = Nullable<Text>)]
+    group_key: Option<String>,
     #[diesel(sql_type = BigInt)]
     claimable: i64,
     #[diesel(sql_type = BigInt)]
@@ -55,7 +58,21 @@ impl Entry {
     fn order(&self) -> (std::cmp::Reverse<i32>, NaiveDateTime, i64) {
         claim_order(self.priority, self.available_at, self.id)
     }
+
+    /// Takes a slot of the entry's group in `slots` if one is left (a
+    /// job in no group always gets one), and says whether it did.
+    fn takes_slot(&self, slots: &mut GroupSlots) -> Result<bool, Failure> {
+        let group = (self.group_key.as_deref())
+            .map(GroupKey::new)
+            .transpose()
+            .map_err(|_| Failure::Invariant("a job's group_key is not a valid group key"))?;
+        Ok(slots.take(group.as_ref()))
+    }
 }
+
+/// Per grouped queue of a claim (by name), its groups' slots: filled by the
+/// limited claim under the queue's lock (`flow.rs`), taken by the picks.
+pub(crate) type Groups = HashMap<String, GroupSlots>;
 
 /// Per queue, the highest priority of its scheduled jobs, where known
 /// (`None`: it has none).
@@ -96,7 +113,9 @@ impl MySqlStorage {
                     if limited {
                         self.dequeue_limited_on(conn, request).await
                     } else {
-                        self.dequeue_on(conn, request, &TopLevels::new()).await
+                        let mut groups = Groups::new();
+                        self.dequeue_on(conn, request, &TopLevels::new(), &mut groups)
+                            .await
                     }
                 })
                 .await
@@ -126,12 +145,16 @@ impl MySqlStorage {
     ///
     /// `top` holds queues whose highest level of scheduled jobs is known
     /// already (`None`: it has none), read by the limited claim's lock
-    /// statement: their first probe is skipped.
+    /// statement: their first probe is skipped. `groups` holds the group
+    /// slots of the queues with group limits (empty for others): a pick
+    /// takes its group's slot, and a job whose group has none left is
+    /// passed over.
     pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
         top: &TopLevels,
+        groups: &mut Groups,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
         let mut locked: Vec<Candidate> = Vec::new();
@@ -145,7 +168,7 @@ impl MySqlStorage {
             }
             // Each round reads twice as deep as the last.
             let found = self
-                .peek(conn, request, top, &tried, &taken, 1 << round)
+                .peek(conn, request, top, &tried, &taken, groups, 1 << round)
                 .await?;
             // Stale entries go at once: the next round reads past them.
             let stale: Vec<(u8, i64)> = found.stale.iter().map(|e| (e.source(), e.id)).collect();
@@ -236,7 +259,15 @@ impl MySqlStorage {
     /// to the queue's cap less what this claim `taken` there, from the
     /// ring ([`READY_PEEK`], reading `depth` times that far into each
     /// source) and the scheduled jobs ([`SCHEDULED_DUE`]), merged in claim
-    /// order, one per job; and the stale entries seen.
+    /// order, one per job; and the stale entries seen. A grouped queue's
+    /// picks take their groups' slots in `groups`, and its window is read
+    /// deeper while the jobs of full groups fill it (up to [`MAX_PEEK`]
+    /// entries per source: more jobs of full groups than that before the
+    /// others leave the claim short until they run).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one claim's state, passed by reference"
+    )]
     async fn peek(
         &self,
         conn: &mut AsyncMysqlConnection,
@@ -244,6 +275,7 @@ impl MySqlStorage {
         top: &TopLevels,
         tried: &HashSet<i64>,
         taken: &HashMap<String, usize>,
+        groups: &mut Groups,
         depth: usize,
     ) -> Result<Found, Failure> {
         let fixed = self.now_override();
@@ -274,14 +306,24 @@ impl MySqlStorage {
                 // another queue's worse job would be taken instead.
                 if limit < MAX_PEEK
                     && window_full(&entries, limit)
-                    && usable(&entries, tried) < room
+                    && usable(&entries, tried, groups.get(queue.as_str()))? < room
                 {
                     limit = (limit * 2).min(MAX_PEEK);
                     continue;
                 }
                 break entries;
             };
-            entries.extend(self.scheduled(conn, queue.as_str(), room, top).await?);
+            // A grouped queue's due scheduled jobs as deep as its ring
+            // window: jobs of full groups may come first there too.
+            let scheduled_room = if groups.contains_key(queue.as_str()) {
+                limit.max(room)
+            } else {
+                room
+            };
+            entries.extend(
+                self.scheduled(conn, queue.as_str(), scheduled_room, top)
+                    .await?,
+            );
             entries.sort_by_key(Entry::order);
             let mut seen = HashSet::new();
             let mut kept = 0;
@@ -299,6 +341,11 @@ impl MySqlStorage {
                     continue;
                 }
                 if kept < room {
+                    if let Some(slots) = groups.get_mut(queue.as_str())
+                        && !entry.takes_slot(slots)?
+                    {
+                        continue;
+                    }
                     kept += 1;
                     picks.push((queue.as_str().to_owned(), entry));
                 }
@@ -384,11 +431,30 @@ fn window_full(entries: &[Entry], limit: usize) -> bool {
 }
 
 /// How many distinct jobs of `entries` a claim may pick (claimable, not
-/// tried already).
-fn usable(entries: &[Entry], tried: &HashSet<i64>) -> usize {
-    (entries.iter())
+/// tried already, and, with `slots`, taking the slots of their groups in
+/// claim order, on a copy).
+fn usable(
+    entries: &[Entry],
+    tried: &HashSet<i64>,
+    slots: Option<&GroupSlots>,
+) -> Result<usize, Failure> {
+    let mut usable: Vec<&Entry> = (entries.iter())
         .filter(|e| e.claimable == 1 && e.stale == 0 && !tried.contains(&e.id))
-        .map(|e| e.id)
-        .collect::<HashSet<_>>()
-        .len()
+        .collect();
+    usable.sort_by_key(|e| e.order());
+    let mut slots = slots.cloned();
+    let mut seen = HashSet::new();
+    let mut count = 0;
+    for entry in usable {
+        if !seen.insert(entry.id) {
+            continue;
+        }
+        if let Some(slots) = slots.as_mut()
+            && !entry.takes_slot(slots)?
+        {
+            continue;
+        }
+        count += 1;
+    }
+    Ok(count)
 }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{first_occurrences, refuse_group_keys, validate_batch};
+use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 
@@ -31,9 +31,9 @@ use crate::{MySqlStorage, sql};
 /// prepared statement may have.
 const CHUNK: usize = 1_000;
 
-/// Rows per INSERT at most: nine placeholders each, under the 65,535 a
+/// Rows per INSERT at most: ten placeholders each, under the 65,535 a
 /// prepared statement may have.
-const MAX_ROWS: usize = 7_000;
+const MAX_ROWS: usize = 6_500;
 
 /// The first id of a multi-row INSERT and the auto-increment step.
 #[derive(QueryableByName)]
@@ -101,8 +101,6 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        // Group limits are not implemented here (Capability::GroupLimits).
-        refuse_group_keys(&jobs, "enqueue_batch_in")?;
         self.insert_all(conn, &jobs)
             .await
             .map_err(interpret_failure)
@@ -113,7 +111,6 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        refuse_group_keys(&jobs, "enqueue_batch")?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -475,6 +472,7 @@ async fn insert<'a>(
             Param::Time(now),
             Param::Time(now),
             Param::OptText(job.trace_context.as_ref().map(|ctx| ctx.to_stored())),
+            Param::OptText(job.group_key.as_ref().map(|g| g.as_str().to_owned())),
         ]);
         count += 1;
     }

@@ -117,8 +117,13 @@ impl MySqlStorage {
             let before = session_reads(&mut conn).await?;
             let outcome = conn
                 .transaction(async |conn| {
-                    self.dequeue_on(conn, request, &crate::dequeue::TopLevels::new())
-                        .await?;
+                    self.dequeue_on(
+                        conn,
+                        request,
+                        &crate::dequeue::TopLevels::new(),
+                        &mut crate::dequeue::Groups::new(),
+                    )
+                    .await?;
                     Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
                 })
                 .await;
@@ -163,8 +168,13 @@ impl MySqlStorage {
             let mut locked = 0;
             let outcome = conn
                 .transaction(async |conn| {
-                    self.dequeue_on(conn, request, &crate::dequeue::TopLevels::new())
-                        .await?;
+                    self.dequeue_on(
+                        conn,
+                        request,
+                        &crate::dequeue::TopLevels::new(),
+                        &mut crate::dequeue::Groups::new(),
+                    )
+                    .await?;
                     // No row: the transaction locked nothing.
                     let rows = diesel::sql_query(ROWS_LOCKED).load::<Locked>(conn).await?;
                     locked = <[Locked]>::first(&rows)

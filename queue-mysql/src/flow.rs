@@ -17,15 +17,19 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Double, Integer, Nullable, Text};
+use diesel_async::AsyncConnection;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{corrupt, stored, stored_count, stored_millis};
+use queue_core::backend::{
+    GroupSlots, corrupt, stored, stored_count, stored_millis, unconfigured_queue,
+};
 use queue_core::{
-    Backoff, Bucket, DequeueRequest, Job, QueueConfig, QueueLimits, QueueName, RateLimit, Result,
+    Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, Job, QueueConfig, QueueLimits,
+    QueueName, RateLimit, Result,
 };
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, naive, query};
-use crate::dequeue::TopLevels;
+use crate::dequeue::{Groups, TopLevels};
 use crate::error::Failure;
 use crate::rows::utc;
 use crate::sql::{self, BUCKET_STORE, CONFIGURE_QUEUE, LIMITED_QUEUES, QUEUE_CONFIGS};
@@ -51,12 +55,37 @@ struct LockedRow {
     tokens: Option<f64>,
     #[diesel(sql_type = Nullable<Datetime>)]
     refilled_at: Option<NaiveDateTime>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    group_concurrency_limit: Option<i32>,
+    /// 1 when some group of the queue is limited.
+    #[diesel(sql_type = BigInt)]
+    grouped: i64,
     #[diesel(sql_type = Datetime)]
     now_ts: NaiveDateTime,
     #[diesel(sql_type = BigInt)]
     held: i64,
     #[diesel(sql_type = Nullable<Integer>)]
     top_priority: Option<i32>,
+}
+
+/// A group and the leases its jobs hold ([`sql::GROUP_HELD`]).
+#[derive(QueryableByName)]
+struct GroupRow {
+    #[diesel(sql_type = Text)]
+    group_key: String,
+    #[diesel(sql_type = BigInt)]
+    held: i64,
+}
+
+/// A group's own limit ([`sql::GROUP_OVERRIDES`], [`sql::GROUP_LIMITS`]).
+#[derive(QueryableByName)]
+struct GroupLimitRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = Text)]
+    group_key: String,
+    #[diesel(sql_type = Integer)]
+    concurrency_limit: i32,
 }
 
 #[derive(QueryableByName)]
@@ -89,6 +118,8 @@ struct ConfigRow {
     backoff_max_ms: Option<i64>,
     #[diesel(sql_type = Nullable<Double>)]
     backoff_jitter: Option<f64>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    group_concurrency_limit: Option<i32>,
 }
 
 /// A limited queue as the claim sees it under the lock.
@@ -96,6 +127,8 @@ struct Locked {
     queue: QueueName,
     limits: QueueLimits,
     bucket: Option<Bucket>,
+    /// Some group of the queue is limited.
+    grouped: bool,
 }
 
 impl MySqlStorage {
@@ -139,7 +172,10 @@ impl MySqlStorage {
             .await?;
         let Some(mut now) = <[LockedRow]>::first(&rows).map(|row| row.now_ts) else {
             // The limits were removed since the cache was read.
-            return self.dequeue_on(conn, request, &TopLevels::new()).await;
+            let mut groups = Groups::new();
+            return self
+                .dequeue_on(conn, request, &TopLevels::new(), &mut groups)
+                .await;
         };
         if rows.iter().any(|row| row.rate_per_second.is_some()) {
             // UTC_TIMESTAMP is the lock statement's start, before any wait
@@ -196,7 +232,14 @@ impl MySqlStorage {
         let Some(narrowed) = request.narrowed(&allowances) else {
             return Ok(Vec::new());
         };
-        let jobs = self.dequeue_on(conn, &narrowed, &top).await?;
+        let mut groups = Groups::new();
+        for l in locked.iter().filter(|l| l.grouped) {
+            groups.insert(
+                l.queue.as_str().to_owned(),
+                group_slots(conn, &l.queue, l.limits.group_concurrency).await?,
+            );
+        }
+        let jobs = self.dequeue_on(conn, &narrowed, &top, &mut groups).await?;
         for l in &locked {
             let Some(rate) = l.limits.rate else {
                 continue;
@@ -220,7 +263,6 @@ impl MySqlStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
-        queue_core::backend::refuse_group_concurrency(limits)?;
         let now = self.now_override();
         let backoff = limits.backoff;
         let int = |v: Option<u32>| Param::OptInt(v.map(i64::from));
@@ -244,6 +286,7 @@ impl MySqlStorage {
                 ms(backoff.map(|b| b.min())),
                 ms(backoff.map(|b| b.max())),
                 Param::OptDouble(backoff.map(|b| b.jitter())),
+                int(limits.group_concurrency),
             ];
             query(CONFIGURE_QUEUE, params).execute(&mut conn).await?;
             Ok(())
@@ -251,6 +294,70 @@ impl MySqlStorage {
         .await?;
         self.limited.invalidate();
         Ok(())
+    }
+
+    pub(crate) async fn set_group_limit_pooled(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        if let Some(limit) = limit {
+            GroupLimit::validate_limit(limit)?;
+        }
+        let configured = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                conn.transaction(async |conn| {
+                    let known = cached(
+                        sql::QUEUE_CONFIGURED,
+                        vec![Param::Text(queue.as_str().to_owned())],
+                    )
+                    .load::<NameRow>(conn)
+                    .await?;
+                    if known.is_empty() {
+                        return Ok::<_, Failure>(false);
+                    }
+                    let name = Param::Text(queue.as_str().to_owned());
+                    let key = Param::Text(group.as_str().to_owned());
+                    let statement = match limit {
+                        Some(limit) => cached(
+                            sql::SET_GROUP_LIMIT,
+                            vec![name, key, Param::Int(i64::from(limit))],
+                        ),
+                        None => cached(sql::DELETE_GROUP_LIMIT, vec![name, key]),
+                    };
+                    statement.execute(conn).await?;
+                    Ok(true)
+                })
+                .await
+            })
+            .await?;
+        if !configured {
+            return Err(unconfigured_queue(queue));
+        }
+        self.limited.invalidate();
+        Ok(())
+    }
+
+    pub(crate) async fn group_limits_pooled(&self) -> Result<Vec<GroupLimit>> {
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(cached(sql::GROUP_LIMITS, Vec::new())
+                    .load::<GroupLimitRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(GroupLimit {
+                    queue: stored("queue_name", row.queue_name, QueueName::new)?,
+                    group: stored("group_key", row.group_key, GroupKey::new)?,
+                    limit: stored_count("concurrency_limit", row.concurrency_limit)?,
+                })
+            })
+            .collect()
     }
 
     pub(crate) async fn queue_configs_pooled(&self) -> Result<Vec<QueueConfig>> {
@@ -269,6 +376,42 @@ impl MySqlStorage {
         configs.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(configs)
     }
+}
+
+/// The group slots of grouped queue `queue` in the limited claim's
+/// transaction, after its config row's lock: each group's own limit, else
+/// `default`, less the leases its jobs hold, counted now.
+async fn group_slots(
+    conn: &mut AsyncMysqlConnection,
+    queue: &QueueName,
+    default: Option<u32>,
+) -> Result<GroupSlots, Failure> {
+    let invalid = |_| Failure::Invariant("a stored group key or limit is not valid");
+    let name = || vec![Param::Text(queue.as_str().to_owned())];
+    let overrides = cached(sql::GROUP_OVERRIDES, name())
+        .load::<GroupLimitRow>(conn)
+        .await?;
+    let overrides = overrides
+        .into_iter()
+        .map(|row| {
+            Ok((
+                GroupKey::new(row.group_key).map_err(invalid)?,
+                u32::try_from(row.concurrency_limit)
+                    .map_err(|_| Failure::Invariant("a stored group key or limit is not valid"))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let mut slots = GroupSlots::new(default, overrides);
+    for row in cached(sql::GROUP_HELD, name())
+        .load::<GroupRow>(conn)
+        .await?
+    {
+        slots.hold(
+            GroupKey::new(row.group_key).map_err(invalid)?,
+            u64::try_from(row.held).unwrap_or(0),
+        );
+    }
+    Ok(slots)
 }
 
 /// A duration as the milliseconds stored for it.
@@ -309,11 +452,18 @@ impl LockedRow {
         let read = || -> Result<Locked> {
             Ok(Locked {
                 queue: stored("queue_name", self.queue_name, QueueName::new)?,
-                limits: claim_limits(
-                    self.concurrency_limit,
-                    self.rate_per_second,
-                    self.rate_burst,
-                )?,
+                limits: QueueLimits {
+                    group_concurrency: positive(
+                        "group_concurrency_limit",
+                        self.group_concurrency_limit,
+                    )?,
+                    ..claim_limits(
+                        self.concurrency_limit,
+                        self.rate_per_second,
+                        self.rate_burst,
+                    )?
+                },
+                grouped: self.grouped != 0,
                 bucket: self
                     .tokens
                     .zip(self.refilled_at)
@@ -348,6 +498,10 @@ impl ConfigRow {
             limits: QueueLimits {
                 lease: read_millis("lease_ms", self.lease_ms)?,
                 backoff,
+                group_concurrency: positive(
+                    "group_concurrency_limit",
+                    self.group_concurrency_limit,
+                )?,
                 ..claim_limits(
                     self.concurrency_limit,
                     self.rate_per_second,

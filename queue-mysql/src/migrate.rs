@@ -50,6 +50,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "workers",
         sql: include_str!("../migrations/0008_workers.sql"),
     },
+    Migration {
+        version: 9,
+        name: "group_limits",
+        sql: include_str!("../migrations/0009_group_limits.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

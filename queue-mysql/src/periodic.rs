@@ -48,10 +48,6 @@ impl MySqlStorage {
         fire: &PeriodicFire,
     ) -> Result<Option<EnqueueOutcome>> {
         let valid = fire.validate()?;
-        queue_core::backend::refuse_group_keys(
-            std::slice::from_ref(&valid.job),
-            "enqueue_periodic",
-        )?;
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
             let mut tries = 0;

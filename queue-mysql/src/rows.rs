@@ -8,20 +8,22 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
 use queue_core::backend::{corrupt, stored, stored_count, stored_optional};
-use queue_core::{HistoryRecord, Job, JobId, QueueName, Result, TraceContext, UniqueKey, WorkerId};
+use queue_core::{
+    GroupKey, HistoryRecord, Job, JobId, QueueName, Result, TraceContext, UniqueKey, WorkerId,
+};
 use serde_json::Value;
 
 /// The select list of a live job, matching [`JobRow`].
 pub(crate) const JOB_SELECT: &str = "id, queue_name, priority, unique_key, \
      CAST(payload AS CHAR) AS payload, attempts, max_attempts, available_at, lease_until, \
      locked_by, first_locked_at, CAST(last_error AS CHAR) AS last_error, created_at, updated_at, \
-     snoozes, trace_context";
+     snoozes, trace_context, group_key";
 
 /// The select list of a history row, matching [`HistoryRow`].
 pub(crate) const HISTORY_SELECT: &str = "id, queue_name, priority, unique_key, \
      CAST(payload AS CHAR) AS payload, status_final, CAST(result AS CHAR) AS result, \
      CAST(last_error AS CHAR) AS last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at, snoozes, trace_context";
+     started_at, finished_at, snoozes, trace_context, group_key";
 
 #[derive(QueryableByName, Debug)]
 pub(crate) struct JobRow {
@@ -57,6 +59,8 @@ pub(crate) struct JobRow {
     pub(crate) snoozes: i32,
     #[diesel(sql_type = Nullable<Text>)]
     pub(crate) trace_context: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub(crate) group_key: Option<String>,
 }
 
 #[derive(QueryableByName, Debug)]
@@ -93,6 +97,8 @@ pub(crate) struct HistoryRow {
     snoozes: i32,
     #[diesel(sql_type = Nullable<Text>)]
     trace_context: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    group_key: Option<String>,
 }
 
 /// A row holding one id.
@@ -125,9 +131,7 @@ pub(crate) fn utc(at: NaiveDateTime) -> DateTime<Utc> {
 impl JobRow {
     pub(crate) fn into_job(self) -> Result<Job> {
         Ok(Job {
-            // This backend keeps no group keys: it does not declare
-            // Capability::GroupLimits and refuses them at enqueue.
-            group_key: None,
+            group_key: stored_optional("group_key", self.group_key, GroupKey::new)?,
             id: JobId(self.id),
             queue: stored("queue_name", self.queue_name, QueueName::new)?,
             priority: self.priority,
@@ -155,9 +159,7 @@ impl JobRow {
 impl HistoryRow {
     pub(crate) fn into_record(self) -> Result<HistoryRecord> {
         Ok(HistoryRecord {
-            // This backend keeps no group keys: it does not declare
-            // Capability::GroupLimits and refuses them at enqueue.
-            group_key: None,
+            group_key: stored_optional("group_key", self.group_key, GroupKey::new)?,
             id: JobId(self.id),
             queue: stored("queue_name", self.queue_name, QueueName::new)?,
             priority: self.priority,

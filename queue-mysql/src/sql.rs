@@ -57,7 +57,7 @@ SELECT
 /// The history columns filled by archiving statements.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
      status_final, result, last_error, attempts, max_attempts, processed_by, created_at, \
-     started_at, finished_at, snoozes, trace_context";
+     started_at, finished_at, snoozes, trace_context, group_key";
 
 /// Releases a current lease without counting its attempt.
 /// Binds: now, now, id, worker, attempt.
@@ -166,8 +166,10 @@ WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
 
 /// The queues whose claims are limited (what `LimitedQueues` remembers).
 pub(crate) const LIMITED_QUEUES: &str = "
-SELECT queue_name FROM queue_config
-WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
+SELECT c.queue_name FROM queue_config c
+WHERE c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
+   OR c.group_concurrency_limit IS NOT NULL
+   OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)";
 
 /// The limited claim's first statement: locks the config rows of the
 /// limited queues among `queues`, in name order (so concurrent claims over
@@ -184,7 +186,11 @@ WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL";
 pub(crate) fn limits_lock(queues: usize) -> String {
     format!(
         "SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens, \
-                c.refilled_at, COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts, \
+                c.refilled_at, c.group_concurrency_limit, \
+                CAST(c.group_concurrency_limit IS NOT NULL OR EXISTS \
+                     (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name) \
+                     AS SIGNED) AS grouped, \
+                COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts, \
                 (SELECT CAST(COUNT(*) AS SIGNED) FROM job_queue j \
                  WHERE j.queue_name = c.queue_name AND j.lease_until IS NOT NULL) AS held, \
                 (SELECT j.priority FROM job_queue j FORCE INDEX (job_queue_scheduled) \
@@ -192,7 +198,9 @@ pub(crate) fn limits_lock(queues: usize) -> String {
                  ORDER BY j.priority DESC LIMIT 1) AS top_priority \
          FROM queue_config c \
          WHERE c.queue_name IN {} \
-           AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL) \
+           AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL \
+                OR c.group_concurrency_limit IS NOT NULL \
+                OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)) \
          ORDER BY c.queue_name \
          FOR UPDATE",
         placeholders(queues)
@@ -212,6 +220,40 @@ pub(crate) fn held(queues: usize) -> String {
     )
 }
 
+/// The leases each group of a queue holds (expired ones too, until
+/// reclaim), a range of `job_queue_group_leased`: the grouped claim counts
+/// them after its lock on the queue's config row, so it sees every claim
+/// committed before the lock was granted. Binds: queue.
+pub(crate) const GROUP_HELD: &str = "
+SELECT group_key, CAST(COUNT(*) AS SIGNED) AS held
+FROM job_queue FORCE INDEX (job_queue_group_leased)
+WHERE queue_name = ? AND group_key IS NOT NULL AND lease_until IS NOT NULL
+GROUP BY group_key";
+
+/// The groups of a queue with their own limit. Binds: queue.
+pub(crate) const GROUP_OVERRIDES: &str = "
+SELECT queue_name, group_key, concurrency_limit FROM queue_group_limit WHERE queue_name = ?";
+
+/// Locks a queue's config row, if it has one (`set_group_limit` needs
+/// it). Binds: queue.
+pub(crate) const QUEUE_CONFIGURED: &str =
+    "SELECT queue_name FROM queue_config WHERE queue_name = ? FOR UPDATE";
+
+/// Gives a group of a queue its own limit. Binds: queue, group, limit.
+pub(crate) const SET_GROUP_LIMIT: &str = "
+INSERT INTO queue_group_limit (queue_name, group_key, concurrency_limit) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE concurrency_limit = VALUES(concurrency_limit)";
+
+/// Removes a group's own limit. Binds: queue, group.
+pub(crate) const DELETE_GROUP_LIMIT: &str =
+    "DELETE FROM queue_group_limit WHERE queue_name = ? AND group_key = ?";
+
+/// Every group's own limit, by queue, then group (byte order: the
+/// columns' binary collation).
+pub(crate) const GROUP_LIMITS: &str = "
+SELECT queue_name, group_key, concurrency_limit FROM queue_group_limit
+ORDER BY queue_name, group_key";
+
 /// Stores a rate-limited queue's bucket after a claim.
 /// Binds: tokens, refilled_at, queue.
 pub(crate) const BUCKET_STORE: &str = "
@@ -220,26 +262,28 @@ UPDATE queue_config SET tokens = ?, refilled_at = ? WHERE queue_name = ?";
 /// Sets a queue's limits (NULL: not set), keeping its paused flag; a rate
 /// starts with a full bucket (tokens = burst, refilled now).
 /// Binds: queue, now, concurrency, rate, burst, tokens, refilled_at,
-/// lease ms, backoff base, min, max ms, jitter.
+/// lease ms, backoff base, min, max ms, jitter, group concurrency.
 pub(crate) const CONFIGURE_QUEUE: &str = "
 INSERT INTO queue_config (queue_name, paused, updated_at, concurrency_limit, rate_per_second,
                           rate_burst, tokens, refilled_at, lease_ms, backoff_base_ms,
-                          backoff_min_ms, backoff_max_ms, backoff_jitter)
-VALUES (?, FALSE, COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                          backoff_min_ms, backoff_max_ms, backoff_jitter, group_concurrency_limit)
+VALUES (?, FALSE, COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     concurrency_limit = VALUES(concurrency_limit), rate_per_second = VALUES(rate_per_second),
     rate_burst = VALUES(rate_burst), tokens = VALUES(tokens), refilled_at = VALUES(refilled_at),
     lease_ms = VALUES(lease_ms), backoff_base_ms = VALUES(backoff_base_ms),
     backoff_min_ms = VALUES(backoff_min_ms), backoff_max_ms = VALUES(backoff_max_ms),
-    backoff_jitter = VALUES(backoff_jitter), updated_at = VALUES(updated_at)";
+    backoff_jitter = VALUES(backoff_jitter),
+    group_concurrency_limit = VALUES(group_concurrency_limit), updated_at = VALUES(updated_at)";
 
 /// Every queue that is paused or has a setting.
 pub(crate) const QUEUE_CONFIGS: &str = "
 SELECT queue_name, CAST(paused AS SIGNED) AS paused, concurrency_limit, rate_per_second,
-       rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter
+       rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
+       group_concurrency_limit
 FROM queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
-   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL";
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL";
 
 /// Locks a schedule's row and reads its latest fire. Binds: schedule.
 pub(crate) const ENQUEUE_PERIODIC_LOCK: &str =
@@ -321,7 +365,8 @@ pub(crate) fn ack_archive(rows: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT j.id, j.queue_name, j.priority, j.unique_key, j.payload, 'completed', r.result, \
                 j.last_error, j.attempts, j.max_attempts, j.locked_by, j.created_at, \
-                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes, j.trace_context \
+                j.first_locked_at, COALESCE(?, UTC_TIMESTAMP(6)), j.snoozes, j.trace_context, \
+                j.group_key \
          FROM ({results}) r STRAIGHT_JOIN job_queue j ON j.id = r.rid"
     )
 }
@@ -354,7 +399,8 @@ pub(crate) fn nack_dead_letter(ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
-                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes, trace_context \
+                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes, trace_context, \
+                group_key \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -384,7 +430,7 @@ pub(crate) fn reclaim_dead_letter(ids: usize) -> String {
          SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, \
                 CASE WHEN locked_by IS NULL THEN last_error ELSE {LEASE_EXPIRED} END, \
                 attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes, \
-                trace_context \
+                trace_context, group_key \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -422,12 +468,12 @@ pub(crate) fn list_history() -> String {
 /// into `slot` itself ([`ready_insert`]; `ready_slot` keeps the insert
 /// trigger from writing them into the inbox too). Binds per row: queue,
 /// priority, unique key, payload, max_attempts, available_at, created_at,
-/// updated_at, trace context.
+/// updated_at, trace context, group key.
 pub(crate) fn enqueue_insert(rows: usize, slot: u8) -> String {
-    let one = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, {slot})");
+    let one = format!("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {slot})");
     format!(
         "INSERT INTO job_queue (queue_name, priority, unique_key, payload, max_attempts, \
-         available_at, created_at, updated_at, trace_context, ready_slot) VALUES {}",
+         available_at, created_at, updated_at, trace_context, group_key, ready_slot) VALUES {}",
         vec![one; rows].join(", ")
     )
 }
@@ -560,7 +606,7 @@ pub(crate) fn discard_jobs(ids: usize) -> String {
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
          SELECT id, queue_name, priority, unique_key, payload, ?, NULL, last_error, \
                 attempts, max_attempts, NULL, created_at, first_locked_at, ?, snoozes, \
-                trace_context \
+                trace_context, group_key \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )
@@ -586,10 +632,11 @@ FOR UPDATE SKIP LOCKED";
 pub(crate) fn retry_dead_letters_requeue(ids: usize) -> String {
     format!(
         "INSERT INTO job_queue (id, queue_name, priority, unique_key, payload, attempts, \
-         max_attempts, available_at, last_error, created_at, updated_at, snoozes, trace_context) \
+         max_attempts, available_at, last_error, created_at, updated_at, snoozes, trace_context, \
+         group_key) \
          SELECT id, queue_name, priority, unique_key, payload, 0, \
                 CASE WHEN max_attempts >= 1 THEN max_attempts ELSE 20 END, ?, last_error, \
-                created_at, ?, snoozes, trace_context \
+                created_at, ?, snoozes, trace_context, group_key \
          FROM job_history FORCE INDEX (PRIMARY) WHERE id IN {}",
         placeholders(ids)
     )

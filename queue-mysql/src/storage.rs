@@ -14,11 +14,11 @@ use diesel_async::pooled_connection::{
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
 use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
-    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus,
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
-    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, WorkerId,
-    WorkerInfo, WorkerRecord, redact_secrets,
+    Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
+    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
+    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
+    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -185,6 +185,7 @@ impl Storage for MySqlStorage {
         Capabilities::OPERATIONS
             .with(Capability::Transactions)
             .with(Capability::Workers)
+            .with(Capability::GroupLimits)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -241,6 +242,19 @@ impl Storage for MySqlStorage {
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         self.queue_configs_pooled().await
+    }
+
+    async fn set_group_limit(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        limit: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_limit_pooled(queue, group, limit).await
+    }
+
+    async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
+        self.group_limits_pooled().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

@@ -83,6 +83,7 @@ async fn migrations_apply_to_an_empty_database() {
             "job_ready_inbox",
             "job_throughput",
             "queue_config",
+            "queue_group_limit",
             "queue_ready_ring",
             "queue_schedule",
             "queue_schema_migrations",

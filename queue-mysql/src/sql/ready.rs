@@ -42,7 +42,7 @@ macro_rules! ready_branch {
 }
 
 /// The best entries of one queue in each slot and in the inbox, each with
-/// its source, whether its job is claimable now (`claimable`), and whether
+/// its source, its job's group (`group_key`), whether its job is claimable now (`claimable`), and whether
 /// the entry is stale (`stale`: its job is gone, leased, out of attempts,
 /// or has another place in the claim order, so the entry can go). An
 /// entry whose job is neither (not due yet on a manual clock) stays. Each
@@ -53,7 +53,7 @@ macro_rules! ready_branch {
 /// Binds: now, then queue and limit for each of the five sources, then
 /// queue.
 pub(crate) const READY_PEEK: &str = concat!(
-    "SELECT CAST(e.src AS SIGNED) AS src, e.id, e.priority, e.available_at,
+    "SELECT CAST(e.src AS SIGNED) AS src, e.id, e.priority, e.available_at, j.group_key,
        CAST(j.id IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
             AND j.available_at <= COALESCE(?, UTC_TIMESTAMP(6))
             AND j.queue_name = e.queue_name AND j.priority = e.priority
@@ -92,7 +92,7 @@ LIMIT 1";
 /// scheduled jobs claimed since purge last ran. Nothing on a paused
 /// queue. Binds: queue, priority, now, queue, limit.
 pub(crate) const SCHEDULED_DUE: &str = "
-SELECT CAST(5 AS SIGNED) AS src, id, priority, available_at,
+SELECT CAST(5 AS SIGNED) AS src, id, priority, available_at, group_key,
        CAST(1 AS SIGNED) AS claimable, CAST(0 AS SIGNED) AS stale
 FROM job_queue FORCE INDEX (job_queue_scheduled)
 WHERE queue_name = ? AND is_scheduled = 1 AND priority = ?
