@@ -51,6 +51,8 @@ struct TraitsRow {
     lock_mode: i64,
     #[diesel(sql_type = BigInt)]
     max_packet: i64,
+    #[diesel(sql_type = BigInt)]
+    galera: i64,
 }
 
 /// What a batch enqueue relies on of the server (see
@@ -61,6 +63,9 @@ pub(crate) struct ServerTraits {
     consecutive_ids: bool,
     /// `max_allowed_packet`, in bytes.
     max_packet: usize,
+    /// The server is a node of a Galera cluster (`wsrep_on`): the ready
+    /// ring empties its slots without `LOCK TABLES` and `TRUNCATE`.
+    pub(crate) galera: bool,
 }
 
 #[derive(QueryableByName)]
@@ -148,7 +153,7 @@ impl MySqlStorage {
     }
 
     /// The server's [`ServerTraits`], asked on first use.
-    async fn insert_traits(
+    pub(crate) async fn server_traits(
         &self,
         conn: &mut AsyncMysqlConnection,
     ) -> Result<ServerTraits, Failure> {
@@ -161,6 +166,7 @@ impl MySqlStorage {
         let traits = ServerTraits {
             consecutive_ids: matches!(row.lock_mode, 0 | 1),
             max_packet: usize::try_from(row.max_packet).unwrap_or(1 << 20),
+            galera: row.galera == 1,
         };
         Ok(*self.server.get_or_init(|| traits))
     }
@@ -206,7 +212,7 @@ impl MySqlStorage {
 
         if !new_rows.is_empty() {
             let now = self.resolve_now(conn).await?;
-            let server = self.insert_traits(conn).await?;
+            let server = self.server_traits(conn).await?;
             let slot = self.ready_slot(conn).await?;
             let ids = if server.consecutive_ids {
                 insert_consecutive(conn, jobs, &new_rows, now, server, slot).await?
