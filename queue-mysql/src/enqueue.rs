@@ -24,6 +24,7 @@ use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, Va
 
 use crate::bind::{Param, cached, naive, query};
 use crate::error::{Failure, interpret_failure};
+use crate::galera::Guard;
 use crate::rows::{IdRow, utc};
 use crate::{MySqlStorage, sql};
 
@@ -64,7 +65,8 @@ pub(crate) struct ServerTraits {
     /// `max_allowed_packet`, in bytes.
     max_packet: usize,
     /// The server is a node of a Galera cluster (`wsrep_on`): the ready
-    /// ring empties its slots without `LOCK TABLES` and `TRUNCATE`.
+    /// ring empties its slots without `LOCK TABLES` and `TRUNCATE`, and
+    /// the storage's own write transactions are guarded (`galera.rs`).
     pub(crate) galera: bool,
 }
 
@@ -108,7 +110,7 @@ impl MySqlStorage {
         let jobs = validate_batch(&jobs)?;
         // Group limits are not implemented here (Capability::GroupLimits).
         refuse_group_keys(&jobs, "enqueue_batch_in")?;
-        self.insert_all(conn, &jobs)
+        self.insert_all(conn, &jobs, Guard::NONE)
             .await
             .map_err(interpret_failure)
     }
@@ -124,7 +126,9 @@ impl MySqlStorage {
         }
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            self.insert_all(&mut conn, &jobs).await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = self.insert_all(&mut conn, &jobs, guard).await;
+            guard.finish(conn, outcome).await
         })
         .await
     }
@@ -132,15 +136,23 @@ impl MySqlStorage {
     /// One transaction: find live keys, insert the rest, read their ids.
     /// A key committed by someone else in between fails the INSERT with a
     /// duplicate; the transaction is then run again, a few times at most.
+    /// `guard`: on a Galera node, when the transaction is the storage's
+    /// own (`galera.rs`).
     pub(crate) async fn insert_all(
         &self,
         conn: &mut AsyncMysqlConnection,
         jobs: &[ValidJob],
+        guard: Guard,
     ) -> Result<Vec<EnqueueOutcome>, Failure> {
         let mut attempt = 0;
         loop {
             let result = conn
-                .transaction(async |conn| self.insert_once(conn, jobs).await)
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let outcomes = self.insert_once(conn, jobs).await?;
+                    guard.close(conn).await?;
+                    Ok(outcomes)
+                })
                 .await;
             match result {
                 Err(Failure::Query(diesel::result::Error::DatabaseError(
