@@ -114,7 +114,9 @@ async fn racing_enqueues_of_one_key_through_two_nodes_give_one_job() {
     }
 }
 
-/// Runs `scripts/galera.sh` with `args` (the cluster these tests use).
+/// Runs `scripts/galera.sh` with `args`: the kill-and-rejoin test needs
+/// the local cluster that script runs (the default URLs), not any cluster
+/// `QUEUE_TEST_GALERA_URLS` may name.
 async fn galera_script(args: &'static [&'static str]) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/galera.sh");
     let status = tokio::task::spawn_blocking(move || {
