@@ -19,11 +19,13 @@
 //! conflict it is and retries), and the rollback that follows discards
 //! what ran after the abort. Off Galera the guard does nothing.
 //!
-//! Guarded: enqueue, periodic fire, claim, ack, nack, heartbeat and
-//! reclaim. Not yet: the operators' writes (discard, cancel, retry, run
-//! now, pause, configure), worker registration, prune, and whatever runs
-//! in the caller's own transaction (`enqueue_in`, `ack_in`, `nack_in`),
-//! whose COMMIT is the caller's.
+//! Guarded: every transaction of several statements the storage runs on
+//! its own connections (enqueue, periodic fire, claim, ack, nack,
+//! heartbeat, reclaim, discard, cancel, retry of dead letters, run now).
+//! Its other writes are autocommit statements, each committed on its
+//! own, which Galera retries or fails as a whole. Not guarded: whatever
+//! runs in the caller's own transaction (`enqueue_in`, `ack_in`,
+//! `nack_in`), whose COMMIT is the caller's.
 
 use diesel_async::pooled_connection::deadpool::Object;
 use diesel_async::{AsyncMysqlConnection, SimpleAsyncConnection};
