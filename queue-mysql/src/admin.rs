@@ -24,28 +24,34 @@ impl MySqlStorage {
         let found = self
             .retrying(false, || async {
                 let mut conn = self.connection().await?;
-                conn.transaction(async |conn| {
-                    let now = self.resolve_now(conn).await?;
-                    let locked = query(DISCARD_LOCK, vec![Param::Int(id.get())])
-                        .load::<IdRow>(conn)
+                let guard = self.guard(&mut conn).await?;
+                let outcome = conn
+                    .transaction(async |conn| {
+                        guard.open(conn).await?;
+                        let now = self.resolve_now(conn).await?;
+                        let locked = query(DISCARD_LOCK, vec![Param::Int(id.get())])
+                            .load::<IdRow>(conn)
+                            .await?;
+                        if locked.is_empty() {
+                            guard.close(conn).await?;
+                            return Ok(false);
+                        }
+                        query(
+                            &sql::discard_jobs(1),
+                            vec![
+                                Param::Text(status.as_str().to_owned()),
+                                Param::Time(now),
+                                Param::Int(id.get()),
+                            ],
+                        )
+                        .execute(conn)
                         .await?;
-                    if locked.is_empty() {
-                        return Ok(false);
-                    }
-                    query(
-                        &sql::discard_jobs(1),
-                        vec![
-                            Param::Text(status.as_str().to_owned()),
-                            Param::Time(now),
-                            Param::Int(id.get()),
-                        ],
-                    )
-                    .execute(conn)
-                    .await?;
-                    delete_live(conn, &[id.get()]).await?;
-                    Ok(true)
-                })
-                .await
+                        delete_live(conn, &[id.get()]).await?;
+                        guard.close(conn).await?;
+                        Ok(true)
+                    })
+                    .await;
+                guard.finish(conn, outcome).await
             })
             .await?;
         if found {
@@ -59,29 +65,35 @@ impl MySqlStorage {
         let found = self
             .retrying(false, || async {
                 let mut conn = self.connection().await?;
-                conn.transaction(async |conn| {
-                    let now = self.resolve_now(conn).await?;
-                    let locked = query(RETRY_DEAD_LETTER_LOCK, vec![Param::Int(id.get())])
-                        .load::<IdRow>(conn)
+                let guard = self.guard(&mut conn).await?;
+                let outcome = conn
+                    .transaction(async |conn| {
+                        guard.open(conn).await?;
+                        let now = self.resolve_now(conn).await?;
+                        let locked = query(RETRY_DEAD_LETTER_LOCK, vec![Param::Int(id.get())])
+                            .load::<IdRow>(conn)
+                            .await?;
+                        if locked.is_empty() {
+                            guard.close(conn).await?;
+                            return Ok(false);
+                        }
+                        query(
+                            &sql::retry_dead_letters_requeue(1),
+                            vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
+                        )
+                        .execute(conn)
                         .await?;
-                    if locked.is_empty() {
-                        return Ok(false);
-                    }
-                    query(
-                        &sql::retry_dead_letters_requeue(1),
-                        vec![Param::Time(now), Param::Time(now), Param::Int(id.get())],
-                    )
-                    .execute(conn)
-                    .await?;
-                    query(
-                        &sql::retry_dead_letters_delete(1),
-                        vec![Param::Int(id.get())],
-                    )
-                    .execute(conn)
-                    .await?;
-                    Ok(true)
-                })
-                .await
+                        query(
+                            &sql::retry_dead_letters_delete(1),
+                            vec![Param::Int(id.get())],
+                        )
+                        .execute(conn)
+                        .await?;
+                        guard.close(conn).await?;
+                        Ok(true)
+                    })
+                    .await;
+                guard.finish(conn, outcome).await
             })
             .await
             .map_err(|error| match error {
@@ -153,18 +165,23 @@ impl MySqlStorage {
         };
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| {
-                let (now, ids) = self.lock_selected(conn, &scheduled).await?;
-                if !ids.is_empty() {
-                    let mut params = vec![Param::Time(now), Param::Time(now)];
-                    params.extend(ids.iter().map(|id| Param::Int(*id)));
-                    query(&sql::run_now(ids.len()), params)
-                        .execute(conn)
-                        .await?;
-                }
-                Ok(ids.len() as u64)
-            })
-            .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let (now, ids) = self.lock_selected(conn, &scheduled).await?;
+                    if !ids.is_empty() {
+                        let mut params = vec![Param::Time(now), Param::Time(now)];
+                        params.extend(ids.iter().map(|id| Param::Int(*id)));
+                        query(&sql::run_now(ids.len()), params)
+                            .execute(conn)
+                            .await?;
+                    }
+                    guard.close(conn).await?;
+                    Ok(ids.len() as u64)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await
     }
@@ -173,22 +190,27 @@ impl MySqlStorage {
         filter.validate()?;
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| {
-                let (now, ids) = self.lock_selected(conn, filter).await?;
-                if !ids.is_empty() {
-                    let mut params = vec![
-                        Param::Text(FinalStatus::Discarded.as_str().to_owned()),
-                        Param::Time(now),
-                    ];
-                    params.extend(ids.iter().map(|id| Param::Int(*id)));
-                    query(&sql::discard_jobs(ids.len()), params)
-                        .execute(conn)
-                        .await?;
-                    delete_live(conn, &ids).await?;
-                }
-                Ok(ids.len() as u64)
-            })
-            .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let (now, ids) = self.lock_selected(conn, filter).await?;
+                    if !ids.is_empty() {
+                        let mut params = vec![
+                            Param::Text(FinalStatus::Discarded.as_str().to_owned()),
+                            Param::Time(now),
+                        ];
+                        params.extend(ids.iter().map(|id| Param::Int(*id)));
+                        query(&sql::discard_jobs(ids.len()), params)
+                            .execute(conn)
+                            .await?;
+                        delete_live(conn, &ids).await?;
+                    }
+                    guard.close(conn).await?;
+                    Ok(ids.len() as u64)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await
     }
@@ -199,35 +221,40 @@ impl MySqlStorage {
         let before = filter.before.map(JobId::get);
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| {
-                let now = self.resolve_now(conn).await?;
-                let params = vec![
-                    Param::OptText(queue.clone()),
-                    Param::OptText(queue.clone()),
-                    Param::OptInt(before),
-                    Param::OptInt(before),
-                    Param::Int(i64::from(filter.limit)),
-                ];
-                let ids: Vec<i64> = query(RETRY_DEAD_LETTERS_LOCK, params)
-                    .load::<IdRow>(conn)
-                    .await?
-                    .iter()
-                    .map(|row| row.id)
-                    .collect();
-                if !ids.is_empty() {
-                    let mut params = vec![Param::Time(now), Param::Time(now)];
-                    params.extend(ids.iter().map(|id| Param::Int(*id)));
-                    query(&sql::retry_dead_letters_requeue(ids.len()), params)
-                        .execute(conn)
-                        .await?;
-                    let params = ids.iter().map(|id| Param::Int(*id)).collect();
-                    query(&sql::retry_dead_letters_delete(ids.len()), params)
-                        .execute(conn)
-                        .await?;
-                }
-                Ok(ids.len() as u64)
-            })
-            .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let now = self.resolve_now(conn).await?;
+                    let params = vec![
+                        Param::OptText(queue.clone()),
+                        Param::OptText(queue.clone()),
+                        Param::OptInt(before),
+                        Param::OptInt(before),
+                        Param::Int(i64::from(filter.limit)),
+                    ];
+                    let ids: Vec<i64> = query(RETRY_DEAD_LETTERS_LOCK, params)
+                        .load::<IdRow>(conn)
+                        .await?
+                        .iter()
+                        .map(|row| row.id)
+                        .collect();
+                    if !ids.is_empty() {
+                        let mut params = vec![Param::Time(now), Param::Time(now)];
+                        params.extend(ids.iter().map(|id| Param::Int(*id)));
+                        query(&sql::retry_dead_letters_requeue(ids.len()), params)
+                            .execute(conn)
+                            .await?;
+                        let params = ids.iter().map(|id| Param::Int(*id)).collect();
+                        query(&sql::retry_dead_letters_delete(ids.len()), params)
+                            .execute(conn)
+                            .await?;
+                    }
+                    guard.close(conn).await?;
+                    Ok(ids.len() as u64)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await
     }

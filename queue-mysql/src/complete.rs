@@ -96,8 +96,16 @@ impl MySqlStorage {
         }
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| self.ack_on(conn, acks).await)
-                .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let acked = self.ack_on(conn, acks).await?;
+                    guard.close(conn).await?;
+                    Ok(acked)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await
     }
@@ -111,8 +119,16 @@ impl MySqlStorage {
         retry.validate()?;
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| self.nack_on(conn, lease, error, retry).await)
-                .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let nacked = self.nack_on(conn, lease, error, retry).await?;
+                    guard.close(conn).await?;
+                    Ok(nacked)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await?
         .ok_or_else(|| QueueError::LeaseLost {

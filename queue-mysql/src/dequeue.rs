@@ -109,16 +109,22 @@ impl MySqlStorage {
         let jobs = self
             .retrying(false, || async {
                 let mut conn = self.connection().await?;
-                conn.transaction(async |conn| {
-                    if limited {
-                        self.dequeue_limited_on(conn, request).await
-                    } else {
-                        let mut groups = Groups::new();
-                        self.dequeue_on(conn, request, &TopLevels::new(), &mut groups)
-                            .await
-                    }
-                })
-                .await
+                let guard = self.guard(&mut conn).await?;
+                let outcome = conn
+                    .transaction(async |conn| {
+                        guard.open(conn).await?;
+                        let jobs = if limited {
+                            self.dequeue_limited_on(conn, request).await?
+                        } else {
+                            let mut groups = Groups::new();
+                            self.dequeue_on(conn, request, &TopLevels::new(), &mut groups)
+                                .await?
+                        };
+                        guard.close(conn).await?;
+                        Ok(jobs)
+                    })
+                    .await;
+                guard.finish(conn, outcome).await
             })
             .await;
         self.rotate_ready_ring();

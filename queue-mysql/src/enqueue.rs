@@ -24,6 +24,7 @@ use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, Va
 
 use crate::bind::{Param, cached, naive, query};
 use crate::error::{Failure, interpret_failure};
+use crate::galera::Guard;
 use crate::rows::{IdRow, utc};
 use crate::{MySqlStorage, sql};
 
@@ -51,6 +52,8 @@ struct TraitsRow {
     lock_mode: i64,
     #[diesel(sql_type = BigInt)]
     max_packet: i64,
+    #[diesel(sql_type = BigInt)]
+    galera: i64,
 }
 
 /// What a batch enqueue relies on of the server (see
@@ -61,6 +64,10 @@ pub(crate) struct ServerTraits {
     consecutive_ids: bool,
     /// `max_allowed_packet`, in bytes.
     max_packet: usize,
+    /// The server is a node of a Galera cluster (`wsrep_on`): the ready
+    /// ring empties its slots without `LOCK TABLES` and `TRUNCATE`, and
+    /// the storage's own write transactions are guarded (`galera.rs`).
+    pub(crate) galera: bool,
 }
 
 #[derive(QueryableByName)]
@@ -101,7 +108,7 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        self.insert_all(conn, &jobs)
+        self.insert_all(conn, &jobs, Guard::NONE)
             .await
             .map_err(interpret_failure)
     }
@@ -116,7 +123,9 @@ impl MySqlStorage {
         }
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
-            self.insert_all(&mut conn, &jobs).await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = self.insert_all(&mut conn, &jobs, guard).await;
+            guard.finish(conn, outcome).await
         })
         .await
     }
@@ -124,15 +133,23 @@ impl MySqlStorage {
     /// One transaction: find live keys, insert the rest, read their ids.
     /// A key committed by someone else in between fails the INSERT with a
     /// duplicate; the transaction is then run again, a few times at most.
+    /// `guard`: on a Galera node, when the transaction is the storage's
+    /// own (`galera.rs`).
     pub(crate) async fn insert_all(
         &self,
         conn: &mut AsyncMysqlConnection,
         jobs: &[ValidJob],
+        guard: Guard,
     ) -> Result<Vec<EnqueueOutcome>, Failure> {
         let mut attempt = 0;
         loop {
             let result = conn
-                .transaction(async |conn| self.insert_once(conn, jobs).await)
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let outcomes = self.insert_once(conn, jobs).await?;
+                    guard.close(conn).await?;
+                    Ok(outcomes)
+                })
                 .await;
             match result {
                 Err(Failure::Query(diesel::result::Error::DatabaseError(
@@ -145,7 +162,7 @@ impl MySqlStorage {
     }
 
     /// The server's [`ServerTraits`], asked on first use.
-    async fn insert_traits(
+    pub(crate) async fn server_traits(
         &self,
         conn: &mut AsyncMysqlConnection,
     ) -> Result<ServerTraits, Failure> {
@@ -158,6 +175,7 @@ impl MySqlStorage {
         let traits = ServerTraits {
             consecutive_ids: matches!(row.lock_mode, 0 | 1),
             max_packet: usize::try_from(row.max_packet).unwrap_or(1 << 20),
+            galera: row.galera == 1,
         };
         Ok(*self.server.get_or_init(|| traits))
     }
@@ -203,7 +221,7 @@ impl MySqlStorage {
 
         if !new_rows.is_empty() {
             let now = self.resolve_now(conn).await?;
-            let server = self.insert_traits(conn).await?;
+            let server = self.server_traits(conn).await?;
             let slot = self.ready_slot(conn).await?;
             let ids = if server.consecutive_ids {
                 insert_consecutive(conn, jobs, &new_rows, now, server, slot).await?

@@ -24,8 +24,16 @@ impl MySqlStorage {
         }
         self.retrying(true, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| self.heartbeat_on(conn, leases, extend_by).await)
-                .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let extended = self.heartbeat_on(conn, leases, extend_by).await?;
+                    guard.close(conn).await?;
+                    Ok(extended)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await
     }

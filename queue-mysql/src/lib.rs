@@ -30,6 +30,7 @@ mod enqueue;
 mod error;
 mod explain;
 mod flow;
+mod galera;
 mod heartbeat;
 mod inspect;
 mod lease;

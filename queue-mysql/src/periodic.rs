@@ -12,6 +12,7 @@ use queue_core::{EnqueueOutcome, PeriodicFire, Result, ScheduleName, ScheduleRec
 use crate::MySqlStorage;
 use crate::bind::{Param, naive, query};
 use crate::error::Failure;
+use crate::galera::Guard;
 use crate::rows::utc;
 use crate::sql::{
     ENQUEUE_PERIODIC_INSERT, ENQUEUE_PERIODIC_LOCK, ENQUEUE_PERIODIC_UPDATE, SCHEDULES,
@@ -38,9 +39,9 @@ struct ScheduleRow {
 const FIRST_FIRE_TRIES: usize = 3;
 
 impl MySqlStorage {
-    /// One transaction: lock the schedule's row, record the fire only if
-    /// no fire at or after its time is recorded, and enqueue its job only
-    /// then. Two first fires of a new schedule race on its primary key: the
+    /// One transaction (guarded on Galera: `galera.rs`): lock the
+    /// schedule's row, record the fire only if no fire at or after its
+    /// time is recorded, and enqueue its job only then. Two first fires of a new schedule race on its primary key: the
     /// loser's INSERT waits for the winner and fails as a duplicate, and
     /// its retry finds the winner's row.
     pub(crate) async fn enqueue_periodic_pooled(
@@ -50,19 +51,26 @@ impl MySqlStorage {
         let valid = fire.validate()?;
         self.retrying(false, || async {
             let mut conn = self.connection().await?;
+            let guard = self.guard(&mut conn).await?;
             let mut tries = 0;
-            loop {
+            let outcome = loop {
                 let result = conn
-                    .transaction(async |conn| self.fire_on(conn, &valid).await)
+                    .transaction(async |conn| {
+                        guard.open(conn).await?;
+                        let outcome = self.fire_on(conn, &valid).await?;
+                        guard.close(conn).await?;
+                        Ok(outcome)
+                    })
                     .await;
                 match result {
                     Err(Failure::Query(Error::DatabaseError(
                         DatabaseErrorKind::UniqueViolation,
                         _,
                     ))) if tries + 1 < FIRST_FIRE_TRIES => tries += 1,
-                    other => return other,
+                    other => break other,
                 }
-            }
+            };
+            guard.finish(conn, outcome).await
         })
         .await
     }
@@ -93,7 +101,7 @@ impl MySqlStorage {
             }
         }
         let outcome = self
-            .insert_all(conn, std::slice::from_ref(&fire.job))
+            .insert_all(conn, std::slice::from_ref(&fire.job), Guard::NONE)
             .await?
             .pop()
             .ok_or(Failure::Invariant("enqueue returned no outcome"))?;

@@ -3,6 +3,13 @@
 //! never steps over more than the entries of the last few rotations,
 //! whatever holds InnoDB's purge back.
 //!
+//! On a Galera node (`ServerTraits::galera`) a slot is emptied by
+//! `DELETE` instead: there `TRUNCATE` is DDL, run in total order isolation
+//! across the cluster, and `LOCK TABLES` holds on one node only, so a
+//! rotation holding one while waiting for the other stalled the node's
+//! commits behind certification. The deleted entries then wait for purge
+//! as any other.
+//!
 //! How enqueues pick a slot and how a rotation empties one:
 //! docs/design-notes.md, "queue-mysql: the ready ring".
 
@@ -36,6 +43,9 @@ const SLOT_FRESH: Duration = Duration::from_millis(250);
 
 /// The most entries a rotation moves out of the slot it empties.
 const MOVE_AT_MOST: i64 = 10_000;
+
+/// Entries per statement when a rotation on Galera moves and deletes them.
+const MOVE_CHUNK: i64 = 1_000;
 
 /// What a handle remembers of the ring.
 #[derive(Debug)]
@@ -205,12 +215,13 @@ impl MySqlStorage {
         if !due && !force {
             return Ok(None);
         }
+        let galera = self.server_traits(conn).await?.galera;
         let mariadb = self.server_is_mariadb(conn).await?;
         // Entries move into the slot made current before this one.
         let into = (current + SLOTS - 1) % SLOTS;
         for step in 1..SLOTS - 1 {
             let empty = (current + step) % SLOTS;
-            if self.empty_slot(conn, empty, into, mariadb).await? {
+            if self.empty_slot(conn, empty, into, mariadb, galera).await? {
                 query(
                     sql::RING_ROTATED,
                     vec![Param::Int(i64::from(empty)), Param::Int(state.max_id)],
@@ -239,13 +250,15 @@ impl MySqlStorage {
 
     /// Empties `slot`, moving what is left of it into `into`: whether it
     /// did (not when either is held by a transaction, on MariaDB, or when
-    /// the slot holds more than [`MOVE_AT_MOST`] entries).
+    /// the slot holds more than [`MOVE_AT_MOST`] entries). On Galera
+    /// without table locks ([`MySqlStorage::move_and_delete`]).
     async fn empty_slot(
         &self,
         conn: &mut Object<AsyncMysqlConnection>,
         slot: u8,
         into: u8,
         mariadb: bool,
+        galera: bool,
     ) -> Result<bool, Failure> {
         // Stale entries go first, without locks: a stale entry stays stale
         // (a job made due again gets a new entry in the inbox).
@@ -262,6 +275,9 @@ impl MySqlStorage {
             )
             .execute(&mut **conn)
             .await?;
+        }
+        if galera {
+            return self.move_and_delete(conn, slot, into).await;
         }
 
         if !mariadb {
@@ -341,5 +357,53 @@ impl MySqlStorage {
         }
         conn.batch_execute(&sql::ring_truncate(slot)).await?;
         Ok(Some(0))
+    }
+
+    /// On Galera, in place of the table locks and `TRUNCATE`: copies the
+    /// slot's entries into `into` and deletes them from the slot, by id, a
+    /// chunk at a time, each statement on its own (Galera retries an
+    /// autocommit statement that loses certification). Only entries
+    /// already copied are deleted, so an entry committed into the slot
+    /// meanwhile (an enqueue that read the current slot long before) stays
+    /// where claims find it; the slot is made current with it. An entry
+    /// whose job a claim leased meanwhile may be copied after the claim
+    /// deleted it: it is then stale in `into`, and claims skip it. Whether
+    /// it emptied the slot: not when it holds more than [`MOVE_AT_MOST`].
+    async fn move_and_delete(
+        &self,
+        conn: &mut Object<AsyncMysqlConnection>,
+        slot: u8,
+        into: u8,
+    ) -> Result<bool, Failure> {
+        let count = query(&sql::ring_count(slot), vec![Param::Int(MOVE_AT_MOST + 1)])
+            .get_result::<CountRow>(&mut **conn)
+            .await?;
+        if count.n > MOVE_AT_MOST {
+            return Ok(false);
+        }
+        let mut after = i64::MIN;
+        // Bounded: entries written into the slot while it is emptied (a
+        // rotation on another node with an older view) are left there.
+        for _ in 0..=MOVE_AT_MOST / MOVE_CHUNK {
+            let ids: Vec<i64> = query(
+                &sql::ring_entries_after(slot),
+                vec![Param::Int(after), Param::Int(MOVE_CHUNK)],
+            )
+            .load::<IdRow>(&mut **conn)
+            .await?
+            .into_iter()
+            .map(|row| row.id)
+            .collect();
+            let Some(last) = ids.last() else { break };
+            after = *last;
+            let params = || ids.iter().map(|id| Param::Int(*id)).collect::<Vec<_>>();
+            query(&sql::ring_move_ids(slot, into, ids.len()), params())
+                .execute(&mut **conn)
+                .await?;
+            query(&sql::ready_delete(slot, ids.len()), params())
+                .execute(&mut **conn)
+                .await?;
+        }
+        Ok(true)
     }
 }

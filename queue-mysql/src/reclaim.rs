@@ -16,8 +16,16 @@ impl MySqlStorage {
         validate_limit("limit", limit, MAX_BATCH)?;
         self.retrying(true, || async {
             let mut conn = self.connection().await?;
-            conn.transaction(async |conn| self.reclaim_on(conn, limit).await)
-                .await
+            let guard = self.guard(&mut conn).await?;
+            let outcome = conn
+                .transaction(async |conn| {
+                    guard.open(conn).await?;
+                    let reclaimed = self.reclaim_on(conn, limit).await?;
+                    guard.close(conn).await?;
+                    Ok(reclaimed)
+                })
+                .await;
+            guard.finish(conn, outcome).await
         })
         .await
     }

@@ -491,9 +491,13 @@ pub(crate) const ENQUEUE_FIRST_ID: &str =
 /// storage: InnoDB's auto-increment lock mode (0 "traditional" and 1
 /// "consecutive" give the rows of a simple multi-row INSERT consecutive
 /// ids; 2 "interleaved", MySQL 8's default, does not) and the largest
-/// packet it accepts (a prepared INSERT's parameters travel in one).
+/// packet it accepts (a prepared INSERT's parameters travel in one);
+/// and whether it is a node of a MariaDB Galera cluster (`wsrep_on` with
+/// a provider loaded), asked in a MariaDB executable comment (`/*M!`)
+/// that MySQL reads as a comment: `galera` is 0 there.
 pub(crate) const SERVER_INSERT_TRAITS: &str = "SELECT CAST(@@GLOBAL.innodb_autoinc_lock_mode AS SIGNED) AS lock_mode, \
-     CAST(@@SESSION.max_allowed_packet AS SIGNED) AS max_packet";
+     CAST(@@SESSION.max_allowed_packet AS SIGNED) AS max_packet, \
+     CAST(0 /*M! + (@@GLOBAL.wsrep_on = 1 AND @@GLOBAL.wsrep_provider <> 'none') */ AS SIGNED) AS galera";
 
 /// Ids of live jobs by (queue, key), through the unique index.
 /// Binds: queue and key per pair.

@@ -199,6 +199,28 @@ pub(crate) fn ring_truncate(slot: u8) -> String {
     format!("TRUNCATE TABLE {}", ready_table(slot))
 }
 
+/// On Galera (where the rotation neither locks tables nor truncates): a
+/// slot's entries past an id, in id order (`job_ready_id`). Binds: the id,
+/// the limit.
+pub(crate) fn ring_entries_after(slot: u8) -> String {
+    format!(
+        "SELECT id FROM {} FORCE INDEX (job_ready_id) WHERE id > ? ORDER BY id LIMIT ?",
+        ready_table(slot)
+    )
+}
+
+/// On Galera: copies the named entries of a slot into another (an entry
+/// the job has there already wins: it is the newer). Binds: the ids.
+pub(crate) fn ring_move_ids(from: u8, into: u8, ids: usize) -> String {
+    format!(
+        "INSERT IGNORE INTO {} (id, queue_name, priority, available_at) \
+         SELECT id, queue_name, priority, available_at FROM {} WHERE id IN {}",
+        ready_table(into),
+        ready_table(from),
+        placeholders(ids)
+    )
+}
+
 /// Makes a slot current. Binds: slot, the highest job id read before.
 pub(crate) const RING_ROTATED: &str = "
 UPDATE queue_ready_ring SET slot = ?, rotated_at = UTC_TIMESTAMP(6), rotated_id = ?
