@@ -16,9 +16,14 @@ ALTER TABLE job_history ADD COLUMN group_key VARCHAR(255) NULL;
 ALTER TABLE job_queue ADD KEY job_queue_group_leased (queue_name, group_key, lease_until);
 
 -- The most leased jobs of one group of the queue at once, for every group
--- without a row in queue_group_limit; NULL: not set.
+-- without a row in queue_group_limit; NULL: not set. claim_seq: on a
+-- Galera cluster every limited claim adds one under the row's lock, so
+-- that two nodes claiming from one limited queue at once write the same
+-- row and the second to certify is rolled back (row locks hold on one
+-- node only there); elsewhere it stays 0.
 ALTER TABLE queue_config
     ADD COLUMN group_concurrency_limit INT NULL,
+    ADD COLUMN claim_seq BIGINT NOT NULL DEFAULT 0,
     ADD CONSTRAINT queue_config_group_concurrency_limit CHECK (group_concurrency_limit > 0);
 
 -- One group's own limit in one queue (Storage::set_group_limit): it

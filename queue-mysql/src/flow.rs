@@ -187,6 +187,15 @@ impl MySqlStorage {
                 .await?
                 .now_ts;
         }
+        if self.server_traits(conn).await?.galera {
+            let params = rows
+                .iter()
+                .map(|row| Param::Text(row.queue_name.clone()))
+                .collect();
+            cached(sql::claim_seq_bump(rows.len()), params)
+                .execute(conn)
+                .await?;
+        }
         let mut held: HashMap<String, i64> = rows
             .iter()
             .map(|row| (row.queue_name.clone(), row.held))

@@ -254,6 +254,18 @@ pub(crate) const GROUP_LIMITS: &str = "
 SELECT queue_name, group_key, concurrency_limit FROM queue_group_limit
 ORDER BY queue_name, group_key";
 
+/// Writes the config rows of the limited queues a claim locked, on a
+/// Galera cluster: row locks hold on one node only there, so two nodes'
+/// claims of one limited queue would both count and lease; with both
+/// writing its row, the second to certify is rolled back and retried.
+/// Binds: the queues.
+pub(crate) fn claim_seq_bump(queues: usize) -> String {
+    format!(
+        "UPDATE queue_config SET claim_seq = claim_seq + 1 WHERE queue_name IN {}",
+        placeholders(queues)
+    )
+}
+
 /// Stores a rate-limited queue's bucket after a claim.
 /// Binds: tokens, refilled_at, queue.
 pub(crate) const BUCKET_STORE: &str = "
