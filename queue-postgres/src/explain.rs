@@ -3,7 +3,7 @@
 //! [`PlanStep`]s (the plan tree's nodes, depth first).
 
 use queue_core::backend::{PlanStep, validate_batch};
-use queue_core::{DequeueRequest, NewJob, QueueName, Result, ValidJob};
+use queue_core::{DequeueRequest, JobFilter, NewJob, QueueName, Result, ValidJob};
 use serde_json::Value;
 
 use sqlx::{Acquire, Row};
@@ -153,6 +153,66 @@ impl PgStorage {
         out.extend(steps(&pick));
         out.extend(steps(&lease));
         Ok(out)
+    }
+
+    /// The executed plan (`EXPLAIN (ANALYZE, BUFFERS)`, a read-only
+    /// statement) of [`queue_core::Storage::list_jobs`] for `filter`, in
+    /// the generic plan a connection settles on after a few listings of
+    /// the same shape (`PREPARE` under `plan_cache_mode =
+    /// force_generic_plan`, then `EXPLAIN EXECUTE`): for checking that a
+    /// page reads the index range of its queue and state, whatever the
+    /// ids of those jobs ([`PlanStep::buffers`]), not every newer job.
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] for a filter `list_jobs`
+    /// refuses; otherwise as any query.
+    pub async fn explain_list_jobs(&self, filter: &JobFilter) -> Result<Vec<PlanStep>> {
+        filter.validate()?;
+        let statement = self.sql.list_jobs_for(filter).as_str();
+        let prepare = format!(
+            "PREPARE queue_explain_listing (timestamptz, text, text, bigint, text, bigint, bigint) \
+             AS {statement}"
+        );
+        let plan: Value = retrying(true, || async {
+            let mut conn = self.pool.acquire().await?;
+            let mut tx = conn.begin().await?;
+            self.on(&mut tx)
+                .execute(sqlx::raw_sql(
+                    "SET LOCAL plan_cache_mode = force_generic_plan",
+                ))
+                .await?;
+            self.on(&mut tx)
+                .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(prepare.clone())))
+                .await?;
+            // EXECUTE takes no parameters: the server quotes the values.
+            let execute = sqlx::query(
+                "SELECT format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) \
+                 EXECUTE queue_explain_listing (%L, %L, %L, %L, %L, %L, %L)', \
+                 $1::timestamptz, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint)",
+            );
+            let execute = self
+                .on(&mut tx)
+                .fetch_one(crate::inspect::bind_job_filter(
+                    execute,
+                    self.now_override(),
+                    filter,
+                    filter.limit + 1,
+                ))
+                .await?
+                .try_get::<String, _>(0)?;
+            let row = self
+                .on(&mut tx)
+                .fetch_one(sqlx::raw_sql(sqlx::AssertSqlSafe(execute)))
+                .await;
+            // A prepared statement outlives the transaction: always gone.
+            tx.rollback().await?;
+            self.on(&mut conn)
+                .execute(sqlx::raw_sql("DEALLOCATE queue_explain_listing"))
+                .await?;
+            row?.try_get::<Value, _>(0)
+        })
+        .await?;
+        Ok(steps(&plan))
     }
 
     /// The executed plan (`EXPLAIN ANALYZE`, a read-only statement) of

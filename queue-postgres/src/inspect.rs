@@ -145,7 +145,7 @@ impl PgStorage {
 
     pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
         filter.validate()?;
-        let statement = self.sql.list_jobs_for(filter.state);
+        let statement = self.sql.list_jobs_for(filter);
         let rows = retrying(true, || {
             let query = sqlx::query(statement.clone());
             self.read_db().fetch_all(bind_job_filter(

@@ -657,3 +657,94 @@ async fn stats_reads_index_ranges_with_either_unique_key_index() {
     pool.close().await;
     schema.drop_schema().await;
 }
+
+/// Enqueues `n` jobs into `queue`, in batches.
+async fn fill(storage: &PgStorage, queue: &str, n: usize) {
+    for start in (0..n).step_by(1_000) {
+        let jobs = (start..(start + 1_000).min(n))
+            .map(|i| NewJob::new(queue, json!({ "i": i })))
+            .collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue");
+    }
+}
+
+/// Claims up to `n` jobs of `queue` with `lease`.
+async fn claim(storage: &PgStorage, queue: &str, n: u32, lease: Duration) -> Vec<queue_core::Job> {
+    let request = DequeueRequest::new(
+        vec![QueueName::new(queue).expect("valid")],
+        n,
+        lease,
+        WorkerId::new("explain").expect("valid"),
+    )
+    .expect("valid request");
+    storage.dequeue(&request).await.expect("claim")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    // The queue listed holds the oldest ids, as a quiet queue does beside a
+    // busy one; the claim took its oldest (running), some of those failed
+    // back to wait for a retry (scheduled, old ids), the next ones stalled.
+    // Then a busy queue's newer jobs, which no listing of the old queue
+    // and no listing of a rare state may read through.
+    const JOBS: usize = 20_000;
+    fill(&storage, "old", JOBS).await;
+    let held = claim(&storage, "old", 200, Duration::from_secs(3_600)).await;
+    for job in held.iter().step_by(10) {
+        let lease = job.lease().expect("leased");
+        storage
+            .nack(
+                &lease,
+                json!("retry"),
+                queue_core::Retry::After(Duration::from_secs(3_600)),
+            )
+            .await
+            .expect("nack");
+    }
+    claim(&storage, "old", 20, Duration::from_millis(1)).await;
+    fill(&storage, "busy", JOBS).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "ANALYZE \"{}\".job_queue",
+        schema.name()
+    )))
+    .execute(&pool)
+    .await
+    .expect("analyze");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+
+    let old = QueueName::new("old").expect("valid");
+    let page = |queue: Option<&QueueName>, state| queue_core::JobFilter {
+        queue: queue.cloned(),
+        state,
+        limit: 50,
+        ..queue_core::JobFilter::default()
+    };
+    let mut filters = vec![("old, any state", page(Some(&old), None))];
+    for state in queue_core::JobState::ALL {
+        filters.push((state.as_str(), page(Some(&old), Some(state))));
+        filters.push((state.as_str(), page(None, Some(state))));
+    }
+    let expected = |filter: &queue_core::JobFilter| match (filter.queue.is_some(), filter.state) {
+        (_, Some(queue_core::JobState::Running)) => 50,
+        (_, Some(queue_core::JobState::Scheduled)) => 20,
+        (_, Some(queue_core::JobState::Stalled)) => 20,
+        (_, Some(queue_core::JobState::Exhausted)) => 0,
+        _ => 50,
+    };
+    for (what, filter) in filters {
+        let listed = storage.list_jobs(&filter).await.expect("list");
+        assert_eq!(listed.jobs.len(), expected(&filter), "{what}: {filter:?}");
+        let plan = storage.explain_list_jobs(&filter).await.expect("explain");
+        // The page's rows and the index pages leading to them: a few dozen
+        // pages. Reading the busy queue's jobs newest first to reach the
+        // old queue's (or the old leased ones) touches hundreds.
+        let pages = plan[0].buffers.expect("buffers");
+        assert!(
+            pages <= 120.0,
+            "{what} (queue {:?}) read {pages} pages: {:?}",
+            filter.queue.as_ref().map(QueueName::as_str),
+            plan_nodes(&plan)
+        );
+    }
+}

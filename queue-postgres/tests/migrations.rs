@@ -374,7 +374,7 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![16]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![16, 17]);
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| {
         DequeueRequest::new(

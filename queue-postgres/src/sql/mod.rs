@@ -115,9 +115,9 @@ pub(crate) struct Statements {
     pub(crate) get_job: SqlStr,
     pub(crate) get_history: SqlStr,
     pub(crate) list_history: SqlStr,
-    list_jobs: SqlStr,
-    /// [`LIST_JOBS`] for one state, in the order of [`JobState::ALL`].
-    list_jobs_in: [SqlStr; 5],
+    /// [`LIST_JOBS`] per state (any, then [`JobState::ALL`]'s order) and
+    /// [`listing_shape`]: `state * LISTING_SHAPES + shape`.
+    list_jobs: Vec<SqlStr>,
     pub(crate) run_now: SqlStr,
     pub(crate) discard_jobs: SqlStr,
     pub(crate) retry_dead_letters: SqlStr,
@@ -218,8 +218,31 @@ impl Statements {
             get_job: fill(GET_JOB),
             get_history: fill(GET_HISTORY),
             list_history: fill(LIST_HISTORY),
-            list_jobs: fill(LIST_JOBS),
-            list_jobs_in: JobState::ALL.map(|state| fill_state(LIST_JOBS, state_predicate(state))),
+            list_jobs: std::iter::once(None)
+                .chain(JobState::ALL.map(Some))
+                .flat_map(|state| {
+                    let (template, predicate) = match state {
+                        None => (LIST_JOBS, ANY_STATE),
+                        Some(JobState::Pending) => (LIST_JOBS, state_predicate(JobState::Pending)),
+                        Some(JobState::Scheduled) => {
+                            (LIST_SCHEDULED_JOBS, state_predicate(JobState::Scheduled))
+                        }
+                        Some(rare) => (LIST_RARE_JOBS, state_predicate(rare)),
+                    };
+                    (0..LISTING_SHAPES).map(move |shape| {
+                        let template = match state {
+                            None if shape & LISTING_QUEUE != 0 => LIST_QUEUE_JOBS,
+                            _ => template,
+                        };
+                        template
+                            .replace("{listing_filter}", &listing_filter(shape))
+                            .replace("{newest}", newest(shape))
+                            .replace("{sorted}", &SCHEDULED_SORTED.to_string())
+                            .replace("{state}", predicate)
+                    })
+                })
+                .map(|template| fill(&template))
+                .collect(),
             run_now: fill(RUN_NOW),
             discard_jobs: fill(DISCARD_JOBS),
             retry_dead_letters: fill(RETRY_DEAD_LETTERS),
@@ -249,17 +272,17 @@ impl Statements {
 }
 
 impl Statements {
-    /// The listing for `state` ([`LIST_JOBS`] with its index-friendly
-    /// predicate), or for any state.
-    pub(crate) fn list_jobs_for(&self, state: Option<JobState>) -> &SqlStr {
-        let at = match state {
-            None => return &self.list_jobs,
-            Some(JobState::Pending) => 0,
-            Some(JobState::Scheduled) => 1,
-            Some(JobState::Running) => 2,
-            Some(JobState::Stalled) => 3,
-            Some(JobState::Exhausted) => 4,
+    /// The listing for `filter` ([`LIST_JOBS`] with its state's
+    /// index-friendly predicate and only the filters it sets).
+    pub(crate) fn list_jobs_for(&self, filter: &queue_core::JobFilter) -> &SqlStr {
+        let state = match filter.state {
+            None => 0,
+            Some(JobState::Pending) => 1,
+            Some(JobState::Scheduled) => 2,
+            Some(JobState::Running) => 3,
+            Some(JobState::Stalled) => 4,
+            Some(JobState::Exhausted) => 5,
         };
-        &self.list_jobs_in[at]
+        &self.list_jobs[state * LISTING_SHAPES + listing_shape(filter)]
     }
 }

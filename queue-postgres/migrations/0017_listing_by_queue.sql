@@ -1,0 +1,13 @@
+-- A listing of one queue's unleased jobs, newest first (list_jobs with a
+-- queue: pending, scheduled, or any state with the leased ones from
+-- job_queue_leased): the range queue_name = $2 of this index, read
+-- backwards. Without it the listing read job_queue_pkey newest first
+-- through every newer job of the other queues (26 ms for the first page
+-- of a queue older than 150,000 jobs of others, growing with them).
+--
+-- Partial, so that the claim writes nothing to it: a claimed row version
+-- has a lease and is left out. An enqueue writes one entry more, as do a
+-- retry, a release, a snooze and a reclaim (each a new unleased version).
+-- The claim never reads it, so the dead entries that claims leave behind
+-- until VACUUM cost the claim nothing.
+CREATE INDEX job_queue_unleased ON job_queue (queue_name, id) WHERE lease_until IS NULL;
