@@ -268,7 +268,7 @@ impl MySqlStorage {
         let now = self.resolve_now(conn).await?;
         let mut params = job_filter(filter, now);
         params.push(Param::Int(i64::from(filter.limit)));
-        let ids = query(&sql::lock_selected(filter.state), params)
+        let ids = query(&sql::lock_selected(filter), params)
             .load::<IdRow>(conn)
             .await?
             .iter()

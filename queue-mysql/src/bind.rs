@@ -22,33 +22,26 @@ pub(crate) fn naive(at: DateTime<Utc>) -> NaiveDateTime {
     at.naive_utc()
 }
 
-/// The binds of `sql.rs`'s `JOB_FILTER` for `filter` at `now`, its state
-/// filter as `sql::state_filter` writes it.
+/// The binds of `sql.rs`'s `job_filter` for `filter` at `now`: each
+/// filter's value when it is set, in the order of its conditions.
 pub(crate) fn job_filter(filter: &queue_core::JobFilter, now: NaiveDateTime) -> Vec<Param> {
-    let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
-    let state = filter.state.map(|s| s.as_str().to_owned());
-    let key = filter.unique_key.as_ref().map(|k| k.as_str().to_owned());
-    let id = filter.id.map(queue_core::JobId::get);
-    let before = filter.before.map(queue_core::JobId::get);
-    let mut params = vec![Param::OptText(queue.clone()), Param::OptText(queue)];
-    match crate::sql::state_filter(filter.state) {
-        crate::sql::StateFilter::Derived => params.extend([
-            Param::OptText(state.clone()),
-            Param::Time(now),
-            Param::Time(now),
-            Param::OptText(state),
-        ]),
-        crate::sql::StateFilter::AtNow(_) => params.push(Param::Time(now)),
-        crate::sql::StateFilter::Fixed(_) => {}
+    let mut params = Vec::new();
+    if let Some(queue) = &filter.queue {
+        params.push(Param::Text(queue.as_str().to_owned()));
     }
-    params.extend([
-        Param::OptInt(id),
-        Param::OptInt(id),
-        Param::OptText(key.clone()),
-        Param::OptText(key),
-        Param::OptInt(before),
-        Param::OptInt(before),
-    ]);
+    if let Some(state) = filter.state {
+        let nows = crate::sql::state_filter(state).matches('?').count();
+        params.extend((0..nows).map(|_| Param::Time(now)));
+    }
+    if let Some(id) = filter.id {
+        params.push(Param::Int(id.get()));
+    }
+    if let Some(key) = &filter.unique_key {
+        params.push(Param::Text(key.as_str().to_owned()));
+    }
+    if let Some(before) = filter.before {
+        params.push(Param::Int(before.get()));
+    }
     params
 }
 

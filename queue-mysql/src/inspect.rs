@@ -369,7 +369,7 @@ impl MySqlStorage {
                 let now = self.resolve_now(&mut conn).await?;
                 let mut params = job_filter(filter, now);
                 params.push(Param::Int(i64::from(filter.limit) + 1));
-                Ok(query(&sql::list_jobs(filter.state), params)
+                Ok(query(&sql::list_jobs(filter), params)
                     .load::<JobRow>(&mut conn)
                     .await?)
             })

@@ -55,6 +55,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "group_limits",
         sql: include_str!("../migrations/0009_group_limits.sql"),
     },
+    Migration {
+        version: 10,
+        name: "listing_by_queue",
+        sql: include_str!("../migrations/0010_listing_by_queue.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (
