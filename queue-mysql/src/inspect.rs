@@ -63,6 +63,13 @@ pub(crate) async fn next_due_in_queue(
     }
 }
 
+/// A count.
+#[derive(QueryableByName)]
+struct Counted {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
 #[derive(QueryableByName)]
 struct NameRow {
     #[diesel(sql_type = Text)]
@@ -366,12 +373,7 @@ impl MySqlStorage {
         let rows = self
             .retrying(true, || async {
                 let mut conn = self.connection().await?;
-                let now = self.resolve_now(&mut conn).await?;
-                let mut params = job_filter(filter, now);
-                params.push(Param::Int(i64::from(filter.limit) + 1));
-                Ok(query(&sql::list_jobs(filter), params)
-                    .load::<JobRow>(&mut conn)
-                    .await?)
+                self.list_jobs_on(&mut conn, filter).await
             })
             .await?;
         let jobs = rows
@@ -379,6 +381,50 @@ impl MySqlStorage {
             .map(JobRow::into_job)
             .collect::<Result<Vec<_>>>()?;
         Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    /// The rows of a page of `filter` (one more than its limit), on `conn`.
+    pub(crate) async fn list_jobs_on(
+        &self,
+        conn: &mut crate::AsyncMysqlConnection,
+        filter: &JobFilter,
+    ) -> Result<Vec<JobRow>, crate::error::Failure> {
+        let now = self.resolve_now(conn).await?;
+        let mut params = job_filter(filter, now);
+        let limit = Param::Int(i64::from(filter.limit) + 1);
+        let statement = if self.few_scheduled(conn, filter).await? {
+            params.push(limit.clone());
+            sql::list_scheduled_sorted(filter)
+        } else {
+            sql::list_jobs(filter)
+        };
+        params.push(limit);
+        Ok(query(&statement, params).load::<JobRow>(conn).await?)
+    }
+
+    /// Whether `filter` lists scheduled jobs, of which its queue (or every
+    /// queue) has at most [`sql::SCHEDULED_SORTED`] (then sorting them
+    /// beats reading newest first).
+    async fn few_scheduled(
+        &self,
+        conn: &mut crate::AsyncMysqlConnection,
+        filter: &JobFilter,
+    ) -> diesel::QueryResult<bool> {
+        if filter.state != Some(queue_core::JobState::Scheduled)
+            || filter.id.is_some()
+            || filter.unique_key.is_some()
+        {
+            return Ok(false);
+        }
+        let params = filter
+            .queue
+            .iter()
+            .map(|queue| Param::Text(queue.as_str().to_owned()))
+            .collect();
+        let counted = query(&sql::count_scheduled(filter), params)
+            .get_result::<Counted>(conn)
+            .await?;
+        Ok(counted.n <= sql::SCHEDULED_SORTED)
     }
 
     pub(crate) async fn throughput_pooled(

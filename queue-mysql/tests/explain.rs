@@ -151,3 +151,83 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
     assert_eq!(claimed.len(), 3, "the measuring claims took nothing");
     db.drop_database().await;
 }
+
+/// Enqueues `n` jobs into `queue`, in batches.
+async fn fill(storage: &queue_mysql::MySqlStorage, queue: &str, n: usize) {
+    for start in (0..n).step_by(1_000) {
+        let jobs = (start..(start + 1_000).min(n))
+            .map(|i| NewJob::new(queue, json!({ "i": i })))
+            .collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
+    let (_db, storage) = common::storage_in_new_database().await;
+    // The queue listed holds the oldest ids, as a quiet queue does beside a
+    // busy one; the claim took its oldest (running), some of those failed
+    // back to wait for a retry (scheduled, old ids), the next ones stalled.
+    // Then a busy queue's newer jobs, which no listing of the old queue
+    // and no listing of a rare state may read through.
+    const JOBS: usize = 20_000;
+    fill(&storage, "old", JOBS).await;
+    let claim = |n, lease| {
+        let request = DequeueRequest::new(
+            vec![QueueName::new("old").expect("valid")],
+            n,
+            lease,
+            WorkerId::new("explain").expect("valid"),
+        )
+        .expect("valid request");
+        let storage = storage.clone();
+        async move { storage.dequeue(&request).await.expect("claim") }
+    };
+    let held = claim(200, Duration::from_secs(3_600)).await;
+    for job in held.iter().step_by(10) {
+        let lease = job.lease().expect("leased");
+        storage
+            .nack(
+                &lease,
+                json!("retry"),
+                queue_core::Retry::After(Duration::from_secs(3_600)),
+            )
+            .await
+            .expect("nack");
+    }
+    claim(20, Duration::from_millis(1)).await;
+    fill(&storage, "busy", JOBS).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+
+    let old = QueueName::new("old").expect("valid");
+    let page = |queue: Option<&QueueName>, state| queue_core::JobFilter {
+        queue: queue.cloned(),
+        state,
+        limit: 50,
+        ..queue_core::JobFilter::default()
+    };
+    let mut filters = vec![("any state", page(Some(&old), None))];
+    for state in queue_core::JobState::ALL {
+        filters.push((state.as_str(), page(Some(&old), Some(state))));
+        filters.push((state.as_str(), page(None, Some(state))));
+    }
+    for (what, filter) in filters {
+        let expected = match filter.state {
+            Some(queue_core::JobState::Scheduled | queue_core::JobState::Stalled) => 20,
+            Some(queue_core::JobState::Exhausted) => 0,
+            _ => 50,
+        };
+        let listed = storage.list_jobs(&filter).await.expect("list");
+        assert_eq!(listed.jobs.len(), expected, "{what}: {filter:?}");
+        // The page, the leased or scheduled jobs in scope (a few hundred)
+        // and the index entries leading to them. Reading the busy queue's
+        // jobs newest first, or the old queue's pending backlog, to reach
+        // them reads thousands.
+        let rows = storage.rows_read_by_listing(&filter).await.expect("reads");
+        assert!(
+            rows <= 1_000,
+            "{what} (queue {:?}) read {rows} rows",
+            filter.queue.as_ref().map(QueueName::as_str)
+        );
+    }
+}
