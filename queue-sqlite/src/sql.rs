@@ -357,12 +357,18 @@ WHERE h.status_final = 'dead_letter' AND (?1 IS NULL OR h.queue_name = ?1)
 ORDER BY h.id DESC LIMIT ?3";
 
 /// Completed and dead-lettered jobs per queue and minute (microseconds)
-/// finished in (?1, ?2].
-pub(crate) const THROUGHPUT: &str =
-    "SELECT queue_name, (finished_at / 60000000) * 60000000 AS minute,
+/// finished in (?1, ?2]: whole minutes from the counters (migration
+/// 0006), the window's first, partial minute from history (by
+/// `job_history_finished_at`: a minute's rows at most).
+pub(crate) const THROUGHPUT: &str = "SELECT queue_name, minute, completed, failed
+FROM job_throughput
+WHERE minute > (?1 / 60000000) * 60000000 AND minute <= (?2 / 60000000) * 60000000
+UNION ALL
+SELECT queue_name, (finished_at / 60000000) * 60000000 AS minute,
        SUM(status_final = 'completed') AS completed, SUM(status_final = 'dead_letter') AS failed
 FROM job_history
-WHERE finished_at > ?1 AND finished_at <= ?2 AND status_final IN ('completed', 'dead_letter')
+WHERE finished_at > ?1 AND finished_at < (?1 / 60000000) * 60000000 + 60000000
+  AND finished_at <= ?2 AND status_final IN ('completed', 'dead_letter')
 GROUP BY queue_name, minute";
 
 /// Gives back the current lease (?2 id, ?3 worker, ?4 attempt) uncounted,

@@ -284,3 +284,77 @@ async fn a_version_one_database_upgrades_keeping_its_history() {
         .expect("archived");
     assert_eq!(cancelled.status, FinalStatus::Cancelled);
 }
+
+#[tokio::test]
+async fn an_upgrade_to_throughput_counters_counts_the_history_already_there() {
+    use queue_core::Storage;
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    // Back to the schema before migration 6, then history written as it
+    // was then (no counters), then the upgrade.
+    sqlx::raw_sql(
+        "DROP TRIGGER job_throughput_added;
+         DROP TRIGGER job_throughput_removed;
+         DROP TRIGGER job_throughput_changed;
+         DROP TABLE job_throughput;
+         DELETE FROM queue_schema_migrations WHERE version = 6;",
+    )
+    .execute(storage.pool())
+    .await
+    .expect("downgrade");
+    let now = storage
+        .database_now()
+        .await
+        .expect("now")
+        .timestamp_micros();
+    let minute = now / 60_000_000 * 60_000_000;
+    for (id, status, finished_at) in [
+        (1, "completed", minute - 120_000_000),
+        (2, "completed", minute - 120_000_000 + 1),
+        (3, "dead_letter", minute - 60_000_000),
+        (4, "discarded", minute - 60_000_000),
+        (5, "completed", minute),
+    ] {
+        sqlx::query(
+            "INSERT INTO job_history (id, queue_name, priority, payload, status_final, attempts,
+                                      max_attempts, created_at, finished_at)
+             VALUES (?1, 'q', 0, '{}', ?2, 1, 20, ?3, ?3)",
+        )
+        .bind(id)
+        .bind(status)
+        .bind(finished_at)
+        .execute(storage.pool())
+        .await
+        .expect("history");
+    }
+    let applied = migrate(storage.pool(), storage.path())
+        .await
+        .expect("migrate");
+    assert_eq!(applied, vec![6]);
+    let series: Vec<(i64, u64, u64)> = storage
+        .throughput(std::time::Duration::from_secs(3_600))
+        .await
+        .expect("throughput")
+        .iter()
+        .map(|t| (t.minute.timestamp_micros(), t.completed, t.failed))
+        .collect();
+    assert_eq!(
+        series,
+        [
+            (minute - 120_000_000, 2, 0),
+            (minute - 60_000_000, 0, 1),
+            (minute, 1, 0)
+        ]
+    );
+    // And the triggers count what comes after.
+    sqlx::query("DELETE FROM job_history WHERE id = 1")
+        .execute(storage.pool())
+        .await
+        .expect("delete");
+    let first = storage
+        .throughput(std::time::Duration::from_secs(3_600))
+        .await
+        .expect("throughput");
+    assert_eq!(first[0].completed, 1);
+}
