@@ -36,6 +36,7 @@ pub(crate) fn limits(
         concurrency,
         // Set by `config --group-concurrency` after this (see commands.rs).
         group_concurrency: None,
+        priority_aging: None,
         rate,
         lease,
         backoff,

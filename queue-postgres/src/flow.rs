@@ -56,6 +56,8 @@ impl PgStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        // Priority aging is not implemented here (Capability::PriorityAging).
+        queue_core::backend::refuse_priority_aging(limits)?;
         let backoff = limits.backoff;
         retrying(true, || {
             self.db().execute(

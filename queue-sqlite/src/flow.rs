@@ -67,6 +67,8 @@ impl SqliteStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        // Priority aging is not implemented here (Capability::PriorityAging).
+        queue_core::backend::refuse_priority_aging(limits)?;
         let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let backoff = limits.backoff.as_ref();
         write_tx!(self, |conn, now| async {
@@ -411,6 +413,7 @@ fn config(row: &SqliteRow) -> Result<QueueConfig> {
                 .map(|ms| stored_millis("lease_ms", ms))
                 .transpose()?,
             backoff,
+            priority_aging: None,
         },
     })
 }
