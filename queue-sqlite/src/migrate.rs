@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "group_limits",
         sql: include_str!("../migrations/0005_group_limits.sql"),
     },
+    Migration {
+        version: 6,
+        name: "priority_aging",
+        sql: include_str!("../migrations/0006_priority_aging.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and
