@@ -53,14 +53,22 @@ impl SqliteStorage {
 /// order: by effective priority (each aging queue's period applied at the
 /// claim's now), then `available_at`, then id.
 fn aged_jobs(claim: &LimitedClaim) -> Result<Vec<Job>> {
-    let mut jobs = (claim.rows.iter()).map(rows::job).collect::<Result<Vec<_>>>()?;
+    let mut jobs = (claim.rows.iter())
+        .map(rows::job)
+        .collect::<Result<Vec<_>>>()?;
     let period = |job: &Job| {
         (claim.aging.iter())
             .find(|(queue, _)| *queue == job.queue)
             .map(|(_, period)| *period)
     };
     jobs.sort_by_key(|job| {
-        aged_claim_order(job.priority, job.available_at, job.id.get(), claim.now, period(job))
+        aged_claim_order(
+            job.priority,
+            job.available_at,
+            job.id.get(),
+            claim.now,
+            period(job),
+        )
     });
     Ok(jobs)
 }
