@@ -27,7 +27,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use queue_core::backend::{
-    GroupSlots, aged_claim_order, corrupt, stored, stored_count, stored_instant, stored_millis, unconfigured_queue,
+    GroupSlots, aged_claim_order, corrupt, stored, stored_count, stored_instant, stored_millis,
+    unconfigured_queue,
 };
 use queue_core::{
     Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits,
