@@ -89,6 +89,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "group_limits",
         sql: include_str!("../migrations/0016_group_limits.sql"),
     },
+    Migration {
+        version: 17,
+        name: "priority_aging",
+        sql: include_str!("../migrations/0017_priority_aging.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (
