@@ -421,11 +421,14 @@ async fn pick_aged(
         let due = stored_instant("available_at", available_at).map_err(decode)?;
         Ok::<_, sqlx::Error>(aged_claim_order(priority, due, id, at, Some(period)))
     };
+    if cap == 0 {
+        return Ok(Vec::new());
+    }
     let page_floor = if slots.limits_any() { GROUP_PAGE } else { 1 };
     let mut levels: Vec<Level> = Vec::new();
     // Above every priority: the first step finds the highest level.
     let mut bound = i64::from(i32::MAX) + 1;
-    while cap > 0 {
+    loop {
         let level: Option<i32> = sqlx::query_scalar(sql::DEQUEUE_LEVEL)
             .bind(queue.as_str())
             .bind(bound)
