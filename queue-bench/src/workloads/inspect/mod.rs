@@ -15,7 +15,7 @@ mod placement;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use queue_core::{FinalStatus, HistoryFilter, JobFilter, JobState, QueueName};
+use queue_core::{FinalStatus, HistoryFilter, JobFilter, JobId, JobState, QueueName};
 
 use crate::BenchError;
 use crate::args::InspectArgs;
@@ -71,10 +71,10 @@ pub(crate) async fn run<T: Target>(
         .await?,
     ];
     for (read, filter) in job_listings(&placed)? {
-        timed.extend(list_jobs(&storage, read, filter, n).await?);
+        timed.extend(list(&storage, read, filter, n).await?);
     }
     for (read, filter) in history_listings()? {
-        timed.extend(list_history(&storage, read, filter, n).await?);
+        timed.extend(list(&storage, read, filter, n).await?);
     }
     timed.extend(pages::time(&storage, &placed, n).await?);
     for t in timed {
@@ -181,57 +181,61 @@ fn history_listings() -> Result<Vec<(String, HistoryFilter)>, BenchError> {
     ])
 }
 
-/// `filter`'s first page and, when there is one, its second.
-async fn list_jobs<T: Target>(
-    storage: &T,
-    read: String,
-    filter: JobFilter,
-    n: usize,
-) -> Result<Vec<Timed>, BenchError> {
-    let first = storage.list_jobs(&filter).await?;
-    let mut out = vec![
-        Timed::of(&read, Some(LISTING_MS), n, || async {
-            Ok(storage.list_jobs(&filter).await?.jobs.len())
-        })
-        .await?,
-    ];
-    if let Some(next) = first.next {
-        let later = JobFilter {
-            before: Some(next),
-            ..filter
-        };
-        out.push(
-            Timed::of(&format!("{read} page 2"), Some(LISTING_MS), n, || async {
-                Ok(storage.list_jobs(&later).await?.jobs.len())
-            })
-            .await?,
-        );
-    }
-    Ok(out)
+/// A listing's filter: its page of a storage, and the filter of the page
+/// after one.
+trait Paged: Sized {
+    /// The rows of this filter's page and the `next` it answers.
+    async fn page<T: Target>(&self, storage: &T) -> Result<(usize, Option<JobId>), BenchError>;
+    /// This filter below `next`: the following page.
+    fn after(self, next: JobId) -> Self;
 }
 
-/// [`list_jobs`] for history.
-async fn list_history<T: Target>(
+impl Paged for JobFilter {
+    async fn page<T: Target>(&self, storage: &T) -> Result<(usize, Option<JobId>), BenchError> {
+        let page = storage.list_jobs(self).await?;
+        Ok((page.jobs.len(), page.next))
+    }
+
+    fn after(self, next: JobId) -> Self {
+        Self {
+            before: Some(next),
+            ..self
+        }
+    }
+}
+
+impl Paged for HistoryFilter {
+    async fn page<T: Target>(&self, storage: &T) -> Result<(usize, Option<JobId>), BenchError> {
+        let page = storage.list_history(self).await?;
+        Ok((page.records.len(), page.next))
+    }
+
+    fn after(self, next: JobId) -> Self {
+        Self {
+            before: Some(next),
+            ..self
+        }
+    }
+}
+
+/// `filter`'s first page and, when there is one, its second.
+async fn list<T: Target, F: Paged>(
     storage: &T,
     read: String,
-    filter: HistoryFilter,
+    filter: F,
     n: usize,
 ) -> Result<Vec<Timed>, BenchError> {
-    let first = storage.list_history(&filter).await?;
-    let mut out = vec![
-        Timed::of(&read, Some(LISTING_MS), n, || async {
-            Ok(storage.list_history(&filter).await?.records.len())
-        })
-        .await?,
-    ];
-    if let Some(next) = first.next {
-        let later = HistoryFilter {
-            before: Some(next),
-            ..filter
-        };
+    let (_, next) = filter.page(storage).await?;
+    let first = Timed::of(&read, Some(LISTING_MS), n, || async {
+        Ok(filter.page(storage).await?.0)
+    })
+    .await?;
+    let mut out = vec![first];
+    if let Some(next) = next {
+        let later = filter.after(next);
         out.push(
             Timed::of(&format!("{read} page 2"), Some(LISTING_MS), n, || async {
-                Ok(storage.list_history(&later).await?.records.len())
+                Ok(later.page(storage).await?.0)
             })
             .await?,
         );
