@@ -159,7 +159,6 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             queue,
             concurrency,
             group_concurrency,
-            priority_aging,
             rate,
             burst,
             lease,
@@ -177,7 +176,6 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 backoff_jitter,
             )?;
             limits.group_concurrency = group_concurrency;
-            limits.priority_aging = priority_aging;
             limits.validate()?;
             let name = QueueName::new(queue.clone())?;
             storage.configure_queue(&name, &limits).await?;

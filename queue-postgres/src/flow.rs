@@ -70,8 +70,7 @@ impl PgStorage {
                     .bind(backoff.map(|b| millis(b.min())))
                     .bind(backoff.map(|b| millis(b.max())))
                     .bind(backoff.map(|b| b.jitter()))
-                    .bind(limits.group_concurrency.map(limit_int))
-                    .bind(limits.priority_aging.map(millis)),
+                    .bind(limits.group_concurrency.map(limit_int)),
             )
         })
         .await?;
@@ -180,7 +179,6 @@ fn claim_limits(row: &PgRow) -> Result<QueueLimits> {
             "group_concurrency_limit",
             get(row, "group_concurrency_limit")?,
         )?,
-        priority_aging: read_millis("priority_aging_ms", get(row, "priority_aging_ms")?)?,
         ..QueueLimits::default()
     })
 }

@@ -406,8 +406,7 @@ impl Storage for PgStorage {
         let capabilities = Capabilities::OPERATIONS
             .with(Capability::Transactions)
             .with(Capability::Workers)
-            .with(Capability::GroupLimits)
-            .with(Capability::PriorityAging);
+            .with(Capability::GroupLimits);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)

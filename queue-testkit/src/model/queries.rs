@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
+use queue_core::backend::claim_order;
 use queue_core::{
     DequeueRequest, HistoryFilter, Job, JobFilter, JobId, JobState, QueueName, Storage, UniqueKey,
     WorkerId,
@@ -236,7 +237,10 @@ impl<S: Storage> Pair<S> {
         let eligible = state.claimable(&allowed, now);
         let order = |id: &JobId| {
             let job = &state.jobs[id];
-            (state.claim_key(job, now), job.queue.clone())
+            (
+                claim_order(job.priority, job.available_at, id.get()),
+                job.queue.clone(),
+            )
         };
         let taken: HashSet<JobId> = claims
             .iter()

@@ -9,7 +9,6 @@
 
 pub mod ack;
 pub mod admin;
-pub mod aging;
 pub mod bulk;
 pub mod cancel;
 mod case;
