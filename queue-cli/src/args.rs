@@ -166,6 +166,11 @@ pub(crate) enum Command {
         /// at once, across all workers; on storages with group limits.
         #[arg(long)]
         group_concurrency: Option<u32>,
+        /// Priority aging: a job waiting this long (e.g. `60s`, 1 s to 30
+        /// days) is claimed as if one priority level higher, one more per
+        /// period, so no level starves; on storages with priority aging.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        priority_aging: Option<Duration>,
         /// At most this many jobs started per second (fractions allowed).
         #[arg(long)]
         rate: Option<f64>,

@@ -159,6 +159,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             queue,
             concurrency,
             group_concurrency,
+            priority_aging,
             rate,
             burst,
             lease,
@@ -176,6 +177,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 backoff_jitter,
             )?;
             limits.group_concurrency = group_concurrency;
+            limits.priority_aging = priority_aging;
             limits.validate()?;
             let name = QueueName::new(queue.clone())?;
             storage.configure_queue(&name, &limits).await?;

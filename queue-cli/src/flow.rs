@@ -34,8 +34,10 @@ pub(crate) fn limits(
         .transpose()?;
     let limits = QueueLimits {
         concurrency,
-        // Set by `config --group-concurrency` after this (see commands.rs).
+        // Set by `config --group-concurrency` and `--priority-aging` after
+        // this (see commands.rs).
         group_concurrency: None,
+        priority_aging: None,
         rate,
         lease,
         backoff,
@@ -52,6 +54,7 @@ pub(crate) fn config_json(config: &QueueConfig) -> Value {
         "paused": config.paused,
         "concurrency": limits.concurrency,
         "group_concurrency": limits.group_concurrency,
+        "priority_aging_ms": limits.priority_aging.map(|p| p.as_millis() as u64),
         "rate_per_second": limits.rate.map(|r| r.per_second),
         "burst": limits.rate.map(|r| r.burst),
         "lease_ms": limits.lease.map(|l| l.as_millis() as u64),

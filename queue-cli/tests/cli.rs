@@ -769,3 +769,37 @@ fn config_sets_a_group_concurrency() {
     let cleared = ok(&url, None, &["queues"], None);
     assert_eq!(cleared.trim(), "no queue is paused or limited");
 }
+
+/// `config --priority-aging` on SQLite, which has priority aging: set,
+/// listed and shown as JSON; a period under a second refused in one line
+/// naming the field, nothing changed; a later `config` without it lifts
+/// it.
+#[test]
+fn config_sets_a_priority_aging_period() {
+    let path = format!("{}/priority-aging.db", env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::remove_file(&path);
+    let url = format!("sqlite://{path}?mode=rwc");
+    ok(&url, None, &["migrate"], None);
+    ok(
+        &url,
+        None,
+        &["config", "reports", "--priority-aging", "90s"],
+        None,
+    );
+    let listed = ok(&url, None, &["queues"], None);
+    assert_eq!(listed.trim(), "reports: priority aging 90s", "{listed}");
+    let json = json_of(&ok(&url, None, &["queues", "--json"], None));
+    assert_eq!(json[0]["priority_aging_ms"], json!(90_000));
+    let refused = fails(
+        &url,
+        None,
+        &["config", "reports", "--priority-aging", "500ms"],
+        2,
+    );
+    assert!(refused.contains("priority_aging"), "{refused}");
+    assert_eq!(refused.trim().lines().count(), 1, "{refused}");
+    assert_eq!(ok(&url, None, &["queues"], None), listed);
+    ok(&url, None, &["config", "reports"], None);
+    let cleared = ok(&url, None, &["queues"], None);
+    assert_eq!(cleared.trim(), "no queue is paused or limited");
+}

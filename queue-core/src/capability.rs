@@ -68,6 +68,13 @@ pub enum Capability {
     /// default). A storage without it refuses a group key at enqueue and a
     /// group concurrency at `configure_queue` with `NotSupported`.
     GroupLimits,
+    /// Priority aging: a queue's [`crate::QueueLimits::priority_aging`]
+    /// makes its claims serve a job waiting `k` periods as if `k` levels
+    /// higher (see [`crate::Storage::dequeue`]). Needs
+    /// [`Capability::FlowLimits`] (`configure_queue` sets it). A storage
+    /// without it refuses a `configure_queue` that sets it with
+    /// `NotSupported`.
+    PriorityAging,
 }
 
 impl Capability {
@@ -89,6 +96,7 @@ impl Capability {
         Capability::Transactions,
         Capability::Workers,
         Capability::GroupLimits,
+        Capability::PriorityAging,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -110,6 +118,7 @@ impl Capability {
             Capability::Transactions => "transactions",
             Capability::Workers => "workers",
             Capability::GroupLimits => "group_limits",
+            Capability::PriorityAging => "priority_aging",
         }
     }
 
@@ -133,6 +142,7 @@ impl Capability {
             Capability::Transactions => "enqueueing in the application's transaction",
             Capability::Workers => "the worker registry",
             Capability::GroupLimits => "group concurrency limits",
+            Capability::PriorityAging => "priority aging",
         }
     }
 
@@ -154,6 +164,8 @@ impl Capability {
             Capability::Transactions => &[],
             Capability::Workers => &["register_worker", "deregister_worker", "list_workers"],
             Capability::GroupLimits => &["set_group_limit", "group_limits"],
+            // A setting of `configure_queue`, no method of its own.
+            Capability::PriorityAging => &[],
         }
     }
 

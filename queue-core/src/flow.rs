@@ -17,6 +17,12 @@ use crate::{Backoff, GroupKey, MAX_LEASE, QueueError, QueueName, Result, validat
 /// The largest concurrency limit, rate and burst a queue may be given.
 pub const MAX_FLOW_LIMIT: u32 = 1_000_000;
 
+/// The shortest priority aging period ([`QueueLimits::priority_aging`]).
+pub const MIN_PRIORITY_AGING: Duration = Duration::from_secs(1);
+
+/// The longest priority aging period: 30 days.
+pub const MAX_PRIORITY_AGING: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// A token-bucket rate limit: `per_second` tokens are added each second on
 /// the storage's clock, up to `burst`; every claimed job takes one.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -50,6 +56,19 @@ pub struct QueueLimits {
     /// takes it; the others refuse it with
     /// [`QueueError::NotSupported`] and change nothing.
     pub group_concurrency: Option<u32>,
+    /// Priority aging: the period `P` after which a pending job is served
+    /// as if one level higher, so that no priority level starves under
+    /// sustained load. With it, a claim orders the queue's pending jobs by
+    /// [`crate::backend::aged_priority`] (`priority + floor((now -
+    /// available_at) / P)`, saturating at `i32::MAX`) descending, then
+    /// `available_at`, then id; the job's stored priority never changes.
+    /// `MIN_PRIORITY_AGING..=MAX_PRIORITY_AGING` (1 s to 30 days), stored
+    /// to the millisecond. See [`crate::Storage::dequeue`].
+    ///
+    /// Only a storage that declares [`crate::Capability::PriorityAging`]
+    /// takes it; the others refuse it with [`QueueError::NotSupported`]
+    /// and change nothing.
+    pub priority_aging: Option<Duration>,
     /// How fast the queue's jobs may start.
     pub rate: Option<RateLimit>,
     /// The lease a worker asks for when it claims from this queue (stored
@@ -61,9 +80,13 @@ pub struct QueueLimits {
 }
 
 impl QueueLimits {
-    /// True when the claim must consult the queue's config row.
+    /// True when the claim must consult the queue's config row (priority
+    /// aging included: it changes the claim's order).
     pub fn limits_claims(&self) -> bool {
-        self.concurrency.is_some() || self.rate.is_some() || self.group_concurrency.is_some()
+        self.concurrency.is_some()
+            || self.rate.is_some()
+            || self.group_concurrency.is_some()
+            || self.priority_aging.is_some()
     }
 
     /// Rejects limits no backend can honour.
@@ -71,7 +94,8 @@ impl QueueLimits {
     /// # Errors
     /// [`QueueError::InvalidInput`] naming the field: a concurrency, group
     /// concurrency, burst or rate of 0 or above [`MAX_FLOW_LIMIT`], a rate that is not a finite
-    /// number, a lease outside 1 ms..=[`MAX_LEASE`].
+    /// number, a lease outside 1 ms..=[`MAX_LEASE`], a priority aging
+    /// period outside [`MIN_PRIORITY_AGING`]..=[`MAX_PRIORITY_AGING`].
     pub fn validate(&self) -> Result<()> {
         if let Some(limit) = self.concurrency {
             check_range("concurrency", f64::from(limit))?;
@@ -89,6 +113,17 @@ impl QueueLimits {
         if let Some(lease) = self.lease {
             validate_lease("lease", lease)?;
             debug_assert!(lease <= MAX_LEASE);
+        }
+        if let Some(period) = self.priority_aging
+            && !(MIN_PRIORITY_AGING..=MAX_PRIORITY_AGING).contains(&period)
+        {
+            return Err(QueueError::invalid(
+                "priority_aging",
+                format!(
+                    "is {period:?}, it must be at least {MIN_PRIORITY_AGING:?} and at most \
+                     {MAX_PRIORITY_AGING:?} (30 days)"
+                ),
+            ));
         }
         Ok(())
     }
@@ -108,8 +143,8 @@ impl QueueLimits {
 }
 
 impl std::fmt::Display for QueueLimits {
-    /// `concurrency 5, group concurrency 1, 50/s (burst 10), lease 45s, backoff 2s..3600s ±20%`,
-    /// or `no limits`.
+    /// `concurrency 5, group concurrency 1, priority aging 60s, 50/s (burst 10), lease 45s,
+    /// backoff 2s..3600s ±20%`, or `no limits`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut parts = Vec::new();
         if let Some(limit) = self.concurrency {
@@ -117,6 +152,9 @@ impl std::fmt::Display for QueueLimits {
         }
         if let Some(limit) = self.group_concurrency {
             parts.push(format!("group concurrency {limit}"));
+        }
+        if let Some(period) = self.priority_aging {
+            parts.push(format!("priority aging {period:?}"));
         }
         if let Some(rate) = self.rate {
             parts.push(format!("{}/s (burst {})", rate.per_second, rate.burst));
@@ -297,13 +335,14 @@ mod tests {
         let limits = QueueLimits {
             concurrency: Some(5),
             group_concurrency: Some(1),
+            priority_aging: Some(Duration::from_secs(60)),
             rate: Some(RATE),
             lease: Some(Duration::from_secs(45)),
             backoff: None,
         };
         assert_eq!(
             limits.to_string(),
-            "concurrency 5, group concurrency 1, 50/s (burst 10), lease 45s"
+            "concurrency 5, group concurrency 1, priority aging 60s, 50/s (burst 10), lease 45s"
         );
         assert_eq!(QueueLimits::default().to_string(), "no limits");
     }
@@ -363,5 +402,18 @@ mod tests {
             "lease"
         );
         assert!(rate(0.5, 1).validate().is_ok());
+        let aging = |period| QueueLimits {
+            priority_aging: Some(period),
+            ..QueueLimits::default()
+        };
+        assert_eq!(field(aging(Duration::from_millis(999))), "priority_aging");
+        assert_eq!(field(aging(Duration::ZERO)), "priority_aging");
+        assert_eq!(
+            field(aging(MAX_PRIORITY_AGING + Duration::from_millis(1))),
+            "priority_aging"
+        );
+        assert!(aging(MIN_PRIORITY_AGING).validate().is_ok());
+        assert!(aging(MAX_PRIORITY_AGING).validate().is_ok());
+        assert!(aging(Duration::from_secs(60)).limits_claims());
     }
 }

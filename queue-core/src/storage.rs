@@ -102,6 +102,22 @@ pub trait Storage: Send + Sync + 'static {
     /// - Claims only pending jobs of the named, unpaused queues, ordered by
     ///   priority descending, then `available_at`, then id; returns them in
     ///   that order.
+    /// - With [`Capability::PriorityAging`], on a queue whose
+    ///   [`QueueLimits::priority_aging`] is a period `P`, "priority" in
+    ///   that order (and in every bullet below) is the job's effective
+    ///   priority `priority + floor((now - available_at) / P)`, saturating
+    ///   at `i32::MAX` ([`crate::backend::aged_priority`]): `now` is the
+    ///   storage's now at the claim (its clock, the manual one in tests),
+    ///   `P` as stored (to the millisecond), and the wait counts from
+    ///   `available_at`, so a retried, snoozed, released or reclaimed job
+    ///   ages from when it last became due, not from its enqueue. A job
+    ///   that has waited `k` whole periods is claimed before a job of `k`
+    ///   levels more that became due later; ties of effective priority go
+    ///   by `available_at`, then id. The stored priority never changes
+    ///   (the claim answers it as stored). Queues without aging keep their
+    ///   plain priority, in the same order, so jobs of an aging and a plain
+    ///   queue named together compare by effective priority. Lifting the
+    ///   setting restores the plain order at the next claim.
     /// - Takes at most `request.queue_limit(q)` jobs from each queue `q`
     ///   and at most `request.limit()` in all: the best jobs within those
     ///   caps.
@@ -472,6 +488,11 @@ pub trait Storage: Send + Sync + 'static {
     /// - Invalid limits: `InvalidInput` naming the field, nothing changed.
     /// - A `group_concurrency` on a storage that does not declare
     ///   [`Capability::GroupLimits`]: `NotSupported`, nothing changed.
+    /// - A `priority_aging` period applies from the next claim on (within
+    ///   the TTL above for other handles), `None` removes it; outside 1 s
+    ///   ..= 30 days: `InvalidInput` (`priority_aging`), nothing changed;
+    ///   on a storage that does not declare [`Capability::PriorityAging`]:
+    ///   `NotSupported`, nothing changed.
     ///
     /// Capability [`Capability::FlowLimits`]: the default returns
     /// [`crate::QueueError::NotSupported`].

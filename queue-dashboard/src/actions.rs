@@ -94,6 +94,11 @@ pub(crate) struct LimitsForm {
     /// show the field): the queue's group concurrency is kept.
     #[serde(default)]
     group_concurrency: Option<String>,
+    /// The priority aging period in whole seconds; absent when the storage
+    /// has no priority aging (the form does not show the field): the
+    /// queue's period is kept.
+    #[serde(default)]
+    priority_aging: Option<String>,
 }
 
 /// A number from a form field; an empty field is `None`.
@@ -112,8 +117,8 @@ pub(crate) fn optional<T: std::str::FromStr>(
     }
 }
 
-/// Sets a queue's concurrency, rate and group concurrency limits (its
-/// lease and backoff are kept).
+/// Sets a queue's concurrency, rate and group concurrency limits and its
+/// priority aging period (its lease and backoff are kept).
 pub(crate) async fn limits<S: Storage>(
     State(state): State<Arc<AppState<S>>>,
     Form(form): Form<LimitsForm>,
@@ -125,6 +130,10 @@ pub(crate) async fn limits<S: Storage>(
     let burst = optional::<u32>("burst", &form.burst)?;
     let group_concurrency = match &form.group_concurrency {
         Some(text) => Some(optional::<u32>("group concurrency", text)?),
+        None => None,
+    };
+    let priority_aging = match &form.priority_aging {
+        Some(text) => Some(optional::<u64>("priority aging", text)?.map(Duration::from_secs)),
         None => None,
     };
     let kept = state
@@ -142,6 +151,7 @@ pub(crate) async fn limits<S: Storage>(
             burst: burst.unwrap_or_else(|| per_second.ceil().clamp(1.0, 1e6) as u32),
         }),
         group_concurrency: group_concurrency.unwrap_or(kept.group_concurrency),
+        priority_aging: priority_aging.unwrap_or(kept.priority_aging),
         ..kept
     };
     state.storage.configure_queue(&queue, &limits).await?;

@@ -112,6 +112,9 @@ pub(crate) async fn overview<S: Storage>(
                 @if state.offers(Capability::GroupLimits) {
                     label { "group concurrency " input name="group_concurrency" size="6"; } " "
                 }
+                @if state.offers(Capability::PriorityAging) {
+                    label { "priority aging (seconds) " input name="priority_aging" size="8"; } " "
+                }
                 button type="submit" { "Set limits" }
             }
         }

@@ -1328,6 +1328,60 @@ async fn group_limits_are_set_listed_and_lifted_from_the_overview() {
     );
 }
 
+/// The overview's limits form sets a queue's priority aging period in
+/// seconds with its other limits and shows it; a period under a second or
+/// not a number is refused and changes nothing; limits set without the
+/// field keep the period, and an empty field lifts it.
+#[tokio::test]
+async fn priority_aging_is_set_from_the_overview() {
+    let (storage, _, _) = storage().await;
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/")).await;
+    assert!(
+        page.body.contains("name=\"priority_aging\""),
+        "{}",
+        page.body
+    );
+    let token = csrf(&page.body);
+    let post_limits = |form: &str| post("/queues/limits", &format!("csrf={token}&{form}"));
+    let reply = send(&app, post_limits("queue=emails&priority_aging=90")).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let aging = |configs: Vec<queue_core::QueueConfig>| configs[0].limits.priority_aging;
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(aging(configs), Some(Duration::from_secs(90)));
+    for bad in [
+        "queue=emails&priority_aging=0",
+        "queue=emails&priority_aging=soon",
+    ] {
+        let reply = send(&app, post_limits(bad)).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}: {}",
+            reply.body
+        );
+    }
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(aging(configs), Some(Duration::from_secs(90)), "unchanged");
+    let page = send(&app, get("/")).await;
+    assert!(page.body.contains("priority aging 90s"), "{}", page.body);
+    let reply = send(&app, post_limits("queue=emails&concurrency=3")).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(
+        (configs[0].limits.concurrency, aging(configs)),
+        (Some(3), Some(Duration::from_secs(90)))
+    );
+    let reply = send(
+        &app,
+        post_limits("queue=emails&concurrency=3&priority_aging="),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(aging(configs), None, "an empty field lifts it");
+}
+
 /// Claims and finishes one job of `queue`: acked, or dead-lettered.
 async fn finish(storage: &MemoryStorage, queue: &str, ok: bool) -> JobId {
     let id = storage

@@ -272,6 +272,8 @@ impl MySqlStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        // Priority aging is not implemented here (Capability::PriorityAging).
+        queue_core::backend::refuse_priority_aging(limits)?;
         let now = self.now_override();
         let backoff = limits.backoff;
         let int = |v: Option<u32>| Param::OptInt(v.map(i64::from));

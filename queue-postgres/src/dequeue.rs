@@ -8,11 +8,12 @@ use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, Result};
 
+use sqlx::Row;
 use sqlx::postgres::{PgArguments, Postgres};
 use sqlx::query::Query;
 
 use crate::error::retrying;
-use crate::{PgStorage, rows};
+use crate::{PgStorage, interpret_error, rows};
 
 /// The claim statement's array parameters, built once per request.
 pub(crate) struct ClaimBinds<'r> {
@@ -94,8 +95,22 @@ impl PgStorage {
         })
         .await?;
         self.rotate_ready_ring();
-        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
         // RETURNING has no order; the claim's order is the contract's.
+        if limited {
+            // By effective priority: the limited statement gives it
+            // (`claim_priority`, an aging queue's jobs lifted by their wait).
+            let mut jobs = (rows.iter())
+                .map(|row| {
+                    let priority: i32 = row.try_get("claim_priority").map_err(interpret_error)?;
+                    Ok((priority, rows::job(row)?))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            jobs.sort_by_key(|(priority, job)| {
+                claim_order(*priority, job.available_at, job.id.get())
+            });
+            return Ok(jobs.into_iter().map(|(_, job)| job).collect());
+        }
+        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         Ok(jobs)
     }

@@ -70,7 +70,8 @@ impl PgStorage {
                     .bind(backoff.map(|b| millis(b.min())))
                     .bind(backoff.map(|b| millis(b.max())))
                     .bind(backoff.map(|b| b.jitter()))
-                    .bind(limits.group_concurrency.map(limit_int)),
+                    .bind(limits.group_concurrency.map(limit_int))
+                    .bind(limits.priority_aging.map(millis)),
             )
         })
         .await?;
@@ -179,6 +180,7 @@ fn claim_limits(row: &PgRow) -> Result<QueueLimits> {
             "group_concurrency_limit",
             get(row, "group_concurrency_limit")?,
         )?,
+        priority_aging: read_millis("priority_aging_ms", get(row, "priority_aging_ms")?)?,
         ..QueueLimits::default()
     })
 }

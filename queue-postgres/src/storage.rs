@@ -406,7 +406,8 @@ impl Storage for PgStorage {
         let capabilities = Capabilities::OPERATIONS
             .with(Capability::Transactions)
             .with(Capability::Workers)
-            .with(Capability::GroupLimits);
+            .with(Capability::GroupLimits)
+            .with(Capability::PriorityAging);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)

@@ -374,7 +374,9 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![16, 17]);
+    // 0017 (listing by queue) and 0018 (priority aging) come with it, and
+    // change none of this.
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![16, 17, 18]);
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| {
         DequeueRequest::new(
@@ -438,6 +440,105 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
         live.jobs.len(),
         7,
         "the requeued one, the scheduled one and the five grouped"
+    );
+    finish(schema, pool).await;
+}
+
+/// A schema of the release before priority aging (migration 0016)
+/// holding jobs of two priorities, due long ago and just now, and a queue
+/// with a concurrency limit and a group concurrency: after migration 0018
+/// the jobs are claimed in plain order until the queue is given a period,
+/// then by effective priority within the same limits; the previous
+/// release's pick (`queue_pick_limited` of 0016, which its workers call)
+/// is still there and answers in plain order; lifting the period restores
+/// the plain order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
+    use std::time::Duration;
+
+    use queue_core::{DequeueRequest, Job, QueueLimits, QueueName, Storage, WorkerId};
+    use queue_postgres::PgStorage;
+    use serde_json::json;
+
+    let (schema, pool) = common::schema_at(
+        16,
+        "INSERT INTO job_queue (queue_name, payload, priority, available_at, updated_at)
+             VALUES ('q', '\"old low\"', 0, now() - interval '10 minutes',
+                     now() - interval '10 minutes');
+         INSERT INTO job_queue (queue_name, payload, priority, group_key)
+             VALUES ('q', '\"new high a\"', 3, 'a'), ('q', '\"new high a2\"', 3, 'a'),
+                    ('q', '\"new mid\"', 1, NULL);
+         INSERT INTO queue_config (queue_name, concurrency_limit, group_concurrency_limit)
+             VALUES ('q', 2, 1);",
+    )
+    .await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid");
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![17, 18]);
+    let queue = QueueName::new("q").expect("valid");
+    let claim = |n: u32| {
+        DequeueRequest::new(
+            vec![queue.clone()],
+            n,
+            Duration::from_secs(60),
+            WorkerId::new("w").expect("valid"),
+        )
+        .expect("valid request")
+    };
+    let payloads = |jobs: &[Job]| jobs.iter().map(|j| j.payload.clone()).collect::<Vec<_>>();
+    // The previous release's pick, as its workers call it: plain order,
+    // group a held to one (nothing claimed, nothing locked: no lock).
+    let old_pick: Vec<String> = sqlx::query_scalar(
+        "SELECT j.payload::text FROM queue_pick_limited('q', 10, now(), FALSE, TRUE, 1) p
+         JOIN job_queue j ON j.id = p.pick_id ORDER BY p.pick_priority DESC, p.pick_available_at",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("the 0016 pick");
+    assert_eq!(
+        old_pick,
+        vec!["\"new high a\"", "\"new mid\"", "\"old low\""]
+    );
+
+    let limits = QueueLimits {
+        concurrency: Some(2),
+        group_concurrency: Some(1),
+        priority_aging: Some(Duration::from_secs(60)),
+        ..QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &limits)
+        .await
+        .expect("configure");
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(configs[0].limits, limits);
+    // Ten minutes at one level a minute: the old job is at 10, first; then
+    // one of group a (its limit); the concurrency limit stops the claim.
+    let first = storage.dequeue(&claim(10)).await.expect("dequeue");
+    assert_eq!(
+        payloads(&first),
+        vec![json!("old low"), json!("new high a")]
+    );
+    assert_eq!(first[0].priority, 0, "stored priority unchanged");
+    for job in &first {
+        let lease = job.lease().expect("leased");
+        storage.ack(&lease, None).await.expect("ack");
+    }
+    storage
+        .configure_queue(
+            &queue,
+            &QueueLimits {
+                priority_aging: None,
+                ..limits
+            },
+        )
+        .await
+        .expect("lift the period");
+    let second = storage.dequeue(&claim(10)).await.expect("dequeue");
+    assert_eq!(
+        payloads(&second),
+        vec![json!("new high a2"), json!("new mid")]
     );
     finish(schema, pool).await;
 }

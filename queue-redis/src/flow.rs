@@ -28,6 +28,8 @@ impl RedisStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        // Priority aging is not implemented here (Capability::PriorityAging).
+        queue_core::backend::refuse_priority_aging(limits)?;
         // A configured queue is listed by queue_configs even without jobs.
         self.register(&[queue], 0).await?;
         let millis = |d: Duration| d.as_millis().to_string();
@@ -201,5 +203,6 @@ fn limits(fields: &[String]) -> Result<QueueLimits> {
         lease: millis("lease_ms")?,
         backoff,
         group_concurrency: count("group_concurrency")?,
+        priority_aging: None,
     })
 }

@@ -8,18 +8,23 @@
 //! (priority, available_at, id) with `available_at <= now` as a filter
 //! walked every job not yet due whenever fewer than the limit were due.
 
-use queue_core::backend::claim_order;
+use queue_core::backend::{aged_claim_order, claim_order};
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, QueueName, Result};
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
+use crate::flow::LimitedClaim;
 use crate::{SqliteStorage, rows, sql};
 
 impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let rows = if self.names_limited_queue(request).await? {
-            self.dequeue_limited(request).await?
+            let claim = self.dequeue_limited(request).await?;
+            if !claim.aging.is_empty() {
+                return aged_jobs(&claim);
+            }
+            claim.rows
         } else if let [queue] = request.queues() {
             // One statement for the queue's top priority level; the lower
             // levels only when it had fewer due jobs than the claim takes.
@@ -42,6 +47,30 @@ impl SqliteStorage {
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         Ok(jobs)
     }
+}
+
+/// The jobs of a limited claim naming aging queues, in the contract's
+/// order: by effective priority (each aging queue's period applied at the
+/// claim's now), then `available_at`, then id.
+fn aged_jobs(claim: &LimitedClaim) -> Result<Vec<Job>> {
+    let mut jobs = (claim.rows.iter())
+        .map(rows::job)
+        .collect::<Result<Vec<_>>>()?;
+    let period = |job: &Job| {
+        (claim.aging.iter())
+            .find(|(queue, _)| *queue == job.queue)
+            .map(|(_, period)| *period)
+    };
+    jobs.sort_by_key(|job| {
+        aged_claim_order(
+            job.priority,
+            job.available_at,
+            job.id.get(),
+            claim.now,
+            period(job),
+        )
+    });
+    Ok(jobs)
 }
 
 /// Leases the jobs of a request inside the caller's write transaction:
@@ -104,7 +133,9 @@ async fn claim(
     claim_candidates(conn, now, request, candidates, limit).await
 }
 
-/// A job a claim may take: `(priority, available_at, id)`.
+/// A job a claim may take: `(priority, available_at, id)`; for a job of an
+/// aging queue, its effective priority at the claim's now (what the merge
+/// across queues sorts by).
 pub(crate) type Candidate = (i32, i64, i64);
 
 /// The best `cap` claimable jobs of `queue`, walking its priority levels

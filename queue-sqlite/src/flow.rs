@@ -21,11 +21,14 @@
 //! queue. Counting leased rows rather than keeping a counter means every
 //! way a lease ends gives its slot back by itself.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use queue_core::backend::{
-    GroupSlots, corrupt, stored, stored_count, stored_instant, stored_millis, unconfigured_queue,
+    GroupSlots, aged_claim_order, corrupt, stored, stored_count, stored_instant, stored_millis,
+    unconfigured_queue,
 };
 use queue_core::{
     Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits,
@@ -57,7 +60,7 @@ impl SqliteStorage {
     }
 
     /// The limited claim path: see the module docs.
-    pub(crate) async fn dequeue_limited(&self, request: &DequeueRequest) -> Result<Vec<SqliteRow>> {
+    pub(crate) async fn dequeue_limited(&self, request: &DequeueRequest) -> Result<LimitedClaim> {
         write_tx!(self, |conn, now| claim_limited(conn, now, request))
     }
 
@@ -83,6 +86,7 @@ impl SqliteStorage {
                 .bind(backoff.map(Backoff::jitter))
                 .bind(limits.rate.map(|r| f64::from(r.burst)))
                 .bind(limits.group_concurrency.map(i64::from))
+                .bind(limits.priority_aging.map(millis))
                 .execute(&mut *conn)
                 .await?;
             Ok::<_, sqlx::Error>(())
@@ -160,13 +164,24 @@ impl SqliteStorage {
     }
 }
 
+/// What the limited claim leased, with what its caller needs to put the
+/// rows in claim order: the aging queues' periods and the claim's now.
+pub(crate) struct LimitedClaim {
+    /// The leased rows, in no particular order (RETURNING).
+    pub(crate) rows: Vec<SqliteRow>,
+    /// The queues of the request with a priority aging period.
+    pub(crate) aging: Vec<(QueueName, Duration)>,
+    /// The claim's now.
+    pub(crate) now: DateTime<Utc>,
+}
+
 /// Reads the request's limited queues, claims what they allow, and takes
 /// their tokens; every statement in the caller's write transaction.
 async fn claim_limited(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
-) -> Result<Vec<SqliteRow>, sqlx::Error> {
+) -> Result<LimitedClaim, sqlx::Error> {
     let at = stored_instant("time", now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
     let names: Vec<&str> = request.queues().iter().map(QueueName::as_str).collect();
     let names = serde_json::to_string(&names).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
@@ -177,12 +192,16 @@ async fn claim_limited(
     let mut allowances: Vec<(QueueName, u32)> = Vec::with_capacity(rows.len());
     let mut buckets: Vec<(QueueName, RateLimit, Option<Bucket>)> = Vec::new();
     let mut grouped: Vec<(QueueName, Option<u32>)> = Vec::new();
+    let mut aging: Vec<(QueueName, Duration)> = Vec::new();
     for row in &rows {
         let queue = QueueName::new(row.try_get::<String, _>("queue_name")?)
             .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         let (limits, bucket) = claim_limits(row)?;
         if row.try_get::<bool, _>("grouped")? {
             grouped.push((queue.clone(), limits.group_concurrency));
+        }
+        if let Some(period) = limits.priority_aging {
+            aging.push((queue.clone(), period));
         }
         let held = u64::try_from(row.try_get::<i64, _>("held")?).unwrap_or(0);
         allowances.push((queue.clone(), limits.allowance(held, bucket, at)));
@@ -191,12 +210,16 @@ async fn claim_limited(
         }
     }
     let Some(narrowed) = request.narrowed(&allowances) else {
-        return Ok(Vec::new());
+        return Ok(LimitedClaim {
+            rows: Vec::new(),
+            aging,
+            now: at,
+        });
     };
-    let claimed = if grouped.is_empty() {
+    let claimed = if grouped.is_empty() && aging.is_empty() {
         claim_any(conn, now, &narrowed).await?
     } else {
-        claim_grouped(conn, now, &narrowed, &grouped).await?
+        claim_picked(conn, now, &narrowed, &grouped, &aging).await?
     };
     for (queue, rate, bucket) in buckets {
         let mut taken = 0_u32;
@@ -217,7 +240,11 @@ async fn claim_limited(
             .execute(&mut *conn)
             .await?;
     }
-    Ok(claimed)
+    Ok(LimitedClaim {
+        rows: claimed,
+        aging,
+        now: at,
+    })
 }
 
 /// Rows per page of a grouped queue's walk: enough that a few full groups
@@ -225,40 +252,51 @@ async fn claim_limited(
 /// little.
 const GROUP_PAGE: usize = 64;
 
-/// Leases the jobs of a request naming a queue whose groups are limited:
-/// each queue's best jobs (a grouped queue's within its groups' slots),
-/// merged in claim order up to the limit, leased in one statement.
-/// `grouped` lists the grouped queues with their group concurrency.
-async fn claim_grouped(
+/// Leases the jobs of a request naming a queue whose groups are limited or
+/// whose priorities age: each queue's best jobs (a grouped queue's within
+/// its groups' slots, an aging queue's by effective priority), merged in
+/// claim order up to the limit, leased in one statement. `grouped` lists
+/// the grouped queues with their group concurrency, `aging` the aging
+/// queues with their period.
+async fn claim_picked(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
     grouped: &[(QueueName, Option<u32>)],
+    aging: &[(QueueName, Duration)],
 ) -> Result<Vec<SqliteRow>, sqlx::Error> {
     let mut candidates = Vec::new();
     for queue in request.queues() {
         let cap = request.queue_limit(queue).min(request.limit()) as usize;
-        match grouped.iter().find(|(q, _)| q == queue) {
-            Some((_, default)) => {
-                candidates.extend(pick_grouped(conn, now, queue, cap, *default).await?);
+        let groups = grouped.iter().find(|(q, _)| q == queue);
+        let period = aging.iter().find(|(q, _)| q == queue).map(|(_, p)| *p);
+        match (groups, period) {
+            (groups, Some(period)) => {
+                let slots = match groups {
+                    Some((_, default)) => group_slots(conn, queue, *default).await?,
+                    None => GroupSlots::new(None, []),
+                };
+                candidates.extend(pick_aged(conn, now, queue, cap, slots, period).await?);
             }
-            None => candidates.extend(pick_queue(conn, now, queue, cap).await?),
+            (Some((_, default)), None) => {
+                let slots = group_slots(conn, queue, *default).await?;
+                candidates.extend(pick_grouped(conn, now, queue, cap, slots).await?);
+            }
+            (None, None) => candidates.extend(pick_queue(conn, now, queue, cap).await?),
         }
     }
     let limit = usize::try_from(request.limit()).unwrap_or(usize::MAX);
     claim_candidates(conn, now, request, candidates, limit).await
 }
 
-/// The best `cap` claimable jobs of `queue` within its groups' slots: the
-/// groups' limits (`default`, or a group's own) less the leases each
-/// group holds, counted in this transaction.
-async fn pick_grouped(
+/// The group slots of `queue` in this claim: the groups' limits
+/// (`default`, or a group's own) less the leases each group holds, counted
+/// in this transaction.
+async fn group_slots(
     conn: &mut SqliteConnection,
-    now: i64,
     queue: &QueueName,
-    cap: usize,
     default: Option<u32>,
-) -> Result<Vec<Candidate>, sqlx::Error> {
+) -> Result<GroupSlots, sqlx::Error> {
     let decode = |e: QueueError| sqlx::Error::Decode(Box::new(e));
     let group = |name: String| GroupKey::new(name).map_err(decode);
     let overrides = sqlx::query(sql::GROUP_OVERRIDES)
@@ -285,6 +323,24 @@ async fn pick_grouped(
             u64::try_from(count).unwrap_or(0),
         );
     }
+    Ok(slots)
+}
+
+/// The group key of a picked row.
+fn group_of(row: &SqliteRow) -> Result<Option<GroupKey>, sqlx::Error> {
+    let key: Option<String> = row.try_get("group_key")?;
+    key.map(|name| GroupKey::new(name).map_err(|e| sqlx::Error::Decode(Box::new(e))))
+        .transpose()
+}
+
+/// The best `cap` claimable jobs of `queue` within its groups' `slots`.
+async fn pick_grouped(
+    conn: &mut SqliteConnection,
+    now: i64,
+    queue: &QueueName,
+    cap: usize,
+    mut slots: GroupSlots,
+) -> Result<Vec<Candidate>, sqlx::Error> {
     let mut picked: Vec<Candidate> = Vec::new();
     // Above every priority: the first page starts at the best job.
     let mut after: (i64, i64, i64) = (i64::from(i32::MAX) + 1, 0, 0);
@@ -314,8 +370,7 @@ async fn pick_grouped(
                 row.try_get("id")?,
             );
             after = (i64::from(candidate.0), candidate.1, candidate.2);
-            let key: Option<String> = row.try_get("group_key")?;
-            let key = key.map(group).transpose()?;
+            let key = group_of(&row)?;
             // A job of a group that filled up on this page is skipped.
             if picked.len() < cap && slots.take(key.as_ref()) {
                 picked.push(candidate);
@@ -323,6 +378,117 @@ async fn pick_grouped(
         }
         if read < page {
             break;
+        }
+    }
+    Ok(picked)
+}
+
+/// One priority level of an aging queue during the claim's merge.
+struct Level {
+    priority: i32,
+    /// Rows read and not merged yet, in the level's order.
+    rows: VecDeque<(Candidate, Option<GroupKey>)>,
+    /// `(available_at, id)` of the last row read: the next page starts
+    /// after it.
+    after: (i64, i64),
+    /// Every claimable row of the level has been read.
+    done: bool,
+}
+
+/// The best `cap` claimable jobs of aging `queue` (period `period`) by
+/// effective priority, within its groups' `slots`; each candidate carries
+/// its effective priority, so that the claim's merge across queues sorts
+/// it by that.
+///
+/// Within one level the claim order (`available_at`, then id) is also the
+/// order by effective priority, so the best jobs are a merge of the
+/// levels' heads: every level is read from its best job a page at a time
+/// (a range of the dequeue index), and the best head of all is taken next.
+/// Costs two index probes per level present in the queue, and the rows
+/// taken or skipped (a full group's jobs are left out of the pages, and a
+/// job of a group that fills up during the merge is skipped).
+async fn pick_aged(
+    conn: &mut SqliteConnection,
+    now: i64,
+    queue: &QueueName,
+    cap: usize,
+    mut slots: GroupSlots,
+    period: Duration,
+) -> Result<Vec<Candidate>, sqlx::Error> {
+    let decode = |e: QueueError| sqlx::Error::Decode(Box::new(e));
+    let at = stored_instant("time", now).map_err(decode)?;
+    let aged = |&(priority, available_at, id): &Candidate| {
+        let due = stored_instant("available_at", available_at).map_err(decode)?;
+        Ok::<_, sqlx::Error>(aged_claim_order(priority, due, id, at, Some(period)))
+    };
+    if cap == 0 {
+        return Ok(Vec::new());
+    }
+    let page_floor = if slots.limits_any() { GROUP_PAGE } else { 1 };
+    let mut levels: Vec<Level> = Vec::new();
+    // Above every priority: the first step finds the highest level.
+    let mut bound = i64::from(i32::MAX) + 1;
+    loop {
+        let level: Option<i32> = sqlx::query_scalar(sql::DEQUEUE_LEVEL)
+            .bind(queue.as_str())
+            .bind(bound)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(priority) = level else { break };
+        bound = i64::from(priority);
+        levels.push(Level {
+            priority,
+            rows: VecDeque::new(),
+            after: (i64::MIN, i64::MIN),
+            done: false,
+        });
+    }
+    let mut picked: Vec<Candidate> = Vec::new();
+    while picked.len() < cap {
+        for level in levels.iter_mut().filter(|l| l.rows.is_empty() && !l.done) {
+            let page = (cap - picked.len()).max(page_floor);
+            let full: Vec<&str> = (slots.full_groups().into_iter())
+                .map(GroupKey::as_str)
+                .collect();
+            let full =
+                serde_json::to_string(&full).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+            let rows = sqlx::query(sql::AGED_LEVEL_PICK)
+                .bind(queue.as_str())
+                .bind(now)
+                .bind(full)
+                .bind(level.priority)
+                .bind(level.after.0)
+                .bind(level.after.1)
+                .bind(i64::try_from(page).unwrap_or(i64::MAX))
+                .fetch_all(&mut *conn)
+                .await?;
+            level.done = rows.len() < page;
+            for row in rows {
+                let candidate: Candidate = (
+                    row.try_get("priority")?,
+                    row.try_get("available_at")?,
+                    row.try_get("id")?,
+                );
+                level.after = (candidate.1, candidate.2);
+                level.rows.push_back((candidate, group_of(&row)?));
+            }
+        }
+        let mut best: Option<(_, usize)> = None;
+        for (i, level) in levels.iter().enumerate() {
+            if let Some((head, _)) = level.rows.front() {
+                let key = aged(head)?;
+                if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                    best = Some((key, i));
+                }
+            }
+        }
+        let Some((key, i)) = best else { break };
+        let Some(((_, available_at, id), group)) = levels[i].rows.pop_front() else {
+            break;
+        };
+        // A job of a group that filled up during the merge is skipped.
+        if slots.take(group.as_ref()) {
+            picked.push((key.0.0, available_at, id));
         }
     }
     Ok(picked)
@@ -344,6 +510,10 @@ fn claim_limits(row: &SqliteRow) -> Result<(QueueLimits, Option<Bucket>), sqlx::
         rate: rate(per_second, burst).map_err(decode)?,
         group_concurrency: (row.try_get::<Option<i64>, _>("group_concurrency_limit")?)
             .map(|c| stored_count("group_concurrency_limit", c))
+            .transpose()
+            .map_err(decode)?,
+        priority_aging: (row.try_get::<Option<i64>, _>("priority_aging_ms")?)
+            .map(|ms| stored_millis("priority_aging_ms", ms))
             .transpose()
             .map_err(decode)?,
         ..QueueLimits::default()
@@ -411,6 +581,9 @@ fn config(row: &SqliteRow) -> Result<QueueConfig> {
                 .map(|ms| stored_millis("lease_ms", ms))
                 .transpose()?,
             backoff,
+            priority_aging: get("priority_aging_ms")?
+                .map(|ms| stored_millis("priority_aging_ms", ms))
+                .transpose()?,
         },
     })
 }

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "throughput_counters",
         sql: include_str!("../migrations/0006_throughput_counters.sql"),
     },
+    Migration {
+        version: 7,
+        name: "priority_aging",
+        sql: include_str!("../migrations/0007_priority_aging.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

@@ -379,10 +379,11 @@ SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = sno
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
 /// The queues whose config limits claims (the limited claim path): a
-/// concurrency, a rate, a group concurrency or a group's own limit.
+/// concurrency, a rate, a group concurrency, a group's own limit or a
+/// priority aging period (which changes the claim's order).
 pub(crate) const LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config c
 WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
-   OR group_concurrency_limit IS NOT NULL
+   OR group_concurrency_limit IS NOT NULL OR priority_aging_ms IS NOT NULL
    OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)";
 
 /// The claim limits, bucket and held leases (`held`, expired ones too
@@ -394,6 +395,7 @@ WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
 /// write transaction, nothing changes between this read and the claim.
 pub(crate) const FLOW_CLAIM_LIMITS: &str = "SELECT c.queue_name, c.concurrency_limit,
     c.rate_per_second, c.rate_burst, c.tokens, c.refilled_at, c.group_concurrency_limit,
+    c.priority_aging_ms,
     (c.group_concurrency_limit IS NOT NULL
      OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)) AS grouped,
     CASE WHEN c.concurrency_limit IS NULL THEN 0
@@ -402,7 +404,7 @@ pub(crate) const FLOW_CLAIM_LIMITS: &str = "SELECT c.queue_name, c.concurrency_l
 FROM queue_config c
 WHERE c.queue_name IN (SELECT value FROM json_each(?1))
   AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
-       OR c.group_concurrency_limit IS NOT NULL
+       OR c.group_concurrency_limit IS NOT NULL OR c.priority_aging_ms IS NOT NULL
        OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name))";
 
 /// The leases each group of queue ?1 holds (expired ones too, until
@@ -432,6 +434,24 @@ WHERE queue_name = ?1 AND lease_until IS NULL AND available_at <= ?2
 ORDER BY priority DESC, available_at, id
 LIMIT ?7";
 
+/// Up to ?7 claimable jobs of queue ?1 at priority ?4 at ?2 (now), in
+/// the level's claim order (available_at, id), after the job (?5
+/// available_at, ?6 id) the previous page of the level ended at, leaving
+/// out the jobs of the full groups named in the JSON array ?3 (`[]` for a
+/// queue without group limits): one page of one level in the aging
+/// claim's merge. Within a level, jobs due earlier have waited longer, so
+/// this order is also the level's order by effective priority. A range
+/// scan of the dequeue index on (queue, priority, available_at).
+pub(crate) const AGED_LEVEL_PICK: &str = "SELECT id, priority, available_at, group_key
+FROM job_queue INDEXED BY job_queue_dequeue
+WHERE queue_name = ?1 AND lease_until IS NULL AND priority = ?4 AND available_at <= ?2
+  AND attempts < max_attempts
+  AND (group_key IS NULL OR group_key NOT IN (SELECT value FROM json_each(?3)))
+  AND (available_at > ?5 OR (available_at = ?5 AND id > ?6))
+  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?1 AND p.paused)
+ORDER BY available_at, id
+LIMIT ?7";
+
 /// Gives group ?2 of queue ?1 its own limit ?3, if the queue has a config
 /// row: one row changed when it does, none otherwise.
 pub(crate) const SET_GROUP_LIMIT: &str = "INSERT INTO queue_group_limit (queue_name, group_key,
@@ -456,27 +476,30 @@ pub(crate) const FLOW_TAKE_TOKENS: &str =
 
 /// Sets queue ?2's limits (?3 concurrency, ?4 rate, ?5 burst, ?6 lease ms,
 /// ?7 backoff base ms, ?8 min ms, ?9 max ms, ?10 jitter, ?12 group
-/// concurrency), its bucket full (?11 tokens, NULL without a rate,
-/// refilled at ?1), keeping its paused flag. ?1 now.
+/// concurrency, ?13 priority aging ms), its bucket full (?11 tokens, NULL
+/// without a rate, refilled at ?1), keeping its paused flag. ?1 now.
 pub(crate) const CONFIGURE_QUEUE: &str = "INSERT INTO queue_config (queue_name, paused,
     concurrency_limit, rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms,
-    backoff_max_ms, backoff_jitter, tokens, refilled_at, updated_at, group_concurrency_limit)
-VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1, ?12)
+    backoff_max_ms, backoff_jitter, tokens, refilled_at, updated_at, group_concurrency_limit,
+    priority_aging_ms)
+VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1, ?12, ?13)
 ON CONFLICT (queue_name) DO UPDATE SET concurrency_limit = excluded.concurrency_limit,
     rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
     lease_ms = excluded.lease_ms, backoff_base_ms = excluded.backoff_base_ms,
     backoff_min_ms = excluded.backoff_min_ms, backoff_max_ms = excluded.backoff_max_ms,
     backoff_jitter = excluded.backoff_jitter, tokens = excluded.tokens,
     refilled_at = excluded.refilled_at, updated_at = excluded.updated_at,
-    group_concurrency_limit = excluded.group_concurrency_limit";
+    group_concurrency_limit = excluded.group_concurrency_limit,
+    priority_aging_ms = excluded.priority_aging_ms";
 
 /// Every queue's config row, by name.
 pub(crate) const QUEUE_CONFIGS: &str = "SELECT queue_name, paused, concurrency_limit,
     rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms,
-    backoff_jitter, group_concurrency_limit
+    backoff_jitter, group_concurrency_limit, priority_aging_ms
 FROM queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
+   OR priority_aging_ms IS NOT NULL
 ORDER BY queue_name";
 
 /// Records fire ?2 of schedule ?1 (next fire ?3) unless a fire at or after

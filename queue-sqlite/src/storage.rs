@@ -298,6 +298,7 @@ impl Storage for SqliteStorage {
             .with(Capability::Transactions)
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
+            .with(Capability::PriorityAging)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

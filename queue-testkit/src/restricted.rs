@@ -223,6 +223,9 @@ impl<S: Storage> Storage for Restricted<S> {
         if !self.offered.supports(Capability::GroupLimits) {
             queue_core::backend::refuse_group_concurrency(limits)?;
         }
+        if !self.offered.supports(Capability::PriorityAging) {
+            queue_core::backend::refuse_priority_aging(limits)?;
+        }
         self.inner.configure_queue(queue, limits).await
     }
 

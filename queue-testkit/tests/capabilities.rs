@@ -115,6 +115,16 @@ async fn a_storage_without_group_limits_refuses_group_input() {
     suite::groups::group_limits_are_refused_without_the_capability(&storage).await;
 }
 
+/// A storage without priority aging refuses a period and writes nothing,
+/// as the helper backends without it call checks.
+#[tokio::test]
+async fn a_storage_without_priority_aging_refuses_a_period() {
+    let offered = Capabilities::OPERATIONS.with(Capability::GroupLimits);
+    let storage =
+        queue_testkit::restricted::Restricted::new(queue_testkit::MemoryStorage::new(), offered);
+    suite::aging::priority_aging_is_refused_without_the_capability(&storage).await;
+}
+
 /// A harness over a storage that does not declare transactions (the memory
 /// storage): the transactional suite refuses to run its cases.
 struct Undeclared(queue_testkit::MemoryStorage);

@@ -1,6 +1,9 @@
 //! The order in which claims hand out due jobs.
 
 use std::cmp::Reverse;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 /// The sort key of the contract's claim order: higher priority first, then
 /// earlier `available_at`, then lower id (enqueue order).
@@ -19,4 +22,132 @@ use std::cmp::Reverse;
 /// ```
 pub fn claim_order<T: Ord>(priority: i32, available_at: T, id: i64) -> (Reverse<i32>, T, i64) {
     (Reverse(priority), available_at, id)
+}
+
+/// A job's effective priority in a claim at `now` on a queue whose
+/// [`crate::QueueLimits::priority_aging`] is `period`: `priority + floor((now
+/// - available_at) / period)`, saturating at `i32::MAX`; `priority` itself
+/// without aging. The period counts to the millisecond (as stored), the
+/// wait to the microsecond, and a job not due yet (or `now` before
+/// `available_at`) has waited nothing.
+///
+/// Within one priority level, a claim's order (`available_at`, then id)
+/// never puts a job of higher effective priority after one of lower: an
+/// aging claim may therefore take each level's first candidates in the
+/// level's usual order and merge them by [`aged_claim_order`].
+///
+/// ```
+/// use std::time::Duration;
+/// use chrono::{DateTime, TimeDelta};
+/// use queue_core::backend::aged_priority;
+///
+/// let due = DateTime::from_timestamp(1_900_000_000, 0).unwrap();
+/// let minute = Some(Duration::from_secs(60));
+/// assert_eq!(aged_priority(0, due, due + TimeDelta::seconds(119), minute), 1);
+/// assert_eq!(aged_priority(0, due, due + TimeDelta::seconds(120), minute), 2);
+/// assert_eq!(aged_priority(0, due, due + TimeDelta::seconds(120), None), 0);
+/// assert_eq!(aged_priority(i32::MAX - 1, due, due + TimeDelta::days(9), minute), i32::MAX);
+/// ```
+pub fn aged_priority(
+    priority: i32,
+    available_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    period: Option<Duration>,
+) -> i32 {
+    let Some(period) = period else {
+        return priority;
+    };
+    let period_micros = i64::try_from(period.as_millis())
+        .unwrap_or(i64::MAX / 1_000)
+        .max(1)
+        * 1_000;
+    let waited = (now - available_at)
+        .num_microseconds()
+        .unwrap_or(i64::MAX)
+        .max(0);
+    let aged = i64::from(priority) + waited / period_micros;
+    i32::try_from(aged).unwrap_or(i32::MAX)
+}
+
+/// The sort key of an aging claim: [`aged_priority`] descending, then
+/// `available_at`, then id ([`claim_order`] with the effective priority).
+pub fn aged_claim_order(
+    priority: i32,
+    available_at: DateTime<Utc>,
+    id: i64,
+    now: DateTime<Utc>,
+    period: Option<Duration>,
+) -> (Reverse<i32>, DateTime<Utc>, i64) {
+    claim_order(
+        aged_priority(priority, available_at, now, period),
+        available_at,
+        id,
+    )
+}
+
+/// What a storage that does not declare
+/// [`crate::Capability::PriorityAging`] returns from `configure_queue`
+/// with a priority aging period: it must not store a setting it would not
+/// apply.
+///
+/// # Errors
+/// [`crate::QueueError::NotSupported`] when `limits.priority_aging` is set.
+pub fn refuse_priority_aging(limits: &crate::QueueLimits) -> crate::Result<()> {
+    if limits.priority_aging.is_some() {
+        Err(crate::QueueError::not_supported(
+            crate::Capability::PriorityAging,
+            "configure_queue",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_900_000_000 + secs, 0).expect("in range")
+    }
+
+    #[test]
+    fn a_job_rises_one_level_per_whole_period_from_when_it_became_due() {
+        let period = Some(Duration::from_secs(10));
+        assert_eq!(aged_priority(3, at(0), at(0), period), 3);
+        assert_eq!(aged_priority(3, at(0), at(9), period), 3);
+        assert_eq!(aged_priority(3, at(0), at(10), period), 4);
+        assert_eq!(aged_priority(-5, at(0), at(35), period), -2);
+        assert_eq!(aged_priority(3, at(50), at(0), period), 3, "not due yet");
+        assert_eq!(aged_priority(3, at(0), at(1_000), None), 3);
+        // The period counts to the millisecond, as stored.
+        let odd = Some(Duration::from_micros(1_000_999));
+        let after = |ms| at(0) + chrono::TimeDelta::milliseconds(ms);
+        assert_eq!(aged_priority(0, at(0), after(1_999), odd), 1);
+        assert_eq!(
+            aged_priority(0, at(0), after(2_000), odd),
+            2,
+            "1 s, not 1.000999 s"
+        );
+    }
+
+    #[test]
+    fn aging_saturates_and_orders_ties_by_available_at_then_id() {
+        let period = Some(Duration::from_secs(1));
+        assert_eq!(aged_priority(i32::MAX, at(0), at(100), period), i32::MAX);
+        let far = DateTime::<Utc>::MIN_UTC;
+        assert_eq!(aged_priority(i32::MIN, far, at(0), period), i32::MAX);
+        let mut due = [(0, at(0), 3), (2, at(19), 1), (1, at(10), 2), (0, at(0), 1)];
+        due.sort_by_key(|&(p, a, id)| {
+            aged_claim_order(p, a, id, at(20), Some(Duration::from_secs(10)))
+        });
+        // Effective priorities: 2, 2, 2 and 2 (19 s is no whole period).
+        assert_eq!(
+            due.map(|(_, _, id)| id),
+            [1, 3, 2, 1],
+            "by available_at, then id"
+        );
+        assert_eq!(due[0].1, at(0));
+        assert_eq!(due[3].0, 2);
+    }
 }

@@ -28,12 +28,17 @@ pub(super) const DEQUEUE_PICK: &str = "
 /// The plain claim's pick function: [`DEQUEUE_PICK`] without group limits.
 const PICK_PLAIN: (&str, &str) = ("queue_pick", "");
 
-/// The limited claim's pick function: `queue_pick_limited` (migration
-/// 0016), which is `queue_pick` for a queue without group limits and
-/// otherwise keeps each group within its slots, given whether the queue
-/// has group limits (`{grouped}`) and its group concurrency
-/// (`{group_default}`), both from `limits`.
-const PICK_LIMITED: (&str, &str) = ("queue_pick_limited", ", {grouped}, {group_default}");
+/// The limited claim's pick function: `queue_pick_limited` (its overload
+/// of migration 0018), which is `queue_pick` for a queue without group
+/// limits or aging, otherwise keeps each group within its slots and
+/// orders an aging queue's jobs by effective priority (its `pick_priority`),
+/// given whether the queue has group limits (`{grouped}`), its group
+/// concurrency (`{group_default}`) and its aging period in ms
+/// (`{aging}`), all from `limits`.
+const PICK_LIMITED: (&str, &str) = (
+    "queue_pick_limited",
+    ", {grouped}, {group_default}, {aging}",
+);
 
 /// The one-queue claim's cap: $3 behind a subquery, so that the planner
 /// prices every call alike and keeps the generic plan. Bound as such, a
@@ -87,6 +92,22 @@ picked AS (
     FOR UPDATE OF j SKIP LOCKED
 )";
 
+/// The candidates' columns in [`DEQUEUE_MANY_QUEUES_OVER`], and the
+/// limited claim's (with the pick's priority).
+const OVER_CANDIDATE_COLUMNS: &str = "candidates AS (
+    SELECT c.id, c.slot
+";
+const LIMITED_OVER_CANDIDATE_COLUMNS: &str = "candidates AS (
+    SELECT c.id, c.slot, c.priority
+";
+
+/// The final order of [`DEQUEUE_MANY_QUEUES_OVER`], and the limited
+/// claim's: by the candidate's priority as its pick gave it.
+const OVER_ORDER: &str = "ORDER BY j.priority DESC, j.available_at, j.id";
+const LIMITED_OVER_ORDER: &str =
+    "ORDER BY (SELECT c.priority FROM candidates c WHERE c.id = j.id LIMIT 1) DESC,
+             j.available_at, j.id";
+
 /// Leases the picked jobs for $4 microseconds to worker $5, through
 /// `queue_lease` (migration 0011, first written in 0009), which reads them
 /// by primary key however small the statistics say `job_queue` is, and
@@ -123,13 +144,15 @@ SELECT queue_name FROM {s}.queue_config c
 WHERE {limited}";
 
 /// The config rows that make a queue's claims limited: a concurrency, a
-/// rate, a group concurrency or a group's own limit (`group_limits`, the
+/// rate, a group concurrency, a group's own limit (`group_limits`, the
 /// count of the queue's rows in `queue_group_limit`, kept by a trigger:
-/// migration 0016). Columns of the row alone: a subquery here made the
+/// migration 0016) or a priority aging period (migration 0018: it changes
+/// the claim's order). Columns of the row alone: a subquery here made the
 /// limited claim's generic plan look dearer than its custom ones, and it
 /// was planned again on every call.
 pub(super) const LIMITED: &str = "(c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
-       OR c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0)";
+       OR c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0
+       OR c.priority_aging_ms IS NOT NULL)";
 
 /// The queues a claim takes from and their caps: $2 and $6 as given, for
 /// the plain claim ([`DEQUEUE_MANY_QUEUES`], [`DEQUEUE_MANY_QUEUES_OVER`]),
@@ -139,7 +162,7 @@ pub(super) const QUEUES_AS_GIVEN: &str =
     "{s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)";
 
 /// The limited claim's caps: [`LIMITS_MANY`]' `limits`.
-pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap, grouped, group_default)";
+pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap, grouped, group_default, aging)";
 
 /// The limited claim's first CTEs: lock the config rows of the limited
 /// queues among $2 in name order (so concurrent claims over several
@@ -154,7 +177,7 @@ pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap, grouped, group_d
 /// allow (`queue_core::QueueLimits::allowance`).
 pub(super) const LOCKED: &str = "locked AS MATERIALIZED (
     SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens,
-           c.refilled_at, c.group_concurrency_limit,
+           c.refilled_at, c.group_concurrency_limit, c.priority_aging_ms,
            (c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0) AS grouped
     FROM {s}.queue_config c
     WHERE c.queue_name = ANY($2::text[])
@@ -164,6 +187,7 @@ pub(super) const LOCKED: &str = "locked AS MATERIALIZED (
 ),
 buckets AS MATERIALIZED (
     SELECT l.queue_name, l.concurrency_limit, l.grouped, l.group_concurrency_limit,
+           l.priority_aging_ms,
            CASE WHEN l.concurrency_limit IS NOT NULL
                 THEN {s}.queue_held_leases(l.queue_name, l.concurrency_limit) END AS held,
            CASE WHEN l.rate_per_second IS NULL THEN NULL
@@ -181,7 +205,8 @@ buckets AS MATERIALIZED (
 pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
     SELECT GREATEST(LEAST($3::bigint, b.concurrency_limit - b.held,
                           floor(b.tokens + 1e-9)::bigint), 0) AS cap,
-           COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default
+           COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default,
+           b.priority_aging_ms AS aging
     FROM (SELECT 1) o LEFT JOIN buckets b ON TRUE
 ),
 ";
@@ -190,10 +215,11 @@ pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
 /// `buckets` row keep theirs), dropping the queues left with none (the
 /// queues through `queue_claim_queues`, as in [`QUEUES_AS_GIVEN`]).
 pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
-    SELECT name, cap, grouped, group_default FROM (
+    SELECT name, cap, grouped, group_default, aging FROM (
         SELECT q.name, LEAST(q.cap, b.concurrency_limit - b.held,
                              floor(b.tokens + 1e-9)::bigint) AS cap,
-               COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default
+               COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default,
+               b.priority_aging_ms AS aging
         FROM {s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)
         LEFT JOIN buckets b ON b.queue_name = q.name
     ) n
@@ -203,7 +229,11 @@ pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
 
 /// The limited claim's end: [`DEQUEUE_LEASE`] as the CTE `claimed`, then
 /// the buckets of rate-limited queues stored less what the claim took
-/// (`queue_core::Bucket::after`), under the lock taken in [`LOCKED`].
+/// (`queue_core::Bucket::after`), under the lock taken in [`LOCKED`]. Each
+/// claimed job comes with `claim_priority`, its effective priority at the
+/// claim's now (its priority when its queue has no aging period:
+/// `queue_core::backend::aged_priority`), by which the caller puts the
+/// rows in claim order.
 pub(super) const CHARGE: &str = ",
 claimed AS ({claim}),
 charged AS (
@@ -214,7 +244,14 @@ charged AS (
     FROM buckets b
     WHERE c.queue_name = b.queue_name AND b.tokens IS NOT NULL
 )
-SELECT * FROM claimed";
+SELECT k.*,
+       CASE WHEN l.priority_aging_ms IS NULL THEN k.priority
+            ELSE LEAST(k.priority::bigint
+                       + GREATEST((EXTRACT(EPOCH FROM COALESCE($1::timestamptz, now())
+                                                      - k.available_at) * 1000000)::bigint, 0)
+                         / (l.priority_aging_ms * 1000),
+                       2147483647)::integer END AS claim_priority
+FROM claimed k LEFT JOIN locked l ON l.queue_name = k.queue_name";
 
 /// Makes the ready ring's next slot current if the current one is $1 ms
 /// old and holds $3 bytes, or is $2 ms old, waiting $4 ms for the next
@@ -239,7 +276,13 @@ pub(super) fn dequeue_limited(template: &str) -> String {
         .replace("{limits}", &format!("{LOCKED}{LIMITS_MANY}"))
         .replace("{queues}", QUEUES_LIMITED)
         .replace("{grouped}", "q.grouped")
-        .replace("{group_default}", "q.group_default");
+        .replace("{group_default}", "q.group_default")
+        .replace("{aging}", "q.aging")
+        // The over-subscribed claim's last pick orders the candidates by
+        // their pick's priority, an aging queue's effective one, not by
+        // the stored priority.
+        .replace(OVER_CANDIDATE_COLUMNS, LIMITED_OVER_CANDIDATE_COLUMNS)
+        .replace(OVER_ORDER, LIMITED_OVER_ORDER);
     format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
 }
 
@@ -254,7 +297,8 @@ pub(super) fn dequeue_limited_one_queue() -> String {
     )
     .replace("{limits}", &format!("{LOCKED}{LIMITS_ONE}"))
     .replace("{grouped}", "(SELECT grouped FROM limits)")
-    .replace("{group_default}", "(SELECT group_default FROM limits)");
+    .replace("{group_default}", "(SELECT group_default FROM limits)")
+    .replace("{aging}", "(SELECT aging FROM limits)");
     format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
 }
 
@@ -275,4 +319,23 @@ pub(super) fn dequeue_template(
         .replace("{pick_unlocked}", &pick.replace("{lock}", "FALSE"))
         .replace("{queue}", queue)
         .replace("{cap}", cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limited_over_subscribed_claim_orders_by_the_picks_priority() {
+        let limited = dequeue_limited(DEQUEUE_MANY_QUEUES_OVER);
+        assert!(
+            limited.contains(LIMITED_OVER_CANDIDATE_COLUMNS),
+            "{limited}"
+        );
+        assert!(limited.contains(LIMITED_OVER_ORDER), "{limited}");
+        assert!(!limited.contains(OVER_ORDER), "{limited}");
+        let plain = dequeue_plain(DEQUEUE_MANY_QUEUES_OVER, "q.name", "q.cap");
+        assert!(plain.contains(OVER_ORDER), "the plain claim is unchanged");
+        assert!(!limited.contains("{aging}") && !dequeue_limited_one_queue().contains("{aging}"));
+    }
 }

@@ -16,8 +16,8 @@ WITH resumed AS (
 SELECT pg_notify('{chan}', queue_name)::text FROM resumed";
 
 /// Sets a queue's limits ($3 concurrency, $4 rate, $5 burst, $6 lease ms,
-/// $7-$10 backoff base, min, max ms and jitter, $11 group concurrency;
-/// NULL: not set), keeping its
+/// $7-$10 backoff base, min, max ms and jitter, $11 group concurrency,
+/// $12 priority aging ms; NULL: not set), keeping its
 /// paused flag; a rate starts with a full bucket. Wakes the queue's
 /// workers, whose next claim sees the change.
 pub(super) const CONFIGURE_QUEUE: &str = "
@@ -25,11 +25,11 @@ WITH up AS (
     INSERT INTO {s}.queue_config (queue_name, paused, updated_at, concurrency_limit,
                                   rate_per_second, rate_burst, tokens, refilled_at, lease_ms,
                                   backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
-                                  group_concurrency_limit)
+                                  group_concurrency_limit, priority_aging_ms)
     VALUES ($2, FALSE, COALESCE($1::timestamptz, now()), $3::int, $4::float8, $5::int,
             $5::int::float8,
             CASE WHEN $4::float8 IS NULL THEN NULL ELSE COALESCE($1::timestamptz, now()) END,
-            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8, $11::int)
+            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8, $11::int, $12::bigint)
     ON CONFLICT (queue_name) DO UPDATE
     SET concurrency_limit = EXCLUDED.concurrency_limit, rate_per_second = EXCLUDED.rate_per_second,
         rate_burst = EXCLUDED.rate_burst, tokens = EXCLUDED.tokens,
@@ -37,6 +37,7 @@ WITH up AS (
         backoff_base_ms = EXCLUDED.backoff_base_ms, backoff_min_ms = EXCLUDED.backoff_min_ms,
         backoff_max_ms = EXCLUDED.backoff_max_ms, backoff_jitter = EXCLUDED.backoff_jitter,
         group_concurrency_limit = EXCLUDED.group_concurrency_limit,
+        priority_aging_ms = EXCLUDED.priority_aging_ms,
         updated_at = EXCLUDED.updated_at
     RETURNING queue_name
 )
@@ -45,10 +46,12 @@ SELECT pg_notify('{chan}', queue_name)::text FROM up";
 /// Every queue that is paused or has a setting.
 pub(super) const QUEUE_CONFIGS: &str = "
 SELECT queue_name, paused, concurrency_limit, rate_per_second, rate_burst, lease_ms,
-       backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter, group_concurrency_limit
+       backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter, group_concurrency_limit,
+       priority_aging_ms
 FROM {s}.queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
-   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL";
+   OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
+   OR priority_aging_ms IS NOT NULL";
 
 /// Gives group $2 of queue $1 its own limit $3 if the queue has a config
 /// row, or removes the group's limit when $3 is NULL. One row, `configured`:

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use queue_core::backend::claim_order;
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
@@ -324,10 +323,7 @@ impl Storage for BrokenStorage {
                     };
                     chosen.extend(page.iter().copied().filter(|id| pending(&state, id)));
                 }
-                chosen.sort_by_key(|id| {
-                    let job = &state.jobs[id];
-                    claim_order(job.priority, job.available_at, id.get())
-                });
+                chosen.sort_by_key(|id| state.claim_key(&state.jobs[id], now));
                 chosen.truncate(request.limit() as usize);
                 let claimed = state.claim(&chosen, request, now);
                 state.take_tokens(&claimed, now);

@@ -1,8 +1,10 @@
 //! The steps `MemoryStorage` composes its claims, reclaims and history
 //! listings from; the crate's broken storages recombine them.
 
+use std::cmp::Reverse;
+
 use chrono::{DateTime, Utc};
-use queue_core::backend::{GroupSlots, claim_order};
+use queue_core::backend::{GroupSlots, aged_claim_order};
 use queue_core::{
     DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobFilter, JobId, JobState,
     QueueError, QueueName, ReclaimOutcome, Result,
@@ -33,7 +35,7 @@ impl State {
             .filter(|job| !self.paused.contains(&job.queue))
             .filter(|job| job.state(now) == JobState::Pending)
             .collect();
-        ready.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+        ready.sort_by_key(|job| self.claim_key(job, now));
         let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
         let mut groups: std::collections::HashMap<&QueueName, GroupSlots> = Default::default();
         ready
@@ -56,6 +58,18 @@ impl State {
             .take(request.limit() as usize)
             .map(|job| job.id)
             .collect()
+    }
+
+    /// `job`'s place in the claim order at `now`: the contract's order,
+    /// with its queue's priority aging, if any, lifting it one level per
+    /// whole period it has waited since it was due.
+    pub(crate) fn claim_key(
+        &self,
+        job: &Job,
+        now: DateTime<Utc>,
+    ) -> (Reverse<i32>, DateTime<Utc>, i64) {
+        let period = (self.limits.get(&job.queue)).and_then(|limits| limits.priority_aging);
+        aged_claim_order(job.priority, job.available_at, job.id.get(), now, period)
     }
 
     /// The group slots of `queue`: its groups' limits, and the leases its

@@ -55,6 +55,7 @@ impl Storage for MemoryStorage {
         Capabilities::OPERATIONS
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
+            .with(Capability::PriorityAging)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

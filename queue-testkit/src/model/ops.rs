@@ -164,6 +164,11 @@ pub enum Op {
     /// Give group `g{n}` of a queue its own limit, or remove it, through
     /// every handle.
     SetGroupLimit(usize, u8, Option<u32>),
+    /// Give a queue (index into [`QUEUES`]) this priority aging period in
+    /// seconds (`None`: no aging) and no other limit, through every
+    /// handle; the clock steps (`Advance`, `AdvanceMillis`) then age its
+    /// jobs between claims.
+    ConfigureAging(usize, Option<u64>),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -202,6 +207,7 @@ impl Op {
             Op::EnqueueGrouped(..) | Op::ConfigureGroups(..) | Op::SetGroupLimit(..) => {
                 Some(Capability::GroupLimits)
             }
+            Op::ConfigureAging(..) => Some(Capability::PriorityAging),
             _ => None,
         }
     }
@@ -338,6 +344,8 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(q, limit)| Op::ConfigureGroups(q, limit)),
         1 => (0..QUEUES.len(), 0u8..3, proptest::option::weighted(0.7, 1u32..=2))
             .prop_map(|(q, g, limit)| Op::SetGroupLimit(q, g, limit)),
+        1 => (0..QUEUES.len(), proptest::option::weighted(0.8, 1u64..=4))
+            .prop_map(|(q, period)| Op::ConfigureAging(q, period)),
     ]
 }
 

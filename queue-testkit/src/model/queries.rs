@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
-use queue_core::backend::claim_order;
 use queue_core::{
     DequeueRequest, HistoryFilter, Job, JobFilter, JobId, JobState, QueueName, Storage, UniqueKey,
     WorkerId,
@@ -237,10 +236,7 @@ impl<S: Storage> Pair<S> {
         let eligible = state.claimable(&allowed, now);
         let order = |id: &JobId| {
             let job = &state.jobs[id];
-            (
-                claim_order(job.priority, job.available_at, id.get()),
-                job.queue.clone(),
-            )
+            (state.claim_key(job, now), job.queue.clone())
         };
         let taken: HashSet<JobId> = claims
             .iter()

@@ -9,6 +9,7 @@
 
 pub mod ack;
 pub mod admin;
+pub mod aging;
 pub mod bulk;
 pub mod cancel;
 mod case;
