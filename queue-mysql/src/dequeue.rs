@@ -307,12 +307,12 @@ impl MySqlStorage {
                 }
                 params.push(name());
                 let entries = cached(READY_PEEK, params).load::<Entry>(conn).await?;
-                // Stale, tried or repeated entries filled a source's window
-                // and left this queue short: read deeper before picking, or
-                // another queue's worse job would be taken instead.
+                // Stale, tried or repeated entries filled a source's window:
+                // read deeper before picking, or a worse job (of this
+                // queue's other sources or of another queue) would be
+                // taken instead.
                 if limit < MAX_PEEK
-                    && window_full(&entries, limit)
-                    && usable(&entries, tried, groups.get(queue.as_str()))? < room
+                    && !window_decides(&entries, limit, room, tried, groups.get(queue.as_str()))?
                 {
                     limit = (limit * 2).min(MAX_PEEK);
                     continue;
@@ -429,29 +429,45 @@ async fn delete_entries(
     Ok(())
 }
 
-/// Whether a ring source gave [`READY_PEEK`] all `limit` entries it asked
-/// for (it may hold more).
-fn window_full(entries: &[Entry], limit: usize) -> bool {
-    (0..=sql::INBOX_SOURCE)
-        .any(|source| entries.iter().filter(|e| e.source() == source).count() >= limit)
-}
-
-/// How many distinct jobs of `entries` a claim may pick (claimable, not
-/// tried already, and, with `slots`, taking the slots of their groups in
-/// claim order, on a copy).
-fn usable(
+/// Whether `entries`, one [`READY_PEEK`] window of `limit` entries per
+/// source, decide a queue's best `room` picks: what a source holds past a
+/// full window comes after that window's last entry in claim order, so the
+/// picks (claimable, not tried already, and, with `slots`, taking the
+/// slots of their groups in claim order, on a copy) are the best only if
+/// there are `room` of them and none comes after the earliest such last
+/// entry. A window of stale entries in one slot otherwise hid that slot's
+/// better jobs behind a worse one of the inbox.
+fn window_decides(
     entries: &[Entry],
+    limit: usize,
+    room: usize,
     tried: &HashSet<i64>,
     slots: Option<&GroupSlots>,
-) -> Result<usize, Failure> {
+) -> Result<bool, Failure> {
+    let frontier = (0..=sql::INBOX_SOURCE)
+        .filter_map(|source| {
+            let window = entries.iter().filter(|e| e.source() == source);
+            (window.clone().count() >= limit)
+                .then(|| window.map(Entry::order).max())
+                .flatten()
+        })
+        .min();
+    let Some(frontier) = frontier else {
+        // Every source was read to its end.
+        return Ok(true);
+    };
     let mut usable: Vec<&Entry> = (entries.iter())
         .filter(|e| e.claimable == 1 && e.stale == 0 && !tried.contains(&e.id))
         .collect();
     usable.sort_by_key(|e| e.order());
     let mut slots = slots.cloned();
     let mut seen = HashSet::new();
+    let mut last = None;
     let mut count = 0;
     for entry in usable {
+        if count == room {
+            break;
+        }
         if !seen.insert(entry.id) {
             continue;
         }
@@ -461,6 +477,7 @@ fn usable(
             continue;
         }
         count += 1;
+        last = Some(entry.order());
     }
-    Ok(count)
+    Ok(count == room && last.is_some_and(|last| last <= frontier))
 }
