@@ -4,13 +4,15 @@
 //! A claim on a queue with limits locks and applies them first, in the
 //! same transaction (`flow.rs`).
 
+use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{GroupSlots, claim_order};
+use queue_core::backend::{GroupSlots, aged_priority, claim_order};
 use queue_core::{DequeueRequest, GroupKey, Job, Result};
 
 use crate::MySqlStorage;
@@ -18,7 +20,10 @@ use crate::bind::{Param, cached, id_list};
 use crate::error::Failure;
 use crate::lease::later;
 use crate::rows::JobRow;
-use crate::sql::{self, READY_PEEK, SCHEDULED_DUE, SCHEDULED_LEVEL, SCHEDULED_SOURCE};
+use crate::sql::{
+    self, READY_LEVEL, READY_PEEK, READY_PEEK_LEVEL, SCHEDULED_DUE, SCHEDULED_LEVEL,
+    SCHEDULED_SOURCE,
+};
 
 /// A claimable row and the claim statement's "now".
 #[derive(QueryableByName)]
@@ -55,7 +60,7 @@ impl Entry {
         u8::try_from(self.src).unwrap_or(SCHEDULED_SOURCE)
     }
 
-    fn order(&self) -> (std::cmp::Reverse<i32>, NaiveDateTime, i64) {
+    fn order(&self) -> Order {
         claim_order(self.priority, self.available_at, self.id)
     }
 
@@ -85,6 +90,58 @@ pub(crate) struct Level {
     pub(crate) priority: i32,
 }
 
+/// The next priority level of a queue's ring entries ([`READY_LEVEL`]).
+#[derive(QueryableByName)]
+struct NextLevel {
+    #[diesel(sql_type = Nullable<Integer>)]
+    priority: Option<i32>,
+}
+
+/// The claim order's sort key.
+type Order = (Reverse<i32>, NaiveDateTime, i64);
+
+/// The priority aging periods of a claim's queues that have one (by name;
+/// `QueueLimits::priority_aging`, read under the limited claim's lock) and
+/// the claim's now: a candidate of such a queue is ordered by its
+/// effective priority ([`aged_priority`]), any other by its own.
+#[derive(Debug, Default)]
+pub(crate) struct Aging {
+    periods: HashMap<String, Duration>,
+    now: Option<NaiveDateTime>,
+}
+
+impl Aging {
+    /// The periods of the aging queues among a claim's, at `now`.
+    pub(crate) fn new(periods: HashMap<String, Duration>, now: NaiveDateTime) -> Self {
+        Self {
+            periods,
+            now: Some(now),
+        }
+    }
+
+    fn ages(&self, queue: &str) -> bool {
+        self.periods.contains_key(queue)
+    }
+
+    /// The claim order of a candidate of `queue`.
+    fn order(&self, queue: &str, priority: i32, available_at: NaiveDateTime, id: i64) -> Order {
+        let priority = match (self.periods.get(queue), self.now) {
+            (Some(period), Some(now)) => aged_priority(
+                priority,
+                available_at.and_utc(),
+                now.and_utc(),
+                Some(*period),
+            ),
+            _ => priority,
+        };
+        claim_order(priority, available_at, id)
+    }
+
+    fn entry_order(&self, queue: &str, entry: &Entry) -> Order {
+        self.order(queue, entry.priority, entry.available_at, entry.id)
+    }
+}
+
 /// How many times a claim looks at most: again when racing claims locked
 /// some of the jobs it picked, or when stale entries it deleted may have
 /// hidden claimable ones.
@@ -103,6 +160,17 @@ struct Found {
     sources: HashMap<i64, Vec<u8>>,
 }
 
+/// What one queue's read of the ring asks for: `room` picks, past the
+/// entries `tried` already, with the group `slots` of a grouped queue, and
+/// `depth` times as deep as that into each source.
+struct Window<'a> {
+    queue: &'a str,
+    room: usize,
+    tried: &'a HashSet<i64>,
+    slots: Option<&'a GroupSlots>,
+    depth: usize,
+}
+
 impl MySqlStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let limited = self.claim_is_limited(request).await?;
@@ -117,7 +185,8 @@ impl MySqlStorage {
                             self.dequeue_limited_on(conn, request).await?
                         } else {
                             let mut groups = Groups::new();
-                            self.dequeue_on(conn, request, &TopLevels::new(), &mut groups)
+                            let (top, aging) = (TopLevels::new(), Aging::default());
+                            self.dequeue_on(conn, request, &top, &mut groups, &aging)
                                 .await?
                         };
                         guard.close(conn).await?;
@@ -154,13 +223,16 @@ impl MySqlStorage {
     /// statement: their first probe is skipped. `groups` holds the group
     /// slots of the queues with group limits (empty for others): a pick
     /// takes its group's slot, and a job whose group has none left is
-    /// passed over.
+    /// passed over. `aging` holds the aging queues' periods (empty for
+    /// others): their candidates are read level by level and ordered by
+    /// effective priority.
     pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
         top: &TopLevels,
         groups: &mut Groups,
+        aging: &Aging,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
         let mut locked: Vec<Candidate> = Vec::new();
@@ -174,7 +246,16 @@ impl MySqlStorage {
             }
             // Each round reads twice as deep as the last.
             let found = self
-                .peek(conn, request, top, &tried, &taken, groups, 1 << round)
+                .peek(
+                    conn,
+                    request,
+                    top,
+                    &tried,
+                    &taken,
+                    groups,
+                    aging,
+                    1 << round,
+                )
                 .await?;
             // Stale entries go at once: the next round reads past them.
             let stale: Vec<(u8, i64)> = found.stale.iter().map(|e| (e.source(), e.id)).collect();
@@ -211,7 +292,14 @@ impl MySqlStorage {
             }
         }
         let mut candidates = locked;
-        candidates.sort_by_key(|c| claim_order(c.job.priority, c.job.available_at, c.job.id));
+        candidates.sort_by_key(|c| {
+            aging.order(
+                &c.job.queue_name,
+                c.job.priority,
+                c.job.available_at,
+                c.job.id,
+            )
+        });
         let result = self.lease(conn, request, candidates).await?;
         delete_entries(conn, leased).await?;
         Ok(result)
@@ -263,13 +351,15 @@ impl MySqlStorage {
 
     /// The claimable entries of each queue of `request` not in `tried`, up
     /// to the queue's cap less what this claim `taken` there, from the
-    /// ring ([`READY_PEEK`], reading `depth` times that far into each
+    /// ring ([`MySqlStorage::window`], reading `depth` times that far into
+    /// each source; on an aging queue, into each priority level of each
     /// source) and the scheduled jobs ([`SCHEDULED_DUE`]), merged in claim
-    /// order, one per job; and the stale entries seen. A grouped queue's
-    /// picks take their groups' slots in `groups`, and its window is read
-    /// deeper while the jobs of full groups fill it (up to [`MAX_PEEK`]
-    /// entries per source: more jobs of full groups than that before the
-    /// others leave the claim short until they run).
+    /// order (by effective priority on an aging queue), one per job; and
+    /// the stale entries seen. A grouped queue's picks take their groups'
+    /// slots in `groups`, and its window is read deeper while the jobs of
+    /// full groups fill it (up to [`MAX_PEEK`] entries per source: more
+    /// jobs of full groups than that before the others leave the claim
+    /// short until they run).
     #[allow(
         clippy::too_many_arguments,
         reason = "one claim's state, passed by reference"
@@ -282,9 +372,9 @@ impl MySqlStorage {
         tried: &HashSet<i64>,
         taken: &HashMap<String, usize>,
         groups: &mut Groups,
+        aging: &Aging,
         depth: usize,
     ) -> Result<Found, Failure> {
-        let fixed = self.now_override();
         let mut found = Found {
             picks: Vec::new(),
             stale: Vec::new(),
@@ -292,45 +382,36 @@ impl MySqlStorage {
         };
         let mut picks: Vec<(String, Entry)> = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
-            let name = || Param::Text(queue.as_str().to_owned());
-            let room =
-                (*cap as usize).saturating_sub(taken.get(queue.as_str()).copied().unwrap_or(0));
+            let queue = queue.as_str();
+            let room = (*cap as usize).saturating_sub(taken.get(queue).copied().unwrap_or(0));
             if room == 0 {
                 continue;
             }
-            // Entries already tried come back: read past them.
-            let mut limit = ((room + tried.len()) * depth).min(MAX_PEEK);
-            let mut entries = loop {
-                let mut params = vec![Param::OptTime(fixed)];
-                for _ in 0..=sql::INBOX_SOURCE {
-                    params.extend([name(), Param::Int(i64::try_from(limit).unwrap_or(i64::MAX))]);
-                }
-                params.push(name());
-                let entries = cached(READY_PEEK, params).load::<Entry>(conn).await?;
-                // Stale, tried or repeated entries filled a source's window:
-                // read deeper before picking, or a worse job (of this
-                // queue's other sources or of another queue) would be
-                // taken instead.
-                if limit < MAX_PEEK
-                    && !window_decides(&entries, limit, room, tried, groups.get(queue.as_str()))?
-                {
-                    limit = (limit * 2).min(MAX_PEEK);
-                    continue;
-                }
-                break entries;
+            let window = Window {
+                queue,
+                room,
+                tried,
+                slots: groups.get(queue),
+                depth,
+            };
+            let ages = aging.ages(queue);
+            let (mut entries, limit) = if ages {
+                self.levels(conn, &window).await?
+            } else {
+                self.window(conn, &window, None).await?
             };
             // A grouped queue's due scheduled jobs as deep as its ring
             // window: jobs of full groups may come first there too.
-            let scheduled_room = if groups.contains_key(queue.as_str()) {
+            let scheduled_room = if groups.contains_key(queue) {
                 limit.max(room)
             } else {
                 room
             };
             entries.extend(
-                self.scheduled(conn, queue.as_str(), scheduled_room, top)
+                self.scheduled(conn, queue, scheduled_room, top, ages)
                     .await?,
             );
-            entries.sort_by_key(Entry::order);
+            entries.sort_by_key(|e| aging.entry_order(queue, e));
             let mut seen = HashSet::new();
             let mut kept = 0;
             for entry in entries {
@@ -347,29 +428,106 @@ impl MySqlStorage {
                     continue;
                 }
                 if kept < room {
-                    if let Some(slots) = groups.get_mut(queue.as_str())
+                    if let Some(slots) = groups.get_mut(queue)
                         && !entry.takes_slot(slots)?
                     {
                         continue;
                     }
                     kept += 1;
-                    picks.push((queue.as_str().to_owned(), entry));
+                    picks.push((queue.to_owned(), entry));
                 }
             }
         }
-        picks.sort_by_key(|(_, e)| e.order());
+        picks.sort_by_key(|(queue, e)| aging.entry_order(queue, e));
         found.picks = picks;
         Ok(found)
     }
 
+    /// One queue's ring entries as deep as `window` asks, within priority
+    /// `level` if given ([`READY_PEEK_LEVEL`]; else [`READY_PEEK`]), read
+    /// deeper while stale, tried or repeated entries fill a source's
+    /// window and it does not decide the picks ([`window_decides`]), up
+    /// to [`MAX_PEEK`]: the entries, and how deep each source was read.
+    async fn window(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        window: &Window<'_>,
+        level: Option<i32>,
+    ) -> Result<(Vec<Entry>, usize), Failure> {
+        let name = || Param::Text(window.queue.to_owned());
+        // Entries already tried come back: read past them.
+        let mut limit = ((window.room + window.tried.len()) * window.depth).min(MAX_PEEK);
+        loop {
+            let mut params = vec![Param::OptTime(self.now_override())];
+            for _ in 0..=sql::INBOX_SOURCE {
+                params.push(name());
+                params.extend(level.map(|l| Param::Int(i64::from(l))));
+                params.push(Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
+            }
+            params.push(name());
+            let statement = if level.is_some() {
+                READY_PEEK_LEVEL
+            } else {
+                READY_PEEK
+            };
+            let entries = cached(statement, params).load::<Entry>(conn).await?;
+            // Read deeper before picking, or a worse job (of this queue's
+            // other sources or of another queue) would be taken instead.
+            if limit < MAX_PEEK
+                && !window_decides(&entries, limit, window.room, window.tried, window.slots)?
+            {
+                limit = (limit * 2).min(MAX_PEEK);
+                continue;
+            }
+            return Ok((entries, limit));
+        }
+    }
+
+    /// An aging queue's ring entries: each priority level's window
+    /// ([`MySqlStorage::window`]), levels found highest first by one
+    /// [`READY_LEVEL`] probe each. Within a level the claim order is also
+    /// the order by effective priority, so the best `room` jobs of the
+    /// queue are among each level's first `room`. Two statements per level
+    /// present in the ring: the cost grows with the number of levels, not
+    /// with the backlog.
+    async fn levels(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        window: &Window<'_>,
+    ) -> Result<(Vec<Entry>, usize), Failure> {
+        let mut entries = Vec::new();
+        let mut deepest = 0;
+        // Above every priority: the first probe finds the highest level.
+        let mut bound = i64::from(i32::MAX) + 1;
+        loop {
+            let mut params = Vec::new();
+            for _ in 0..=sql::INBOX_SOURCE {
+                params.extend([Param::Text(window.queue.to_owned()), Param::Int(bound)]);
+            }
+            let next = cached(READY_LEVEL, params)
+                .get_result::<NextLevel>(conn)
+                .await?;
+            let Some(level) = next.priority else {
+                return Ok((entries, deepest));
+            };
+            let (found, limit) = self.window(conn, window, Some(level)).await?;
+            entries.extend(found);
+            deepest = deepest.max(limit);
+            bound = i64::from(level);
+        }
+    }
+
     /// A queue's due scheduled jobs, level by level (highest first), up to
-    /// `room`: one probe for the next level and one range per level.
+    /// `room`: one probe for the next level and one range per level. With
+    /// `every_level` (an aging queue), up to `room` of each level, every
+    /// level read.
     async fn scheduled(
         &self,
         conn: &mut AsyncMysqlConnection,
         queue: &str,
         room: usize,
         top: &TopLevels,
+        every_level: bool,
     ) -> Result<Vec<Entry>, Failure> {
         let fixed = self.now_override();
         let name = || Param::Text(queue.to_owned());
@@ -378,7 +536,7 @@ impl MySqlStorage {
         let mut bound = i64::from(i32::MAX) + 1;
         // The limited claim's lock statement read the first level.
         let mut known = top.get(queue).copied();
-        while entries.len() < room {
+        while every_level || entries.len() < room {
             let level = match known.take() {
                 Some(level) => level,
                 None => cached(SCHEDULED_LEVEL, vec![name(), Param::Int(bound)])
@@ -392,12 +550,17 @@ impl MySqlStorage {
                 break;
             };
             bound = i64::from(level);
+            let want = if every_level {
+                room
+            } else {
+                room - entries.len()
+            };
             let params = vec![
                 name(),
                 Param::Int(i64::from(level)),
                 Param::OptTime(fixed),
                 name(),
-                Param::Int(i64::try_from(room - entries.len()).unwrap_or(i64::MAX)),
+                Param::Int(i64::try_from(want).unwrap_or(i64::MAX)),
             ];
             entries.extend(cached(SCHEDULED_DUE, params).load::<Entry>(conn).await?);
         }

@@ -105,25 +105,32 @@ impl MySqlStorage {
     }
 
     /// How many index or table rows the server reads for a whole claim of
-    /// `request` (the session's `Handler_read_*` counters around it): the
-    /// due jobs it takes plus a few per priority level, however many jobs
-    /// wait for a later time. The claim is rolled back: nothing is taken.
+    /// `request` (the session's `Handler_read_*` counters around it; the
+    /// limited claim's when a queue of `request` has limits): the due jobs
+    /// it takes plus a few per priority level, however many jobs wait for
+    /// a later time. The claim is rolled back: nothing is taken.
     ///
     /// # Errors
     /// As any query.
     pub async fn rows_read_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
+        let limited = self.claim_is_limited(request).await?;
         self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let before = session_reads(&mut conn).await?;
             let outcome = conn
                 .transaction(async |conn| {
-                    self.dequeue_on(
-                        conn,
-                        request,
-                        &crate::dequeue::TopLevels::new(),
-                        &mut crate::dequeue::Groups::new(),
-                    )
-                    .await?;
+                    if limited {
+                        self.dequeue_limited_on(conn, request).await?;
+                    } else {
+                        self.dequeue_on(
+                            conn,
+                            request,
+                            &crate::dequeue::TopLevels::new(),
+                            &mut crate::dequeue::Groups::new(),
+                            &crate::dequeue::Aging::default(),
+                        )
+                        .await?;
+                    }
                     Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
                 })
                 .await;
@@ -194,6 +201,7 @@ impl MySqlStorage {
                         request,
                         &crate::dequeue::TopLevels::new(),
                         &mut crate::dequeue::Groups::new(),
+                        &crate::dequeue::Aging::default(),
                     )
                     .await?;
                     // No row: the transaction locked nothing.

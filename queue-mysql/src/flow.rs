@@ -29,7 +29,7 @@ use queue_core::{
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, naive, query};
-use crate::dequeue::{Groups, TopLevels};
+use crate::dequeue::{Aging, Groups, TopLevels};
 use crate::error::Failure;
 use crate::rows::utc;
 use crate::sql::{self, BUCKET_STORE, CONFIGURE_QUEUE, LIMITED_QUEUES, QUEUE_CONFIGS};
@@ -57,6 +57,8 @@ struct LockedRow {
     refilled_at: Option<NaiveDateTime>,
     #[diesel(sql_type = Nullable<Integer>)]
     group_concurrency_limit: Option<i32>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    priority_aging_ms: Option<i64>,
     /// 1 when some group of the queue is limited.
     #[diesel(sql_type = BigInt)]
     grouped: i64,
@@ -120,6 +122,8 @@ struct ConfigRow {
     backoff_jitter: Option<f64>,
     #[diesel(sql_type = Nullable<Integer>)]
     group_concurrency_limit: Option<i32>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    priority_aging_ms: Option<i64>,
 }
 
 /// A limited queue as the claim sees it under the lock.
@@ -173,8 +177,9 @@ impl MySqlStorage {
         let Some(mut now) = <[LockedRow]>::first(&rows).map(|row| row.now_ts) else {
             // The limits were removed since the cache was read.
             let mut groups = Groups::new();
+            let (top, aging) = (TopLevels::new(), Aging::default());
             return self
-                .dequeue_on(conn, request, &TopLevels::new(), &mut groups)
+                .dequeue_on(conn, request, &top, &mut groups, &aging)
                 .await;
         };
         if rows.iter().any(|row| row.rate_per_second.is_some()) {
@@ -248,7 +253,13 @@ impl MySqlStorage {
                 group_slots(conn, &l.queue, l.limits.group_concurrency).await?,
             );
         }
-        let jobs = self.dequeue_on(conn, &narrowed, &top, &mut groups).await?;
+        let periods = (locked.iter())
+            .filter_map(|l| Some((l.queue.as_str().to_owned(), l.limits.priority_aging?)))
+            .collect();
+        let aging = Aging::new(periods, now);
+        let jobs = self
+            .dequeue_on(conn, &narrowed, &top, &mut groups, &aging)
+            .await?;
         for l in &locked {
             let Some(rate) = l.limits.rate else {
                 continue;
@@ -272,8 +283,6 @@ impl MySqlStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
-        // Priority aging is not implemented here (Capability::PriorityAging).
-        queue_core::backend::refuse_priority_aging(limits)?;
         let now = self.now_override();
         let backoff = limits.backoff;
         let int = |v: Option<u32>| Param::OptInt(v.map(i64::from));
@@ -298,6 +307,7 @@ impl MySqlStorage {
                 ms(backoff.map(|b| b.max())),
                 Param::OptDouble(backoff.map(|b| b.jitter())),
                 int(limits.group_concurrency),
+                ms(limits.priority_aging),
             ];
             query(CONFIGURE_QUEUE, params).execute(&mut conn).await?;
             Ok(())
@@ -468,6 +478,7 @@ impl LockedRow {
                         "group_concurrency_limit",
                         self.group_concurrency_limit,
                     )?,
+                    priority_aging: read_millis("priority_aging_ms", self.priority_aging_ms)?,
                     ..claim_limits(
                         self.concurrency_limit,
                         self.rate_per_second,
@@ -513,6 +524,7 @@ impl ConfigRow {
                     "group_concurrency_limit",
                     self.group_concurrency_limit,
                 )?,
+                priority_aging: read_millis("priority_aging_ms", self.priority_aging_ms)?,
                 ..claim_limits(
                     self.concurrency_limit,
                     self.rate_per_second,

@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "listing_by_queue",
         sql: include_str!("../migrations/0010_listing_by_queue.sql"),
     },
+    Migration {
+        version: 11,
+        name: "priority_aging",
+        sql: include_str!("../migrations/0011_priority_aging.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

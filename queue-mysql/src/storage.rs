@@ -186,6 +186,7 @@ impl Storage for MySqlStorage {
             .with(Capability::Transactions)
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
+            .with(Capability::PriorityAging)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

@@ -152,6 +152,51 @@ async fn claims_do_not_read_jobs_that_are_not_due_yet() {
     db.drop_database().await;
 }
 
+/// An aging queue's claim reads each priority level's first entries (a
+/// probe and a short range per level and source), not the backlog: with
+/// seven levels of 12,000 due jobs each it reads a few hundred rows, and
+/// takes the top level's jobs while none has aged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aging_claim_reads_each_level_s_first_jobs_not_the_backlog() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let queue = QueueName::new("aging").expect("valid");
+    let limits = queue_core::QueueLimits {
+        priority_aging: Some(Duration::from_secs(3600)),
+        ..queue_core::QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &limits)
+        .await
+        .expect("configure");
+    let levels = 7;
+    for chunk in (0..12_000 * levels).collect::<Vec<_>>().chunks(5_000) {
+        let batch = chunk
+            .iter()
+            .map(|i| NewJob::new("aging", json!({"i": i})).priority((i % levels) as i32))
+            .collect();
+        storage.enqueue_batch(batch).await.expect("enqueue_batch");
+    }
+    let read = storage
+        .rows_read_by_claim(&request("aging", 10))
+        .await
+        .expect("reads");
+    eprintln!("an aging claim of 10 over {levels} levels read {read} rows");
+    assert!(
+        (levels as u64..=1_500).contains(&read),
+        "an aging claim of 10 over {levels} levels read {read} rows"
+    );
+    let claimed = storage
+        .dequeue(&request("aging", 10))
+        .await
+        .expect("dequeue");
+    assert_eq!(claimed.len(), 10);
+    assert!(
+        claimed.iter().all(|job| job.priority == levels as i32 - 1),
+        "nothing has aged yet: the top level first"
+    );
+    db.drop_database().await;
+}
+
 /// Enqueues `n` jobs into `queue`, in batches.
 async fn fill(storage: &queue_mysql::MySqlStorage, queue: &str, n: usize) {
     for start in (0..n).step_by(1_000) {

@@ -41,6 +41,56 @@ macro_rules! ready_branch {
     };
 }
 
+/// One source's best entries of one priority level of a queue, in claim
+/// order.
+macro_rules! ready_level_branch {
+    ($source:literal, $table:literal) => {
+        concat!(
+            "(SELECT ",
+            $source,
+            " AS src, id, queue_name, priority, available_at FROM ",
+            $table,
+            " FORCE INDEX (PRIMARY) WHERE queue_name = ? AND priority = ? ORDER BY available_at, id LIMIT ?)"
+        )
+    };
+}
+
+/// One source's highest priority level of a queue below a bound.
+macro_rules! ready_next_level {
+    ($table:literal) => {
+        concat!(
+            "(SELECT priority FROM ",
+            $table,
+            " FORCE INDEX (PRIMARY) WHERE queue_name = ? AND priority < ? ORDER BY priority DESC LIMIT 1)"
+        )
+    };
+}
+
+/// The columns [`READY_PEEK`] and [`READY_PEEK_LEVEL`] read of each entry
+/// and of its job, up to the union of the sources.
+macro_rules! ready_peek_head {
+    () => {
+        "SELECT CAST(e.src AS SIGNED) AS src, e.id, e.priority, e.available_at, j.group_key,
+       CAST(j.id IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
+            AND j.available_at <= COALESCE(?, UTC_TIMESTAMP(6))
+            AND j.queue_name = e.queue_name AND j.priority = e.priority
+            AND j.available_at = e.available_at AS SIGNED) AS claimable,
+       CAST(j.id IS NULL OR j.lease_until IS NOT NULL OR j.attempts >= j.max_attempts
+            OR j.queue_name <> e.queue_name OR j.priority <> e.priority
+            OR j.available_at <> e.available_at AS SIGNED) AS stale
+FROM ("
+    };
+}
+
+/// What follows the union of [`READY_PEEK`] and [`READY_PEEK_LEVEL`].
+macro_rules! ready_peek_tail {
+    () => {
+        ") e
+LEFT JOIN job_queue j FORCE INDEX (PRIMARY) ON j.id = e.id
+WHERE NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paused)"
+    };
+}
+
 /// The best entries of one queue in each slot and in the inbox, each with
 /// its source, its job's group (`group_key`), whether its job is claimable now (`claimable`), and whether
 /// the entry is stale (`stale`: its job is gone, leased, out of attempts,
@@ -53,15 +103,7 @@ macro_rules! ready_branch {
 /// Binds: now, then queue and limit for each of the five sources, then
 /// queue.
 pub(crate) const READY_PEEK: &str = concat!(
-    "SELECT CAST(e.src AS SIGNED) AS src, e.id, e.priority, e.available_at, j.group_key,
-       CAST(j.id IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
-            AND j.available_at <= COALESCE(?, UTC_TIMESTAMP(6))
-            AND j.queue_name = e.queue_name AND j.priority = e.priority
-            AND j.available_at = e.available_at AS SIGNED) AS claimable,
-       CAST(j.id IS NULL OR j.lease_until IS NOT NULL OR j.attempts >= j.max_attempts
-            OR j.queue_name <> e.queue_name OR j.priority <> e.priority
-            OR j.available_at <> e.available_at AS SIGNED) AS stale
-FROM (",
+    ready_peek_head!(),
     ready_branch!("0", "job_ready_0"),
     "\n  UNION ALL ",
     ready_branch!("1", "job_ready_1"),
@@ -71,9 +113,43 @@ FROM (",
     ready_branch!("3", "job_ready_3"),
     "\n  UNION ALL ",
     ready_branch!("4", "job_ready_inbox"),
-    ") e
-LEFT JOIN job_queue j FORCE INDEX (PRIMARY) ON j.id = e.id
-WHERE NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paused)"
+    ready_peek_tail!()
+);
+
+/// [`READY_PEEK`] within one priority level of the queue: what an aging
+/// claim reads of each level (within a level the claim order is also the
+/// order by effective priority). Binds: now, then queue, priority and
+/// limit for each of the five sources, then queue.
+pub(crate) const READY_PEEK_LEVEL: &str = concat!(
+    ready_peek_head!(),
+    ready_level_branch!("0", "job_ready_0"),
+    "\n  UNION ALL ",
+    ready_level_branch!("1", "job_ready_1"),
+    "\n  UNION ALL ",
+    ready_level_branch!("2", "job_ready_2"),
+    "\n  UNION ALL ",
+    ready_level_branch!("3", "job_ready_3"),
+    "\n  UNION ALL ",
+    ready_level_branch!("4", "job_ready_inbox"),
+    ready_peek_tail!()
+);
+
+/// The highest priority level below a bound among a queue's ring entries
+/// (stale ones included), over the five sources: one probe of each
+/// source's primary key, a step of an aging claim's walk over the levels.
+/// Binds: queue and bound for each of the five sources.
+pub(crate) const READY_LEVEL: &str = concat!(
+    "SELECT MAX(l.priority) AS priority FROM (",
+    ready_next_level!("job_ready_0"),
+    "\n  UNION ALL ",
+    ready_next_level!("job_ready_1"),
+    "\n  UNION ALL ",
+    ready_next_level!("job_ready_2"),
+    "\n  UNION ALL ",
+    ready_next_level!("job_ready_3"),
+    "\n  UNION ALL ",
+    ready_next_level!("job_ready_inbox"),
+    ") l"
 );
 
 /// The highest priority below a bound among a queue's scheduled jobs (the
