@@ -15,8 +15,9 @@ use queue_core::{DequeueRequest, Job, QueueError, QueueName, Result};
 use crate::rows::{self, integer};
 use crate::{RedisStorage, scripts};
 
-/// A peeked candidate: priority, available_at, id, index of its queue,
-/// and its raw ready-set score and member (the bound of a claim).
+/// A peeked candidate: effective priority (its priority but on an aging
+/// queue), available_at, id, index of its queue, and its raw ready-set
+/// score and member (the bound of a claim).
 type Candidate = (i64, i64, i64, usize, String, String);
 
 /// How often a dequeue over several queues peeks again when racing
@@ -39,7 +40,7 @@ impl RedisStorage {
             .map(|q| request.queue_limit(q).min(request.limit()))
             .collect();
         let mut left = request.limit();
-        let mut jobs: Vec<Job> = Vec::new();
+        let mut jobs: Vec<(i64, Job)> = Vec::new();
         if queues.len() == 1 {
             let share = Share {
                 count: caps[0],
@@ -74,18 +75,20 @@ impl RedisStorage {
                 }
             }
         }
-        jobs.sort_by_key(|job| (Reverse(job.priority), job.available_at, job.id));
-        Ok(jobs)
+        // By effective priority: on an aging queue, not the stored one.
+        jobs.sort_by_key(|(effective, job)| (Reverse(*effective), job.available_at, job.id));
+        Ok(jobs.into_iter().map(|(_, job)| job).collect())
     }
 
-    /// Claims `share.count` jobs of `queue`, none worse than `share.bound`.
+    /// Claims `share.count` jobs of `queue`, none worse than `share.bound`,
+    /// each with its effective priority.
     async fn claim(
         &self,
         queue: &QueueName,
         share: &Share,
         request: &DequeueRequest,
         now: &str,
-    ) -> Result<Vec<Job>> {
+    ) -> Result<Vec<(i64, Job)>> {
         if share.count == 0 {
             return Ok(Vec::new());
         }
@@ -129,8 +132,8 @@ impl RedisStorage {
         });
         let mut candidates: Vec<Candidate> = Vec::new();
         for (slot, answer) in try_join_all(peeks).await?.into_iter().enumerate() {
-            for pair in answer.chunks_exact(2) {
-                candidates.push(candidate(&pair[0], &pair[1], slot)?);
+            for triple in answer.chunks_exact(3) {
+                candidates.push(candidate(triple, slot)?);
             }
         }
         candidates.sort_by_key(|c| (Reverse(c.0), c.1, c.2));
@@ -172,13 +175,16 @@ impl RedisStorage {
     }
 }
 
-/// A ready-set entry: member `pad19(available_at):pad19(id)`, score `-priority`.
-fn candidate(member: &str, score: &str, slot: usize) -> Result<Candidate> {
-    let bad = || QueueError::backend(format!("ready-set entry {member:?} {score:?} is malformed"));
+/// A peeked ready-set entry `[member, score, effective priority]`: member
+/// `pad19(available_at):pad19(id)`, score `-priority`.
+fn candidate(entry: &[String], slot: usize) -> Result<Candidate> {
+    let bad = || QueueError::backend(format!("ready-set entry {entry:?} is malformed"));
+    let [member, score, effective] = entry else {
+        return Err(bad());
+    };
     let (at, id) = member.split_once(':').ok_or_else(bad)?;
-    let priority = score.parse::<f64>().map_err(|_| bad())?;
     Ok((
-        -(priority as i64),
+        integer("effective priority", effective)?,
         integer("available_at", at)?,
         integer("id", id)?,
         slot,

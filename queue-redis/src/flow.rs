@@ -28,8 +28,6 @@ impl RedisStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
-        // Priority aging is not implemented here (Capability::PriorityAging).
-        queue_core::backend::refuse_priority_aging(limits)?;
         // A configured queue is listed by queue_configs even without jobs.
         self.register(&[queue], 0).await?;
         let millis = |d: Duration| d.as_millis().to_string();
@@ -48,6 +46,7 @@ impl RedisStorage {
             text(backoff.map(|b| millis(b.max()))),
             text(backoff.map(|b| b.jitter().to_string())),
             text(limits.group_concurrency.map(|c| c.to_string())),
+            text(limits.priority_aging.map(millis)),
         ];
         let _: i64 = self
             .invoke(
@@ -203,6 +202,6 @@ fn limits(fields: &[String]) -> Result<QueueLimits> {
         lease: millis("lease_ms")?,
         backoff,
         group_concurrency: count("group_concurrency")?,
-        priority_aging: None,
+        priority_aging: millis("priority_aging_ms")?,
     })
 }

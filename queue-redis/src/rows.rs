@@ -129,14 +129,15 @@ pub(crate) fn job(queue: &QueueName, row: &[String]) -> Result<Job> {
     })
 }
 
-/// The jobs a dequeue script claimed from `queue` for `worker`: its answer
-/// (see `scripts/dequeue.lua`) is empty, or a header `[now, lease_until]`
-/// followed by one positional row per job.
+/// The jobs a dequeue script claimed from `queue` for `worker`, each with
+/// its effective priority in the claim (its priority but on an aging
+/// queue): the answer (see `scripts/dequeue.lua`) is empty, or a header
+/// `[now, lease_until]` followed by one positional row per job.
 pub(crate) fn claimed(
     queue: &QueueName,
     worker: &WorkerId,
     answer: &[Vec<String>],
-) -> Result<Vec<Job>> {
+) -> Result<Vec<(i64, Job)>> {
     let Some((header, rows)) = answer.split_first() else {
         return Ok(Vec::new());
     };
@@ -164,6 +165,7 @@ pub(crate) fn claimed(
                 created_at,
                 trace_context,
                 group_key,
+                effective,
             ] = row.as_slice()
             else {
                 return Err(QueueError::backend(format!(
@@ -174,7 +176,8 @@ pub(crate) fn claimed(
             let time = |field: &str, raw: &str| stored_instant(field, integer(field, raw)?);
             let count = |field: &str, raw: &str| stored_count(field, integer(field, raw)?);
             let priority = integer("priority", priority)?;
-            Ok(Job {
+            let effective = integer("effective priority", effective)?;
+            let job = Job {
                 group_key: stored_optional(
                     "group_key",
                     (!group_key.is_empty()).then(|| group_key.clone()),
@@ -206,7 +209,8 @@ pub(crate) fn claimed(
                     (!trace_context.is_empty()).then(|| trace_context.clone()),
                     TraceContext::from_stored,
                 )?,
-            })
+            };
+            Ok((effective, job))
         })
         .collect()
 }

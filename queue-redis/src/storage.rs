@@ -134,6 +134,7 @@ impl Storage for RedisStorage {
             .with(Capability::RemoteWakeups)
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
+            .with(Capability::PriorityAging)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

@@ -355,19 +355,21 @@ local function take_slot(slots, group)
   return true
 end
 
--- The best `n` pending jobs of READY as {member, score, ...}, best first:
--- with `slots` (see group_slots), only jobs whose group has a slot left,
--- taking one each (a job of a full group is passed over and the walk goes
--- on, a page at a time, so a full group never stalls the others; its cost
--- is the pending jobs of full groups ranked before the ones taken).
-local function pick_ready(n, slots)
+-- Up to `n` pending jobs of READY with scores from `min` to `max`, as
+-- {member, score, ...} in rank order: with `slots` (see group_slots), only
+-- jobs whose group has a slot left, taking one each (a job of a full
+-- group is passed over and the walk goes on, a page at a time, so a full
+-- group never stalls the others; its cost is the pending jobs of full
+-- groups ranked before the ones taken).
+local function walk(min, max, n, slots)
   if not slots then
-    return redis.call('ZRANGE', READY, 0, n - 1, 'WITHSCORES')
+    return redis.call('ZRANGE', READY, min, max, 'BYSCORE', 'LIMIT', 0, n, 'WITHSCORES')
   end
   local out = {}
   local start, page = 0, math.max(n, 64)
   while #out < 2 * n do
-    local batch = redis.call('ZRANGE', READY, start, start + page - 1, 'WITHSCORES')
+    local batch = redis.call('ZRANGE', READY, min, max, 'BYSCORE', 'LIMIT', start, page,
+      'WITHSCORES')
     for i = 1, #batch, 2 do
       local group = redis.call('HGET', job_key(id_of_ready(batch[i])), 'group_key')
       if take_slot(slots, group) then
@@ -383,6 +385,98 @@ local function pick_ready(n, slots)
     end
     start = start + page
     page = page * 4
+  end
+  return out
+end
+
+-- The queue's priority aging period in microseconds (P:config's
+-- priority_aging_ms), or false.
+local function aging_period()
+  local ms = redis.call('HGET', CONFIG, 'priority_aging_ms')
+  if not ms then
+    return false
+  end
+  return tonumber(ms) * 1000
+end
+
+-- The effective priority at `now` of the READY entry (`member`, `score`)
+-- on a queue aging by `period` (false: none): its priority plus the whole
+-- periods it has waited since its available_at, at most 2147483647
+-- (queue_core::backend::aged_priority).
+local function effective(member, score, now, period)
+  local priority = 0 - tonumber(score)
+  if not period then
+    return priority
+  end
+  local waited = math.max(0, now - tonumber(string.sub(member, 1, 19)))
+  return math.min(priority + math.floor(waited / period), 2147483647)
+end
+
+-- Whether candidate `a` ({member, eff}) comes before `b` in the claim
+-- order: higher effective priority, then earlier available_at, then lower
+-- id (the member's two padded numbers, compared as text).
+local function before(a, b)
+  if a.eff ~= b.eff then
+    return a.eff > b.eff
+  end
+  return a.member < b.member
+end
+
+-- A copy of `slots` (false stays false): each level of an aging pick
+-- walks with its own, and the merge takes the real ones.
+local function copy_slots(slots)
+  if not slots then
+    return false
+  end
+  local held = {}
+  for group, count in pairs(slots.held) do
+    held[group] = count
+  end
+  return {default = slots.default, limits = slots.limits, held = held}
+end
+
+-- The best `n` pending jobs of READY at `now` as {member, score,
+-- effective priority, ...}, best first, with `slots` as `walk` takes
+-- them. On an aging queue the best `n` are among each priority level's
+-- first `n` (within a level the rank order is also the order by
+-- effective priority): each level of LEVELS is walked on its own, and
+-- the union is sorted by the effective priority and taken in that order,
+-- so the cost is `n` per level present, not the backlog.
+local function pick_ready(n, slots, now)
+  local period = aging_period()
+  local found = {}
+  if not period then
+    local got = walk('-inf', '+inf', n, slots)
+    for i = 1, #got, 2 do
+      found[#found + 1] = {member = got[i], score = got[i + 1]}
+    end
+  else
+    for _, level in ipairs(redis.call('ZRANGE', LEVELS, 0, -1)) do
+      local got = walk(level, level, n, copy_slots(slots))
+      for i = 1, #got, 2 do
+        found[#found + 1] = {member = got[i], score = got[i + 1]}
+      end
+    end
+  end
+  for _, c in ipairs(found) do
+    c.eff = effective(c.member, c.score, now, period)
+  end
+  if period then
+    table.sort(found, before)
+  end
+  local out = {}
+  for _, c in ipairs(found) do
+    if #out >= 3 * n then
+      break
+    end
+    -- A plain walk took the slots already.
+    local group = period and slots and
+      redis.call('HGET', job_key(id_of_ready(c.member)), 'group_key')
+    if not (period and slots) or take_slot(slots, group) then
+      out[#out + 1] = c.member
+      out[#out + 1] = c.score
+      out[#out + 1] = fmt(c.eff)
+    end
   end
   return out
 end

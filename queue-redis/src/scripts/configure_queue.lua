@@ -3,12 +3,12 @@
 -- name: lifted or raised limits may make jobs claimable.
 -- ARGV: now, channel, queue name, then concurrency, rate, burst, lease_ms,
 -- backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
--- group_concurrency ('' for not set). Returns 1. The hash keeps the field
+-- group_concurrency, priority_aging_ms ('' for not set). Returns 1. The hash keeps the field
 -- `configured` whatever is set: a configured queue may be given group
 -- limits (set_group_limit.lua), as a queue with a config row elsewhere.
 local now = clock(ARGV[1])
 local names = {'concurrency', 'rate', 'burst', 'lease_ms', 'backoff_base_ms', 'backoff_min_ms',
-  'backoff_max_ms', 'backoff_jitter', 'group_concurrency'}
+  'backoff_max_ms', 'backoff_jitter', 'group_concurrency', 'priority_aging_ms'}
 redis.call('DEL', CONFIG)
 local set = {'configured', '1'}
 for i, name in ipairs(names) do

@@ -3,15 +3,17 @@
 -- from its bucket), after promoting scheduled jobs that came due; with a
 -- bound, only jobs ranked no worse than it (a dequeue over several queues
 -- chose them by peeking: a job worse than the chosen ones is not taken in
--- their place when another dequeuer took those first).
+-- their place when another dequeuer took those first; on an aging queue
+-- worse by effective priority at this claim's now).
 -- ARGV: now, n, lease (micros), worker id, bound score ('' for none),
 -- bound member. Returns {} when it claimed nothing, else {{now,
 -- lease_until}, job, ...} with the jobs best first, each as the fields
 -- of its row that the caller does not know (it knows the worker, and the
 -- header gives updated_at and lease_until), by position: {id, priority,
 -- unique_key, payload, attempts, max_attempts, snoozes, available_at,
--- first_locked_at, last_error, created_at, trace_context, group_key}, ''
--- for an absent unique_key, last_error, trace_context or group_key. A job
+-- first_locked_at, last_error, created_at, trace_context, group_key,
+-- effective priority}, '' for an absent unique_key, last_error,
+-- trace_context or group_key. A job
 -- whose group is at its limit is passed over (`pick_ready`). Positions rather than
 -- HGETALL's names and values: half the strings to convert, here and in
 -- the caller.
@@ -30,14 +32,17 @@ if n <= 0 then
 end
 local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
-local picked = pick_ready(n, group_slots())
-local bound_score, bound_member = tonumber(ARGV[5]), ARGV[6]
+local picked = pick_ready(n, group_slots(), now)
+local bound = false
+if ARGV[5] ~= '' then
+  bound = {member = ARGV[6], eff = effective(ARGV[6], ARGV[5], now, aging_period())}
+end
 local now_text = fmt(now)
 local out = {{now_text, until_at}}
 local members, leased, levels = {}, {}, {}
-for i = 1, #picked, 2 do
-  local member, score = picked[i], tonumber(picked[i + 1])
-  if bound_score and (score > bound_score or (score == bound_score and member > bound_member)) then
+for i = 1, #picked, 3 do
+  local member, eff = picked[i], tonumber(picked[i + 2])
+  if bound and before(bound, {member = member, eff = eff}) then
     break
   end
   local id = id_of_ready(member)
@@ -55,7 +60,7 @@ for i = 1, #picked, 2 do
   redis.call('HSET', k, 'attempts', attempts, 'lease_until', until_at, 'locked_by', worker,
     'updated_at', now_text, 'first_locked_at', first)
   out[#out + 1] = {id, f[1], f[2] or '', f[3], attempts, f[5], f[6] or '0', f[7], first,
-    f[9] or '', f[10], f[11] or '', f[12] or ''}
+    f[9] or '', f[10], f[11] or '', f[12] or '', picked[i + 2]}
 end
 if #out == 1 then
   return {}

@@ -4,7 +4,8 @@
 -- nothing while paused.
 -- A dequeue over several queues peeks each, picks the best overall, then
 -- claims the chosen count from each queue.
--- ARGV: now, n. Returns {member, score, ...} best first.
+-- ARGV: now, n. Returns {member, score, effective priority, ...} best
+-- first (the effective priority is the priority but on an aging queue).
 local now = clock(ARGV[1])
 if redis.call('EXISTS', PAUSED) == 1 then
   return {}
@@ -18,4 +19,4 @@ end
 if n <= 0 then
   return {}
 end
-return pick_ready(n, group_slots())
+return pick_ready(n, group_slots(), now)
