@@ -22,6 +22,7 @@ mod listing;
 mod new_job;
 mod outcome;
 mod periodic;
+mod search;
 mod state;
 mod stats;
 mod storage;
@@ -55,6 +56,10 @@ pub use listing::{
 pub use new_job::{DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob};
 pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
 pub use periodic::{PeriodicFire, ScheduleRecord, ValidFire};
+pub use search::{
+    DEFAULT_SEARCH_SCAN, MAX_MATCH_BYTES, MAX_PATH_STEPS, MAX_SEARCH_SCAN, PayloadMatch,
+    SearchPage, search_history, search_jobs, validate_scan,
+};
 pub use state::{JobState, derive_state};
 pub use stats::{DEFAULT_COUNT_CAP, QueueStats, validate_count_cap};
 pub use storage::Storage;
