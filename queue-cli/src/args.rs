@@ -96,8 +96,12 @@ pub(crate) enum Command {
         /// Rows per page.
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        /// Search the payload.
+        #[command(flatten)]
+        search: Search,
     },
-    /// Live jobs, newest first, by queue, state, id or unique key.
+    /// Live jobs, newest first, by queue, state, id, unique key or a value
+    /// in the payload.
     Jobs {
         /// Which jobs.
         #[command(flatten)]
@@ -108,6 +112,9 @@ pub(crate) enum Command {
         /// Jobs per page.
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        /// Search the payload.
+        #[command(flatten)]
+        search: Search,
     },
     /// Put dead letters back into their queue, attempts reset: one by id,
     /// or every one of `--queue` (or `--all`).
@@ -343,4 +350,18 @@ impl From<Status> for FinalStatus {
             Status::Cancelled => FinalStatus::Cancelled,
         }
     }
+}
+
+/// A search of the payload beside a listing's filters.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct Search {
+    /// Only rows whose payload holds this value: `payload.customer_id = 42`
+    /// (a path of keys and `[index]`es; the value is JSON, or a bare word
+    /// as a string).
+    #[arg(long = "where", value_name = "MATCH")]
+    pub(crate) payload: Option<String>,
+    /// Read at most this many rows (a search says where to go on with
+    /// `--before` when it stops there).
+    #[arg(long, value_name = "ROWS", default_value_t = queue::DEFAULT_SEARCH_SCAN, requires = "payload")]
+    pub(crate) scan: u32,
 }

@@ -4,15 +4,15 @@ use std::io::Read;
 use std::time::Duration;
 
 use queue::{
-    AnyStorage, GroupKey, HistoryFilter, JobFilter, JobId, JobState, MAX_BATCH, NewJob,
-    PruneRequest, QueueName, Storage,
+    AnyStorage, GroupKey, HistoryFilter, HistoryPage, JobFilter, JobId, JobPage, JobState,
+    MAX_BATCH, NewJob, PayloadMatch, PruneRequest, QueueName, Storage,
 };
 use serde_json::{Value, json};
 
 use queue_dashboard::DashboardOptions;
 
 use crate::CliError;
-use crate::args::{Args, Command, JobSelection};
+use crate::args::{Args, Command, JobSelection, Search};
 use crate::{bulk, flow, output, workers};
 
 /// Runs the parsed command line.
@@ -84,6 +84,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             status,
             before,
             limit,
+            search,
         } => {
             let filter = HistoryFilter {
                 queue: queue.map(QueueName::new).transpose()?,
@@ -91,24 +92,50 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 before: before.map(JobId),
                 limit,
             };
-            let page = storage.list_history(&filter).await?;
+            let payload = payload_match(&search)?;
+            let found =
+                queue::search_history(&storage, &filter, payload.as_ref(), search.scan).await?;
+            let page = HistoryPage {
+                records: found.items,
+                next: found.next,
+            };
             if json {
-                output::json(&json!({ "records": page.records, "next": page.next }))?;
+                let mut body = json!({ "records": page.records, "next": page.next });
+                searched(
+                    &mut body,
+                    payload.as_ref(),
+                    found.scanned,
+                    found.budget_spent,
+                );
+                output::json(&body)?;
             } else {
                 output::history(&page);
+                output::searched(
+                    payload.as_ref(),
+                    found.scanned,
+                    found.budget_spent,
+                    page.next,
+                );
             }
         }
         Command::Jobs {
             filter,
             before,
             limit,
+            search,
         } => {
             let filter = JobFilter {
                 before: before.map(JobId),
                 limit,
                 ..bulk::job_filter(&filter)?
             };
-            let page = storage.list_jobs(&filter).await?;
+            let payload = payload_match(&search)?;
+            let found =
+                queue::search_jobs(&storage, &filter, payload.as_ref(), search.scan).await?;
+            let page = JobPage {
+                jobs: found.items,
+                next: found.next,
+            };
             let now = storage.now().await?;
             if json {
                 let jobs: Vec<Value> = page
@@ -116,9 +143,22 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                     .iter()
                     .map(|job| json!({ "state": job.state(now), "job": job }))
                     .collect();
-                output::json(&json!({ "jobs": jobs, "next": page.next }))?;
+                let mut body = json!({ "jobs": jobs, "next": page.next });
+                searched(
+                    &mut body,
+                    payload.as_ref(),
+                    found.scanned,
+                    found.budget_spent,
+                );
+                output::json(&body)?;
             } else {
                 output::jobs(&page, now);
+                output::searched(
+                    payload.as_ref(),
+                    found.scanned,
+                    found.budget_spent,
+                    page.next,
+                );
             }
         }
         Command::Retry {
@@ -438,5 +478,24 @@ fn done(json: bool, what: &str, target: impl std::fmt::Display) -> Result<(), Cl
     } else {
         println!("{what} {target}");
         Ok(())
+    }
+}
+
+/// The payload match of `--where`, if given (its own `--scan` checked by
+/// the search).
+fn payload_match(search: &Search) -> Result<Option<PayloadMatch>, CliError> {
+    Ok(search
+        .payload
+        .as_deref()
+        .map(str::parse::<PayloadMatch>)
+        .transpose()?)
+}
+
+/// Adds what a search read to a listing's JSON answer (nothing without
+/// `--where`).
+fn searched(body: &mut Value, payload: Option<&PayloadMatch>, scanned: u32, budget_spent: bool) {
+    if payload.is_some() {
+        body["scanned"] = json!(scanned);
+        body["budget_spent"] = json!(budget_spent);
     }
 }

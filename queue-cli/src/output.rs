@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
-use queue::{HistoryPage, HistoryRecord, Job, JobPage, JobState, QueueStats};
+use queue::{HistoryPage, HistoryRecord, Job, JobId, JobPage, JobState, PayloadMatch, QueueStats};
 use serde::Serialize;
 
 use crate::CliError;
@@ -175,5 +175,25 @@ fn value(label: &str, value: Option<&serde_json::Value>) {
         for line in text.lines() {
             println!("  {line}");
         }
+    }
+}
+
+/// Under a listing searched with `--where`: how many rows it read, and how
+/// to go on when it stopped at `--scan` (on stderr: stdout is the table).
+pub(crate) fn searched(
+    payload: Option<&PayloadMatch>,
+    scanned: u32,
+    budget_spent: bool,
+    next: Option<JobId>,
+) {
+    if payload.is_none() {
+        return;
+    }
+    let rows = if scanned == 1 { "row" } else { "rows" };
+    match (budget_spent, next) {
+        (true, Some(next)) => {
+            eprintln!("searched {scanned} {rows} and stopped at --scan: go on with --before {next}")
+        }
+        _ => eprintln!("searched {scanned} {rows}"),
     }
 }

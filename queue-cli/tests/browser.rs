@@ -468,3 +468,52 @@ async fn the_overview_updates_in_place() {
     client.close().await.expect("close");
     schema.drop_schema().await;
 }
+
+/// Typed into the jobs page's search field, a value in the payload lists
+/// only the jobs that hold it, and says how many rows it read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn the_jobs_page_searches_the_payload() {
+    let (schema, _storage, _, _) = fixture().await;
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/jobs"))
+        .await
+        .expect("open the jobs page");
+    let field = client
+        .find(Locator::Css("form[action='/jobs'] input[name=payload]"))
+        .await
+        .expect("a search field");
+    field.send_keys("payload.n = 5").await.expect("type");
+    client
+        .find(Locator::Css("form[action='/jobs'] button[type=submit]"))
+        .await
+        .expect("the Filter button")
+        .click()
+        .await
+        .expect("click");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = body_text(&client).await;
+        if text.contains("Searched") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no search summary: {text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Jobs with n = 5 are one in emails and one in webhooks (reports has
+    // three jobs, n 0 to 2), of the 23 live jobs.
+    assert!(text.contains("Searched 23 rows, 2 found."), "{text}");
+    let rows = client
+        .find_all(Locator::Css("main table tbody tr"))
+        .await
+        .expect("rows");
+    assert_eq!(rows.len(), 2, "{text}");
+    assert!(
+        text.contains("emails") && text.contains("webhooks"),
+        "{text}"
+    );
+    screenshot(&client, "dashboard-search.png").await;
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}

@@ -322,6 +322,67 @@ async fn bulk_tour(url: &str, schema: Option<&str>) {
         json!({ "retried": 0 }),
         "nothing left, nothing asked"
     );
+
+    // A search of the payload, live and in history.
+    let seven = json_of(&ok(
+        url,
+        schema,
+        &["enqueue", "search", r#"{"customer_id": 7}"#, "--json"],
+        None,
+    ))["id"]
+        .as_i64()
+        .expect("an id");
+    ok(
+        url,
+        schema,
+        &["enqueue", "search", r#"{"customer_id": 8}"#],
+        None,
+    );
+    let found = json_of(&ok(
+        url,
+        schema,
+        &["jobs", "--where", "payload.customer_id = 7", "--json"],
+        None,
+    ));
+    let ids: Vec<i64> = (found["jobs"].as_array().expect("a list").iter())
+        .map(|j| j["job"]["id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(ids, vec![seven], "{found}");
+    assert_eq!(found["budget_spent"], json!(false), "{found}");
+    assert!(found["scanned"].as_u64().is_some_and(|n| n >= 2), "{found}");
+    let spent = json_of(&ok(
+        url,
+        schema,
+        &[
+            "jobs",
+            "--where",
+            "payload.customer_id = 9",
+            "--scan",
+            "1",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(spent["scanned"], json!(1), "{spent}");
+    assert_eq!(spent["budget_spent"], json!(true), "{spent}");
+    assert!(spent["next"].is_i64(), "{spent}");
+    let history = json_of(&ok(
+        url,
+        schema,
+        &["history", "--where", "payload.customer_id = 7", "--json"],
+        None,
+    ));
+    assert_eq!(history["records"], json!([]), "{history}");
+    let bad = fails(url, schema, &["jobs", "--where", "customer_id = 7"], 2);
+    assert!(bad.contains("payload_match"), "{bad}");
+    let bad = fails(
+        url,
+        schema,
+        &["history", "--where", "payload.a = 1", "--scan", "0"],
+        2,
+    );
+    assert!(bad.contains("scan"), "{bad}");
+    fails(url, schema, &["jobs", "--scan", "5"], 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,18 +1,20 @@
 //! Live jobs by queue, state and unique key, paged, with bulk actions on
-//! what the filter selects.
+//! what the filter selects; and by a value in their payload (`search.rs`).
 
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use maud::{Markup, html};
-use queue_core::{Capability, JobFilter, JobId, JobState, QueueName, Storage, UniqueKey};
+use queue_core::{
+    Capability, JobFilter, JobId, JobPage, JobState, QueueName, Storage, UniqueKey, search_jobs,
+};
 use serde::Deserialize;
 
-use crate::AppState;
 use crate::error::Failure;
 use crate::href::component;
 use crate::layout::page;
+use crate::{AppState, search};
 
 /// Jobs a page.
 const PAGE: u32 = 50;
@@ -26,6 +28,10 @@ pub(crate) struct JobQuery {
     pub(crate) state: String,
     #[serde(default)]
     pub(crate) unique_key: String,
+    /// A value in the payload (`payload.customer_id = 42`): the page then
+    /// searches (`search.rs`), and offers no bulk action.
+    #[serde(default)]
+    pub(crate) payload: String,
     pub(crate) before: Option<i64>,
 }
 
@@ -66,6 +72,7 @@ impl JobQuery {
             ("queue", &self.queue),
             ("state", &self.state),
             ("unique_key", &self.unique_key),
+            ("payload", &self.payload),
         ];
         pairs
             .iter()
@@ -87,7 +94,12 @@ pub(crate) async fn list<S: Storage>(
     Query(query): Query<JobQuery>,
 ) -> Result<Markup, Failure> {
     let filter = query.filter()?;
-    let found = state.storage.list_jobs(&filter).await?;
+    let payload = search::payload_match(&query.payload)?;
+    let searched = search_jobs(&*state.storage, &filter, payload.as_ref(), search::SCAN).await?;
+    let found = JobPage {
+        jobs: searched.items,
+        next: searched.next,
+    };
     let now = state.storage.now().await?;
     let selected = query.query_string();
     let body = html! {
@@ -100,7 +112,11 @@ pub(crate) async fn list<S: Storage>(
                 }
             }
             input name="unique_key" placeholder="unique key" value=(query.unique_key);
+            (search::field(&query.payload))
             button type="submit" { "Filter" }
+        }
+        @if payload.is_some() {
+            (search::summary(searched.scanned, found.jobs.len(), searched.budget_spent))
         }
         @if found.jobs.is_empty() {
             p.muted { "No live job matches." }
@@ -127,7 +143,9 @@ pub(crate) async fn list<S: Storage>(
             @if let Some(next) = found.next {
                 p { a href=(format!("/jobs?{selected}&before={next}")) { "Older →" } }
             }
-            @if !state.options.read_only && state.offers(Capability::BulkActions) {
+            // A bulk action selects by the filters it can send, not the
+            // payload: none is offered beside a search.
+            @if payload.is_none() && !state.options.read_only && state.offers(Capability::BulkActions) {
                 form.bulk method="post" action="/jobs/bulk" {
                     input type="hidden" name="csrf" value=(state.csrf);
                     input type="hidden" name="queue" value=(query.queue);

@@ -27,6 +27,7 @@ mod layout;
 mod live;
 mod metrics;
 mod pages;
+mod search;
 mod workers;
 
 use std::sync::Arc;

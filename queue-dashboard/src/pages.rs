@@ -5,15 +5,15 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
 use queue_core::{
-    Capability, FinalStatus, HistoryFilter, JobId, JobState, QueueLimits, QueueName, QueueStats,
-    Storage, Throughput,
+    Capability, FinalStatus, HistoryFilter, HistoryPage, JobId, JobState, QueueLimits, QueueName,
+    QueueStats, Storage, Throughput, search_history,
 };
 use serde::Deserialize;
 
 use crate::error::Failure;
 use crate::href::component;
 use crate::layout::{action, page, still_page};
-use crate::{AppState, chart, groups};
+use crate::{AppState, chart, groups, search};
 
 /// Per queue: counts by state, the oldest pending job, what finished in
 /// the last 24 hours, the last hour's throughput, pause and resume.
@@ -133,6 +133,9 @@ const DAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 pub(crate) struct HistoryQuery {
     queue: Option<String>,
     status: Option<String>,
+    /// A value in the payload (`search.rs`).
+    #[serde(default)]
+    payload: String,
     before: Option<i64>,
 }
 
@@ -160,7 +163,12 @@ pub(crate) async fn history<S: Storage>(
         before: query.before.map(JobId),
         limit: 50,
     };
-    let page_of = state.storage.list_history(&filter).await?;
+    let payload = search::payload_match(&query.payload)?;
+    let searched = search_history(&*state.storage, &filter, payload.as_ref(), search::SCAN).await?;
+    let page_of = HistoryPage {
+        records: searched.items,
+        next: searched.next,
+    };
     let title = if status == Some(FinalStatus::DeadLetter) {
         "Dead letters"
     } else {
@@ -175,7 +183,11 @@ pub(crate) async fn history<S: Storage>(
                     option value=(s.as_str()) selected[status == Some(s)] { (s.as_str()) }
                 }
             }
+            (search::field(&query.payload))
             button type="submit" { "Filter" }
+        }
+        @if payload.is_some() {
+            (search::summary(searched.scanned, page_of.records.len(), searched.budget_spent))
         }
         table {
             thead { tr { th { "id" } th { "queue" } th { "status" } th { "attempts" } th { "finished at" } th { "" } } }
@@ -197,9 +209,9 @@ pub(crate) async fn history<S: Storage>(
             }
         }
         @if let Some(next) = page_of.next {
-            p { a href=(next_page(queue.as_ref(), status, next)) { "Older →" } }
+            p { a href=(next_page(queue.as_ref(), status, &query.payload, next)) { "Older →" } }
         }
-        @if status == Some(FinalStatus::DeadLetter) && !page_of.records.is_empty() && !state.options.read_only && state.offers(Capability::BulkActions) {
+        @if payload.is_none() && status == Some(FinalStatus::DeadLetter) && !page_of.records.is_empty() && !state.options.read_only && state.offers(Capability::BulkActions) {
             form.bulk method="post" action="/dead-letters/retry" {
                 input type="hidden" name="csrf" value=(state.csrf);
                 input type="hidden" name="queue" value=(queue.as_ref().map_or("", QueueName::as_str));
@@ -210,13 +222,21 @@ pub(crate) async fn history<S: Storage>(
     Ok(page(&state, title, body))
 }
 
-fn next_page(queue: Option<&QueueName>, status: Option<FinalStatus>, before: JobId) -> String {
+fn next_page(
+    queue: Option<&QueueName>,
+    status: Option<FinalStatus>,
+    payload: &str,
+    before: JobId,
+) -> String {
     let mut url = format!("/history?before={before}");
     if let Some(queue) = queue {
         url.push_str(&format!("&queue={}", component(queue.as_str())));
     }
     if let Some(status) = status {
         url.push_str(&format!("&status={}", status.as_str()));
+    }
+    if !payload.trim().is_empty() {
+        url.push_str(&format!("&payload={}", component(payload.trim())));
     }
     url
 }

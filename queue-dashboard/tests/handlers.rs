@@ -1693,3 +1693,76 @@ async fn the_workers_page_is_read_only_safe_and_absent_without_the_capability() 
         "no link to the workers page: {job}"
     );
 }
+
+/// The jobs and history pages search the payload: only matching rows,
+/// what was read said, the search kept in the "Older" link, no bulk
+/// action beside it; a match that does not parse is a 400 naming it.
+#[tokio::test]
+async fn the_jobs_and_history_pages_search_the_payload() {
+    let storage = Arc::new(MemoryStorage::new());
+    let mut sevens = Vec::new();
+    for i in 0..120 {
+        let customer = if i % 2 == 0 { 7 } else { 8 };
+        let id = storage
+            .enqueue(NewJob::new(
+                "orders",
+                json!({ "customer_id": customer, "i": i }),
+            ))
+            .await
+            .expect("enqueue")
+            .id;
+        if customer == 7 {
+            sevens.push(id);
+        }
+    }
+    let app = app(storage.clone(), DashboardOptions::default());
+    let search = "payload=payload.customer_id+%3D+7";
+    let page = send(&app, get(&format!("/jobs?{search}"))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.body.contains("Searched 100 rows, 50 found."),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains(&format!(r#"href="/jobs/{}""#, sevens[59]))
+    );
+    assert!(
+        !page
+            .body
+            .contains(&format!(r#"href="/jobs/{}""#, sevens[59].0 + 1)),
+        "a job of customer 8 is listed"
+    );
+    assert!(
+        page.body.contains(&format!(
+            "payload=payload.customer_id%20%3D%207&amp;before={}",
+            sevens[10]
+        )),
+        "the next page goes on with the search: {}",
+        page.body
+    );
+    assert!(
+        !page.body.contains("/jobs/bulk"),
+        "no bulk action beside a search"
+    );
+    let plain = send(&app, get("/jobs")).await;
+    assert!(plain.body.contains("/jobs/bulk"));
+
+    let bad = send(&app, get("/jobs?payload=customer_id%3D7")).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.body.contains("payload_match"), "{}", bad.body);
+
+    let (storage, _, dead) = self::storage().await;
+    let app = self::app(storage, DashboardOptions::default());
+    let found = send(&app, get("/history?payload=payload.n+%3D+1")).await;
+    assert_eq!(found.status, StatusCode::OK);
+    assert!(found.body.contains(&format!(r#"href="/jobs/{dead}""#)));
+    assert!(
+        found.body.contains("Searched 1 row, 1 found."),
+        "{}",
+        found.body
+    );
+    let none = send(&app, get("/history?payload=payload.n+%3D+2")).await;
+    assert!(!none.body.contains(&format!(r#"href="/jobs/{dead}""#)));
+}
