@@ -158,18 +158,29 @@ pub(super) const JOB_FILTER: &str = "
 /// [`listing_shape`]'s bit for a queue.
 pub(super) const LISTING_QUEUE: usize = 1;
 
-/// Which of a `JobFilter`'s optional filters are set, as bits: queue
-/// ([`LISTING_QUEUE`]) 1, id 2, unique key 4, before 8. With the state (none or one of five),
-/// one of [`LISTING_SHAPES`] listings.
+/// [`listing_shape`]'s bit for an id.
+const LISTING_ID: usize = 1 << 1;
+
+/// [`listing_shape`]'s bit for a unique key.
+const LISTING_KEY: usize = 1 << 2;
+
+/// [`listing_shape`]'s bit for a page's `before`.
+const LISTING_BEFORE: usize = 1 << 3;
+
+/// Which of a `JobFilter`'s optional filters are set, as bits
+/// ([`LISTING_QUEUE`], [`LISTING_ID`], [`LISTING_KEY`],
+/// [`LISTING_BEFORE`]). With the state (none or one of five), one of
+/// [`LISTING_SHAPES`] listings.
 pub(crate) fn listing_shape(filter: &queue_core::JobFilter) -> usize {
-    usize::from(filter.queue.is_some())
-        | usize::from(filter.id.is_some()) << 1
-        | usize::from(filter.unique_key.is_some()) << 2
-        | usize::from(filter.before.is_some()) << 3
+    let bit = |set: bool, bit: usize| if set { bit } else { 0 };
+    bit(filter.queue.is_some(), LISTING_QUEUE)
+        | bit(filter.id.is_some(), LISTING_ID)
+        | bit(filter.unique_key.is_some(), LISTING_KEY)
+        | bit(filter.before.is_some(), LISTING_BEFORE)
 }
 
 /// The combinations [`listing_shape`] tells apart.
-pub(crate) const LISTING_SHAPES: usize = 16;
+pub(crate) const LISTING_SHAPES: usize = LISTING_BEFORE << 1;
 
 /// [`JOB_FILTER`] for a listing of `shape` ([`listing_shape`]): a filter
 /// that is set is a plain condition an index can serve in a generic
@@ -188,9 +199,9 @@ pub(super) fn listing_filter(shape: usize) -> String {
             "$2::text IS NULL",
         ),
         "{state}".to_owned(),
-        pick(2, "j.id = $4", "$4::bigint IS NULL"),
-        pick(4, "j.unique_key = $5", "$5::text IS NULL"),
-        pick(8, "j.id < $6", "$6::bigint IS NULL"),
+        pick(LISTING_ID, "j.id = $4", "$4::bigint IS NULL"),
+        pick(LISTING_KEY, "j.unique_key = $5", "$5::text IS NULL"),
+        pick(LISTING_BEFORE, "j.id < $6", "$6::bigint IS NULL"),
     ]
     .join("\n    AND ")
 }
