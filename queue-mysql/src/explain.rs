@@ -119,18 +119,7 @@ impl MySqlStorage {
             let before = session_reads(&mut conn).await?;
             let outcome = conn
                 .transaction(async |conn| {
-                    if limited {
-                        self.dequeue_limited_on(conn, request).await?;
-                    } else {
-                        self.dequeue_on(
-                            conn,
-                            request,
-                            &crate::dequeue::TopLevels::new(),
-                            &mut crate::dequeue::Groups::new(),
-                            &crate::dequeue::Aging::default(),
-                        )
-                        .await?;
-                    }
+                    self.claim_on(conn, request, limited).await?;
                     Err::<(), _>(Failure::Query(diesel::result::Error::RollbackTransaction))
                 })
                 .await;
@@ -185,25 +174,20 @@ impl MySqlStorage {
     }
 
     /// How many rows InnoDB locks for a whole claim of `request` (the
-    /// jobs it takes and their ring entries), in a transaction rolled back:
+    /// jobs it takes and their ring entries; the limited claim's when a
+    /// queue of `request` has limits), in a transaction rolled back:
     /// nothing is claimed.
     ///
     /// # Errors
     /// As any query.
     pub async fn rows_locked_by_claim(&self, request: &DequeueRequest) -> Result<u64> {
+        let limited = self.claim_is_limited(request).await?;
         self.retrying(true, || async {
             let mut conn = self.connection().await?;
             let mut locked = 0;
             let outcome = conn
                 .transaction(async |conn| {
-                    self.dequeue_on(
-                        conn,
-                        request,
-                        &crate::dequeue::TopLevels::new(),
-                        &mut crate::dequeue::Groups::new(),
-                        &crate::dequeue::Aging::default(),
-                    )
-                    .await?;
+                    self.claim_on(conn, request, limited).await?;
                     // No row: the transaction locked nothing.
                     let rows = diesel::sql_query(ROWS_LOCKED).load::<Locked>(conn).await?;
                     locked = <[Locked]>::first(&rows)
@@ -217,6 +201,27 @@ impl MySqlStorage {
             }
             Ok(locked)
         })
+        .await
+    }
+
+    /// The claim of `request` in the caller's transaction, as `dequeue`
+    /// runs it: the limited claim when `limited`.
+    async fn claim_on(
+        &self,
+        conn: &mut diesel_async::AsyncMysqlConnection,
+        request: &DequeueRequest,
+        limited: bool,
+    ) -> Result<Vec<queue_core::Job>, Failure> {
+        if limited {
+            return self.dequeue_limited_on(conn, request).await;
+        }
+        self.dequeue_on(
+            conn,
+            request,
+            &crate::dequeue::TopLevels::new(),
+            &mut crate::dequeue::Groups::new(),
+            &crate::dequeue::Aging::default(),
+        )
         .await
     }
 }
