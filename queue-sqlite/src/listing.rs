@@ -3,8 +3,9 @@
 //!
 //! A filter written `(?2 IS NULL OR queue_name = ?2)` is no index
 //! condition, so SQLite answered every such listing with a scan of the
-//! table (43 ms for a lookup by id at a million jobs, 105 ms for the
-//! running jobs of the oldest queue). Here a filter that is not set is
+//! table (at a million live jobs, 64-113 ms for a lookup by id, 137-167
+//! ms for the running jobs of the oldest queue: docs/benchmarks.md,
+//! "Reads at size"). Here a filter that is not set is
 //! left out, one that is set is a plain condition, and the index each
 //! listing reads is named (`INDEXED BY`), so the plan does not hang on the
 //! statistics (`ANALYZE` may never have run). The parameters keep their
