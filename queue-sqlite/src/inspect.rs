@@ -5,21 +5,23 @@ use std::time::Duration;
 use queue_core::backend::{stored, stored_count, stored_instant};
 use queue_core::time::duration_micros;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
+    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, JobState, QueueName,
     QueueStats, Result, Throughput, validate_window,
 };
 use sqlx::Row;
 
-use crate::{SqliteStorage, interpret_error, rows, sql};
+use crate::{SqliteStorage, interpret_error, listing, rows, sql};
 
 impl SqliteStorage {
-    /// Counted exactly, then capped: SQLite is for modest backlogs, and
-    /// one pass is what its single writer can spare.
+    /// Pending and scheduled counted up to `cap`, the leased and
+    /// exhausted jobs exactly (they are few) and then capped: see
+    /// [`sql::STATS`].
     pub(crate) async fn stats_pooled(&self, cap: u64) -> Result<Vec<QueueStats>> {
         queue_core::validate_count_cap(cap)?;
         let now = self.now_micros();
         let found = sqlx::query(sql::STATS)
             .bind(now)
+            .bind(i64::try_from(cap).unwrap_or(i64::MAX))
             .fetch_all(&self.pool)
             .await
             .map_err(interpret_error)?;
@@ -65,11 +67,8 @@ impl SqliteStorage {
 
     pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         filter.validate()?;
-        let found = sqlx::query(sql::LIST_HISTORY)
-            .bind(filter.queue.as_ref().map(QueueName::as_str))
-            .bind(filter.status.map(|s| s.as_str()))
-            .bind(filter.before.map(JobId::get))
-            .bind(i64::from(filter.limit) + 1)
+        let statement = listing::list_history(filter);
+        let found = bind_history_filter(sqlx::query(sqlx::AssertSqlSafe(statement)), filter)
             .fetch_all(&self.pool)
             .await
             .map_err(interpret_error)?;
@@ -98,12 +97,50 @@ impl SqliteStorage {
     pub(crate) async fn list_jobs_pooled(&self, filter: &JobFilter) -> Result<JobPage> {
         filter.validate()?;
         let now = self.now_micros();
-        let found = bind_job_filter(sqlx::query(sql::LIST_JOBS), now, filter, filter.limit + 1)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(interpret_error)?;
+        let statement = self.list_jobs_statement(now, filter).await?;
+        let found = bind_job_filter(
+            sqlx::query(sqlx::AssertSqlSafe(statement)),
+            now,
+            filter,
+            filter.limit + 1,
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(interpret_error)?;
         let jobs = found.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
         Ok(JobPage::from_overfetch(jobs, filter.limit))
+    }
+
+    /// The statement `list_jobs` runs for `filter` at `now`: scheduled
+    /// jobs (of no id or unique key) sorted when at most
+    /// [`listing::SCHEDULED_SORTED`], which one count of their index
+    /// range tells; every other filter's from [`listing::list_jobs`].
+    /// Both statements are right whatever the count: it only chooses the
+    /// faster.
+    pub(crate) async fn list_jobs_statement(&self, now: i64, filter: &JobFilter) -> Result<String> {
+        let scheduled = filter.state == Some(JobState::Scheduled)
+            && filter.id.is_none()
+            && filter.unique_key.is_none();
+        if !scheduled {
+            return Ok(listing::list_jobs(filter));
+        }
+        let count: i64 = bind_job_filter(
+            sqlx::query(sqlx::AssertSqlSafe(listing::scheduled_count(filter))),
+            now,
+            filter,
+            filter.limit + 1,
+        )
+        .bind(listing::SCHEDULED_SORTED + 1)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(interpret_error)?
+        .try_get(0)
+        .map_err(interpret_error)?;
+        Ok(if count <= listing::SCHEDULED_SORTED {
+            listing::scheduled_sorted(filter)
+        } else {
+            listing::list_jobs(filter)
+        })
     }
 
     pub(crate) async fn throughput_pooled(&self, window: Duration) -> Result<Vec<Throughput>> {
@@ -139,8 +176,21 @@ fn micros_duration(micros: i64) -> Duration {
     Duration::from_micros(u64::try_from(micros).unwrap_or(0))
 }
 
-/// Binds a [`JobFilter`] as `sql.rs`'s `job_filter!` parameters ?1-?6 and
-/// `limit` as ?7.
+/// Binds a [`HistoryFilter`] as `listing.rs`'s history parameters: ?1
+/// queue, ?2 status, ?3 below this id, ?4 one page plus one row.
+pub(crate) fn bind_history_filter<'q>(
+    query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    filter: &'q HistoryFilter,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    query
+        .bind(filter.queue.as_ref().map(QueueName::as_str))
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(filter.before.map(JobId::get))
+        .bind(i64::from(filter.limit) + 1)
+}
+
+/// Binds a [`JobFilter`] as `sql.rs`'s `job_filter!` (and `listing.rs`'s
+/// statements) parameters ?1-?6 and `limit` as ?7.
 pub(crate) fn bind_job_filter<'q>(
     query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
     now: i64,

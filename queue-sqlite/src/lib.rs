@@ -9,6 +9,7 @@
 //! "queue-sqlite", and docs/reliability.md.
 
 mod error;
+mod explain;
 #[macro_use]
 mod write;
 mod admin;
@@ -19,6 +20,7 @@ mod enqueue;
 mod flow;
 mod heartbeat;
 mod inspect;
+mod listing;
 mod migrate;
 mod periodic;
 mod reclaim;

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "priority_aging",
         sql: include_str!("../migrations/0007_priority_aging.sql"),
     },
+    Migration {
+        version: 8,
+        name: "listing_indexes",
+        sql: include_str!("../migrations/0008_listing_indexes.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

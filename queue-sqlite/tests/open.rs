@@ -358,3 +358,77 @@ async fn an_upgrade_to_throughput_counters_counts_the_history_already_there() {
         .expect("throughput");
     assert_eq!(first[0].completed, 1);
 }
+
+#[tokio::test]
+async fn an_upgrade_to_listing_indexes_indexes_the_jobs_already_there() {
+    use queue_core::{JobFilter, JobState, QueueName, Storage};
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    // Back to the schema before migration 8, then live jobs written as
+    // they were then (one out of attempts), then the upgrade.
+    sqlx::raw_sql(
+        "DROP INDEX job_queue_queue;
+         DROP INDEX job_queue_exhausted;
+         DELETE FROM queue_schema_migrations WHERE version = 8;",
+    )
+    .execute(storage.pool())
+    .await
+    .expect("downgrade");
+    for (id, queue, attempts) in [(1, "a", 0), (2, "b", 3), (3, "a", 0), (4, "b", 0)] {
+        sqlx::query(
+            "INSERT INTO job_queue (id, queue_name, payload, attempts, max_attempts, available_at)
+             VALUES (?1, ?2, '{}', ?3, 3, 0)",
+        )
+        .bind(id)
+        .bind(queue)
+        .bind(attempts)
+        .execute(storage.pool())
+        .await
+        .expect("job");
+    }
+    let applied = migrate(storage.pool(), storage.path())
+        .await
+        .expect("migrate");
+    assert_eq!(applied, vec![8]);
+    let ids = |filter: JobFilter| {
+        let storage = storage.clone();
+        async move {
+            let page = storage.list_jobs(&filter).await.expect("list");
+            page.jobs.iter().map(|job| job.id.get()).collect::<Vec<_>>()
+        }
+    };
+    let queue = |name| Some(QueueName::new(name).expect("valid"));
+    let exhausted = Some(JobState::Exhausted);
+    assert_eq!(
+        ids(JobFilter {
+            queue: queue("a"),
+            ..JobFilter::default()
+        })
+        .await,
+        [3, 1]
+    );
+    assert_eq!(
+        ids(JobFilter {
+            state: exhausted,
+            ..JobFilter::default()
+        })
+        .await,
+        [2]
+    );
+    assert_eq!(
+        ids(JobFilter {
+            queue: queue("b"),
+            state: exhausted,
+            ..JobFilter::default()
+        })
+        .await,
+        [2]
+    );
+    let stats = storage.stats().await.expect("stats");
+    let counts: Vec<_> = stats
+        .iter()
+        .map(|s| (s.queue.as_str().to_owned(), s.pending, s.exhausted))
+        .collect();
+    assert_eq!(counts, [("a".to_owned(), 2, 0), ("b".to_owned(), 1, 1)]);
+}

@@ -1,0 +1,183 @@
+//! The plans of the listings and of stats: each reads the index range of
+//! its queue, state, key or id, never every live job or history row.
+
+use std::time::Duration;
+
+use queue_core::{
+    DequeueRequest, FinalStatus, HistoryFilter, JobFilter, JobState, NewJob, QueueName, Retry,
+    Storage, UniqueKey, WorkerId,
+};
+use queue_sqlite::SqliteStorage;
+use serde_json::json;
+
+async fn fill(storage: &SqliteStorage, queue: &str, n: usize) {
+    for start in (0..n).step_by(1_000) {
+        let jobs = (start..(start + 1_000).min(n))
+            .map(|i| NewJob::new(queue, json!({ "i": i })))
+            .collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue");
+    }
+}
+
+async fn claim(
+    storage: &SqliteStorage,
+    queue: &str,
+    n: u32,
+    lease: Duration,
+) -> Vec<queue_core::Job> {
+    let request = DequeueRequest::new(
+        vec![QueueName::new(queue).expect("valid")],
+        n,
+        lease,
+        WorkerId::new("explain").expect("valid"),
+    )
+    .expect("valid request");
+    storage.dequeue(&request).await.expect("claim")
+}
+
+/// The steps of `plan` that read a whole table or index of jobs or
+/// history (`SCAN`), but for the partial indexes of the leased and the
+/// exhausted jobs, which hold only those.
+fn full_reads(plan: &[String]) -> Vec<&String> {
+    plan.iter()
+        .filter(|step| {
+            let target = step.strip_prefix("SCAN ").and_then(|s| s.split(' ').next());
+            matches!(target, Some("job_queue" | "job_history" | "j" | "q" | "h"))
+                && !step.contains("job_queue_lease_until")
+                && !step.contains("job_queue_exhausted")
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("open");
+    // History: a few dead letters, then completed jobs.
+    fill(&storage, "done", 200).await;
+    for job in claim(&storage, "done", 20, Duration::from_secs(60)).await {
+        let lease = job.lease().expect("leased");
+        storage
+            .nack(&lease, json!("dead"), Retry::Never)
+            .await
+            .expect("nack");
+    }
+    for job in claim(&storage, "done", 180, Duration::from_secs(60)).await {
+        let lease = job.lease().expect("leased");
+        storage.ack(&lease, None).await.expect("ack");
+    }
+    // The queue listed holds the oldest ids, as a quiet queue does beside
+    // a busy one; the claim took its oldest (running), some of those
+    // failed back to wait for a retry (scheduled, old ids), the next ones
+    // stalled. Then a keyed job and a busy queue's newer jobs, which no
+    // listing of the old queue and no listing of a rare state may read
+    // through.
+    fill(&storage, "old", 5_000).await;
+    let held = claim(&storage, "old", 200, Duration::from_secs(3_600)).await;
+    for job in held.iter().step_by(10) {
+        let lease = job.lease().expect("leased");
+        storage
+            .nack(
+                &lease,
+                json!("retry"),
+                Retry::After(Duration::from_secs(3_600)),
+            )
+            .await
+            .expect("nack");
+    }
+    claim(&storage, "old", 20, Duration::from_millis(1)).await;
+    storage
+        .enqueue_batch(vec![NewJob::new("old", json!({})).unique_key("the-key")])
+        .await
+        .expect("enqueue keyed");
+    fill(&storage, "busy", 5_000).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+
+    let old = QueueName::new("old").expect("valid");
+    let page = |queue: Option<&QueueName>, state| JobFilter {
+        queue: queue.cloned(),
+        state,
+        limit: 50,
+        ..JobFilter::default()
+    };
+    let mut filters = vec![
+        ("any state", page(Some(&old), None)),
+        (
+            "a deep page",
+            JobFilter {
+                before: Some(held[100].id),
+                ..page(Some(&old), None)
+            },
+        ),
+        (
+            "a unique key",
+            JobFilter {
+                unique_key: Some(UniqueKey::new("the-key").expect("valid")),
+                ..page(None, None)
+            },
+        ),
+        (
+            "an id",
+            JobFilter {
+                id: Some(held[0].id),
+                ..page(None, None)
+            },
+        ),
+    ];
+    for state in JobState::ALL {
+        filters.push((state.as_str(), page(Some(&old), Some(state))));
+        if state != JobState::Pending {
+            filters.push((state.as_str(), page(None, Some(state))));
+        }
+    }
+    for (what, filter) in filters {
+        let expected = match (filter.state, &filter.unique_key, filter.id) {
+            (_, Some(_), _) | (_, _, Some(_)) => 1,
+            (Some(JobState::Scheduled | JobState::Stalled), _, _) => 20,
+            (Some(JobState::Exhausted), _, _) => 0,
+            _ => 50,
+        };
+        let listed = storage.list_jobs(&filter).await.expect("list");
+        assert_eq!(listed.jobs.len(), expected, "{what}: {filter:?}");
+        let plan = storage.explain_list_jobs(&filter).await.expect("explain");
+        assert!(
+            full_reads(&plan).is_empty(),
+            "{what} ({filter:?}) reads every job: {plan:#?}"
+        );
+    }
+    // Over every queue, newest first from the end of the primary key: a
+    // page's rows, no sort of every job.
+    for state in [None, Some(JobState::Pending)] {
+        let plan = storage
+            .explain_list_jobs(&page(None, state))
+            .await
+            .expect("explain");
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{state:?}: {plan:#?}"
+        );
+    }
+
+    let done = QueueName::new("done").expect("valid");
+    let history = |queue: Option<&QueueName>, status| HistoryFilter {
+        queue: queue.cloned(),
+        status,
+        limit: 50,
+        ..HistoryFilter::default()
+    };
+    for filter in [
+        history(Some(&done), None),
+        history(Some(&done), Some(FinalStatus::DeadLetter)),
+        history(None, Some(FinalStatus::DeadLetter)),
+    ] {
+        let plan = storage
+            .explain_list_history(&filter)
+            .await
+            .expect("explain");
+        assert!(full_reads(&plan).is_empty(), "{filter:?}: {plan:#?}");
+    }
+
+    let plan = storage.explain_stats().await.expect("explain");
+    assert!(full_reads(&plan).is_empty(), "stats: {plan:#?}");
+}
