@@ -91,7 +91,9 @@ echo "Galera:     ${QUEUE_TEST_GALERA_URLS}"
 echo "Failover:   QUEUE_TEST_PG_HA=${QUEUE_TEST_PG_HA:-unset} (scripts/pg-ha.sh, ports 5441 and 5442)"
 echo "            QUEUE_TEST_REDIS_HA=${QUEUE_TEST_REDIS_HA:-unset} (scripts/redis-ha.sh, ports 7011-7016)"
 tests_status=0
-cargo test --workspace --all-features "$@" || tests_status=$?
+# --no-fail-fast: one failing test binary does not hide the other binaries'
+# results; cargo lists every failed binary at the end.
+cargo test --workspace --all-features --no-fail-fast "$@" || tests_status=$?
 if [ -n "$local_galera" ]; then
     scripts/galera.sh stop
 fi
