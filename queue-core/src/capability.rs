@@ -75,6 +75,9 @@ pub enum Capability {
     /// without it refuses a `configure_queue` that sets it with
     /// `NotSupported`.
     PriorityAging,
+    /// Start lags and depths per queue and minute, as workers observe
+    /// them, for the operator's charts: `record_samples`, `samples`.
+    Samples,
 }
 
 impl Capability {
@@ -97,6 +100,7 @@ impl Capability {
         Capability::Workers,
         Capability::GroupLimits,
         Capability::PriorityAging,
+        Capability::Samples,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -119,6 +123,7 @@ impl Capability {
             Capability::Workers => "workers",
             Capability::GroupLimits => "group_limits",
             Capability::PriorityAging => "priority_aging",
+            Capability::Samples => "samples",
         }
     }
 
@@ -143,6 +148,7 @@ impl Capability {
             Capability::Workers => "the worker registry",
             Capability::GroupLimits => "group concurrency limits",
             Capability::PriorityAging => "priority aging",
+            Capability::Samples => "start lag and depth samples",
         }
     }
 
@@ -166,6 +172,7 @@ impl Capability {
             Capability::GroupLimits => &["set_group_limit", "group_limits"],
             // A setting of `configure_queue`, no method of its own.
             Capability::PriorityAging => &[],
+            Capability::Samples => &["record_samples", "samples"],
         }
     }
 

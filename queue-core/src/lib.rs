@@ -22,6 +22,7 @@ mod listing;
 mod new_job;
 mod outcome;
 mod periodic;
+mod samples;
 mod search;
 mod state;
 mod stats;
@@ -56,6 +57,10 @@ pub use listing::{
 pub use new_job::{DEFAULT_MAX_ATTEMPTS, MAX_MAX_ATTEMPTS, NewJob, Schedule, ValidJob};
 pub use outcome::{Ack, EnqueueOutcome, NackOutcome, ReclaimOutcome, Retry};
 pub use periodic::{PeriodicFire, ScheduleRecord, ValidFire};
+pub use samples::{
+    Depth, LagHistogram, MAX_LAG_BUCKET, MAX_SAMPLES_PER_CALL, QueueSample, SAMPLE_RETENTION,
+    lag_bucket, lag_bucket_upper_ms, validate_samples,
+};
 pub use search::{
     DEFAULT_SEARCH_SCAN, MAX_MATCH_BYTES, MAX_PATH_STEPS, MAX_SEARCH_SCAN, PayloadMatch,
     SearchPage, search_history, search_jobs, validate_scan,

@@ -22,8 +22,8 @@ use crate::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
     NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput, Wakeups, WorkerId,
-    WorkerInfo, WorkerRecord,
+    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput, Wakeups,
+    WorkerId, WorkerInfo, WorkerRecord,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -466,6 +466,46 @@ pub trait Storage: Send + Sync + 'static {
         Err(crate::QueueError::not_supported(
             Capability::Throughput,
             "throughput",
+        ))
+    }
+
+    /// Records what workers observed per queue and minute: start lags
+    /// and depths ([`QueueSample`]), for the operator's charts.
+    ///
+    /// # Contract
+    /// - Lags add up: the jobs of each lag bucket of a queue and minute are
+    ///   the sum of every call's (and every handle's, every host's).
+    /// - A depth replaces the one the queue and minute held; within one
+    ///   call, the last sample of a queue and minute with a depth wins.
+    /// - A sample with no lag and no depth records nothing.
+    /// - More than [`crate::MAX_SAMPLES_PER_CALL`] samples, a minute that is
+    ///   not whole, or a bucket above [`crate::MAX_LAG_BUCKET`]:
+    ///   `InvalidInput`, nothing recorded.
+    /// - Samples older than [`crate::SAMPLE_RETENTION`] may be forgotten.
+    ///
+    /// Capability [`Capability::Samples`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn record_samples(&self, _samples: &[QueueSample]) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::Samples,
+            "record_samples",
+        ))
+    }
+
+    /// The samples of every queue whose minute is in `(now - window, now]`,
+    /// sorted by queue, then minute; only minutes that recorded something.
+    ///
+    /// # Contract
+    /// - What [`Storage::record_samples`] recorded, merged as it says.
+    /// - A window under a minute or over 7 days is rejected, as for
+    ///   [`Storage::throughput`].
+    ///
+    /// Capability [`Capability::Samples`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn samples(&self, _window: Duration) -> Result<Vec<QueueSample>> {
+        Err(crate::QueueError::not_supported(
+            Capability::Samples,
+            "samples",
         ))
     }
 

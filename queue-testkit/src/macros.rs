@@ -169,6 +169,11 @@ macro_rules! for_each_case {
             workers::a_quiet_worker_goes_silent_then_is_forgotten [Workers],
             workers::worker_registry_with_invalid_input_writes_nothing [Workers],
             workers::a_worker_registered_through_one_handle_is_listed_by_another [Workers] @2,
+            samples::recorded_lags_add_up_per_queue_and_minute [Samples],
+            samples::a_later_depth_replaces_the_minutes_depth [Samples],
+            samples::samples_answer_their_window_by_queue_then_minute [Samples],
+            samples::record_samples_with_invalid_input_records_nothing [Samples],
+            samples::samples_of_two_handles_add_up [Samples] @2,
         }
     };
 }

@@ -17,9 +17,9 @@ use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, GroupKey, GroupLimit,
     HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease, NackOutcome,
-    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueStats,
-    ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups, WorkerId,
-    WorkerInfo, WorkerRecord,
+    NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName, QueueSample,
+    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -216,6 +216,16 @@ impl<S: Storage> Storage for Restricted<S> {
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
         self.gate(Capability::Throughput, "throughput")?;
         self.inner.throughput(window).await
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        self.gate(Capability::Samples, "record_samples")?;
+        self.inner.record_samples(samples).await
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        self.gate(Capability::Samples, "samples")?;
+        self.inner.samples(window).await
     }
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
-    QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -268,6 +268,14 @@ impl Storage for AnyStorage {
 
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
         each!(self, s => s.throughput(window).await)
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        each!(self, s => s.record_samples(samples).await)
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        each!(self, s => s.samples(window).await)
     }
 
     async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {

@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
-    QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, WorkerId, WorkerInfo, WorkerRecord, async_trait,
+    QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, WorkerId, WorkerInfo, WorkerRecord, async_trait,
 };
 use serde_json::Value;
 
@@ -157,6 +157,14 @@ impl<S: Storage> Storage for TracedStorage<S> {
 
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
         traced("throughput", self.inner.throughput(window).await)
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        traced("record_samples", self.inner.record_samples(samples).await)
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        traced("samples", self.inner.samples(window).await)
     }
 
     async fn list_dead_letters(&self, filter: &HistoryFilter) -> Result<HistoryPage> {

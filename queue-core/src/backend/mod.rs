@@ -12,6 +12,7 @@
 //! | numbered migrations, their checksums and ledger | [`migration`] |
 //! | a statement's plan, for `explain_*` diagnostics | [`PlanStep`] |
 //! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
+//! | samples as rows, merged the same way everywhere; their window and retention | [`SampleRows`], [`sample_rows`], [`coalesce_samples`], [`sample_window`], [`samples_expire_before`] |
 //! | group concurrency in the claim, and refusing it without the capability | [`GroupSlots`], [`refuse_group_keys`], [`refuse_group_concurrency`], [`unconfigured_queue`] |
 
 mod batch;
@@ -22,6 +23,7 @@ pub mod migration;
 mod order;
 mod plan;
 mod retry;
+mod samples;
 mod stored;
 mod turn;
 
@@ -32,6 +34,10 @@ pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};
 pub use order::{aged_claim_order, aged_priority, claim_order, refuse_priority_aging};
 pub use plan::PlanStep;
 pub use retry::{PING_IDLE_AFTER, RetryPolicy, retrying};
+pub use samples::{
+    DepthRow, LagRow, SampleRows, coalesce_samples, sample_rows, sample_window,
+    samples_expire_before,
+};
 pub use stored::{
     corrupt, json_text, stored, stored_count, stored_instant, stored_millis, stored_optional,
 };

@@ -207,11 +207,20 @@ pub enum Bug {
     /// so two hosts together run more of one group than its limit. Caught
     /// by `groups::group_limit_holds_across_handles`.
     GroupLimitCountedPerHandle,
+    /// Recording a queue's lags for a minute replaces what the minute held
+    /// (an upsert that sets the count rather than adding to it), so two
+    /// workers' samples keep only the last one's. Caught by
+    /// `samples::recorded_lags_add_up_per_queue_and_minute`.
+    LagSamplesOverwritten,
+    /// `samples` answers every recorded minute, whatever the window (a
+    /// query that forgot its `WHERE minute > ...`). Caught by
+    /// `samples::samples_answer_their_window_by_queue_then_minute`.
+    SamplesIgnoreTheWindow,
 }
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 52] = [
+    pub const ALL: [Bug; 54] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -264,6 +273,8 @@ impl Bug {
         Bug::ClaimReturnsInIdOrder,
         Bug::WorkerHeartbeatKeepsLastSeen,
         Bug::GroupLimitCountedPerHandle,
+        Bug::LagSamplesOverwritten,
+        Bug::SamplesIgnoreTheWindow,
     ];
 
     /// The case, as `area::name`, that this bug is planted for: the kit's
@@ -360,6 +371,10 @@ impl Bug {
                 "workers::registering_again_replaces_the_record_and_moves_last_seen"
             }
             Bug::GroupLimitCountedPerHandle => "groups::group_limit_holds_across_handles",
+            Bug::LagSamplesOverwritten => "samples::recorded_lags_add_up_per_queue_and_minute",
+            Bug::SamplesIgnoreTheWindow => {
+                "samples::samples_answer_their_window_by_queue_then_minute"
+            }
         }
     }
 }

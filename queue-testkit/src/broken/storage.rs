@@ -10,8 +10,8 @@ use chrono::{DateTime, Utc};
 use queue_core::{
     Ack, DequeueRequest, EnqueueOutcome, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter,
     JobId, JobPage, JobState, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
-    QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
-    Storage, Throughput, WorkerId, WorkerInfo, WorkerRecord,
+    QueueError, QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry,
+    ScheduleRecord, Storage, Throughput, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 
@@ -569,6 +569,35 @@ impl Storage for BrokenStorage {
 
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
         self.inner.throughput(window).await
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        if self.bug != Bug::LagSamplesOverwritten {
+            return self.inner.record_samples(samples).await;
+        }
+        queue_core::backend::sample_rows(samples)?;
+        let mut state = self.inner.lock();
+        for sample in queue_core::backend::coalesce_samples(samples) {
+            let held = state
+                .samples
+                .entry((sample.queue.clone(), sample.minute))
+                .or_insert_with(|| QueueSample::new(sample.queue.clone(), sample.minute));
+            if !sample.lag.is_empty() {
+                held.lag = sample.lag.clone();
+            }
+            if sample.depth.is_some() {
+                held.depth = sample.depth;
+            }
+        }
+        Ok(())
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        if self.bug != Bug::SamplesIgnoreTheWindow {
+            return self.inner.samples(window).await;
+        }
+        queue_core::validate_window(window)?;
+        Ok(self.inner.lock().samples.values().cloned().collect())
     }
 
     async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {

@@ -16,7 +16,8 @@ use chrono::{DateTime, Utc};
 use queue_core::time::truncate_to_micros;
 use queue_core::{
     Bucket, Clock, EnqueueOutcome, FinalStatus, GroupKey, HistoryRecord, Job, JobId, Lease,
-    QueueLimits, QueueName, ScheduleName, ScheduleRecord, ValidJob, WorkerId, WorkerInfo,
+    QueueLimits, QueueName, QueueSample, ScheduleName, ScheduleRecord, ValidJob, WorkerId,
+    WorkerInfo,
 };
 use serde_json::Value;
 
@@ -46,6 +47,8 @@ pub(crate) struct State {
     pub(crate) fires: BTreeMap<ScheduleName, ScheduleRecord>,
     /// The worker registry: what each worker registered, and when.
     pub(crate) workers: BTreeMap<WorkerId, (WorkerInfo, DateTime<Utc>)>,
+    /// What workers recorded per queue and minute (`record_samples`).
+    pub(crate) samples: BTreeMap<(QueueName, DateTime<Utc>), QueueSample>,
 }
 
 impl MemoryStorage {

@@ -10,9 +10,9 @@ use queue_core::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage,
     JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
-    QueueError, QueueLimits, QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
-    Storage, Throughput, WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of, validate_lease,
-    validate_limit, validate_window,
+    QueueError, QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry,
+    ScheduleRecord, Storage, Throughput, WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of,
+    validate_lease, validate_limit, validate_window,
 };
 use serde_json::Value;
 
@@ -56,6 +56,7 @@ impl Storage for MemoryStorage {
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::Samples)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -377,6 +378,31 @@ impl Storage for MemoryStorage {
             }
         }
         Ok(moved)
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        // The same checks as every storage's, before anything is recorded.
+        queue_core::backend::sample_rows(samples)?;
+        let mut state = self.lock();
+        for sample in queue_core::backend::coalesce_samples(samples) {
+            state
+                .samples
+                .entry((sample.queue.clone(), sample.minute))
+                .and_modify(|held| held.merge(&sample))
+                .or_insert(sample);
+        }
+        Ok(())
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        let (after, until) = queue_core::backend::sample_window(self.current_time(), window)?;
+        let state = self.lock();
+        Ok(state
+            .samples
+            .values()
+            .filter(|sample| sample.minute > after && sample.minute <= until)
+            .cloned()
+            .collect())
     }
 
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {

@@ -376,6 +376,34 @@ pub(super) fn worker_info(n: u8, concurrency: u32) -> queue_core::WorkerInfo {
     }
 }
 
+/// The samples a throughput op (`Op::Throughput(minutes)`) also records
+/// at `now` before it reads them back: derived from the op's argument, so
+/// the op generator stays as it is. A lag in queue `minutes % 2`, in this
+/// minute or the `minutes % 3` before it, and a depth every other time:
+/// sequences record several times into one queue and minute (lags must add
+/// up, the latest depth must win) and read windows that leave older
+/// minutes out.
+pub(super) fn throughput_samples(
+    minutes: u32,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<queue_core::QueueSample> {
+    let queue =
+        queue_core::QueueName::new(QUEUES[minutes as usize % 2]).expect("model queue names");
+    let minute = queue_core::minute_of(now) - chrono::TimeDelta::minutes(i64::from(minutes % 3));
+    let mut sample = queue_core::QueueSample::new(queue, minute);
+    sample
+        .lag
+        .record(Duration::from_millis(u64::from(minutes) * 7));
+    if minutes % 2 == 0 {
+        sample.depth = Some(queue_core::Depth {
+            pending: u64::from(minutes),
+            scheduled: 1,
+            running: u64::from(minutes / 2),
+        });
+    }
+    vec![sample]
+}
+
 /// The `Retry` a nack op asks for.
 pub(super) fn retry(delay: Option<u64>) -> Retry {
     delay.map_or(Retry::Never, |s| Retry::After(Duration::from_secs(s)))

@@ -13,7 +13,7 @@ use queue_core::{
 };
 use serde_json::json;
 
-use super::ops::{JobSpec, Op, QUEUES, retry, worker_info};
+use super::ops::{JobSpec, Op, QUEUES, retry, throughput_samples, worker_info};
 use super::{FULL_COMPARE_EVERY, fail};
 use crate::MemoryStorage;
 use crate::suite::{StorageFactory, start};
@@ -606,9 +606,21 @@ impl<S: Storage> Pair<S> {
             }
             Op::Throughput(minutes) => {
                 let window = Duration::from_secs(60 * u64::from(*minutes));
+                let backend = self.backend();
                 let model = kind(self.model.throughput(window).await);
-                let backend = kind(self.backend().throughput(window).await);
-                same("throughput", model, backend)
+                same("throughput", model, kind(backend.throughput(window).await))?;
+                if !backend.capabilities().supports(Capability::Samples) {
+                    return Ok(());
+                }
+                let samples = throughput_samples(*minutes, self.clocks[0].now());
+                let model = kind(self.model.record_samples(&samples).await);
+                same(
+                    "record_samples",
+                    model,
+                    kind(backend.record_samples(&samples).await),
+                )?;
+                let model = kind(self.model.samples(window).await);
+                same("samples", model, kind(backend.samples(window).await))
             }
             Op::RegisterWorker(n, concurrency) => {
                 let info = worker_info(*n, *concurrency);

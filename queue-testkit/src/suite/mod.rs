@@ -28,6 +28,7 @@ pub mod periodic;
 pub mod reclaim;
 pub mod release;
 mod run;
+pub mod samples;
 pub mod search;
 pub mod snooze;
 pub mod trace;
