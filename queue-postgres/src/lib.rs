@@ -50,6 +50,7 @@ mod periodic;
 mod ready_ring;
 mod reclaim;
 mod rows;
+mod samples;
 mod signals;
 mod sql;
 mod storage;

@@ -99,6 +99,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "priority_aging",
         sql: include_str!("../migrations/0018_priority_aging.sql"),
     },
+    Migration {
+        version: 19,
+        name: "samples",
+        sql: include_str!("../migrations/0019_samples.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

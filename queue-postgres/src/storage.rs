@@ -12,7 +12,7 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
     NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
     WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
@@ -406,6 +406,7 @@ impl Storage for PgStorage {
         let capabilities = Capabilities::OPERATIONS
             .with(Capability::Transactions)
             .with(Capability::Workers)
+            .with(Capability::Samples)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging);
         if self.has_wakeups() {
@@ -492,6 +493,14 @@ impl Storage for PgStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_pooled().await
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        self.record_samples_pooled(samples).await
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        self.samples_pooled(window).await
     }
 
     async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {

@@ -18,6 +18,7 @@ mod maintain;
 mod operate;
 mod periodic;
 mod queues;
+mod samples;
 mod workers;
 
 use dequeue::*;
@@ -29,6 +30,7 @@ use maintain::*;
 use operate::*;
 use periodic::*;
 use queues::*;
+use samples::*;
 use workers::*;
 
 /// The columns of a live job, in the order `rows::job` reads them.
@@ -142,6 +144,8 @@ pub(crate) struct Statements {
     pub(crate) register_worker: SqlStr,
     pub(crate) deregister_worker: SqlStr,
     pub(crate) list_workers: SqlStr,
+    pub(crate) record_samples: SqlStr,
+    pub(crate) samples: SqlStr,
 }
 
 impl Statements {
@@ -266,6 +270,8 @@ impl Statements {
             register_worker: fill(REGISTER_WORKER),
             deregister_worker: fill(DEREGISTER_WORKER),
             list_workers: fill(LIST_WORKERS),
+            record_samples: fill(RECORD_SAMPLES),
+            samples: fill(SAMPLES),
             rotate_ready: fill(ROTATE_READY),
         }
     }
