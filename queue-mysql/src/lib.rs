@@ -39,6 +39,7 @@ mod periodic;
 mod ready_ring;
 mod reclaim;
 mod rows;
+mod samples;
 mod sql;
 mod storage;
 mod workers;

@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "priority_aging",
         sql: include_str!("../migrations/0011_priority_aging.sql"),
     },
+    Migration {
+        version: 12,
+        name: "samples",
+        sql: include_str!("../migrations/0012_samples.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

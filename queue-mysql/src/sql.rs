@@ -17,8 +17,10 @@ use crate::rows::{HISTORY_SELECT, JOB_SELECT};
 #[cfg(test)]
 mod by_id_plans;
 mod ready;
+mod samples;
 
 pub(crate) use ready::*;
+pub(crate) use samples::*;
 
 /// `job_queue` read through its primary key, for statements that name their
 /// rows by id (`... WHERE id IN (...)`); see the module's dialect notes.

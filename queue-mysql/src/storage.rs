@@ -17,7 +17,7 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
     NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
     WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
@@ -185,6 +185,7 @@ impl Storage for MySqlStorage {
         Capabilities::OPERATIONS
             .with(Capability::Transactions)
             .with(Capability::Workers)
+            .with(Capability::Samples)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
     }
@@ -264,6 +265,14 @@ impl Storage for MySqlStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_pooled().await
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        self.record_samples_pooled(samples).await
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        self.samples_pooled(window).await
     }
 
     async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
