@@ -25,6 +25,7 @@ mod migrate;
 mod periodic;
 mod reclaim;
 mod rows;
+mod samples;
 mod sql;
 mod storage;
 mod workers;

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "listing_indexes",
         sql: include_str!("../migrations/0008_listing_indexes.sql"),
     },
+    Migration {
+        version: 9,
+        name: "samples",
+        sql: include_str!("../migrations/0009_samples.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

@@ -560,3 +560,31 @@ pub(crate) const LIST_WORKERS_FORGET: &str = "DELETE FROM queue_worker WHERE las
 /// Every worker left, by id: the second statement of `list_workers`.
 pub(crate) const LIST_WORKERS: &str = "SELECT worker_id, host, pid, version, queues, started_at,
     last_seen FROM queue_worker ORDER BY worker_id";
+
+/// Adds ?4 jobs to lag row (minute ?1, queue ?2, bucket ?3).
+pub(crate) const RECORD_LAG: &str = "INSERT INTO job_sample_lag (minute, queue_name, bucket, jobs)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (minute, queue_name, bucket) DO UPDATE SET jobs = jobs + excluded.jobs";
+
+/// Sets depth row (minute ?1, queue ?2) to ?3 pending, ?4 scheduled, ?5
+/// running.
+pub(crate) const RECORD_DEPTH: &str = "INSERT INTO job_sample_depth
+    (minute, queue_name, pending, scheduled, running)
+VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (minute, queue_name) DO UPDATE
+SET pending = excluded.pending, scheduled = excluded.scheduled, running = excluded.running";
+
+/// Deletes the lag rows of minutes before ?1.
+pub(crate) const PRUNE_LAG_SAMPLES: &str = "DELETE FROM job_sample_lag WHERE minute < ?1";
+
+/// Deletes the depth rows of minutes before ?1.
+pub(crate) const PRUNE_DEPTH_SAMPLES: &str = "DELETE FROM job_sample_depth WHERE minute < ?1";
+
+/// The lag rows (`bucket`, `jobs` set) and depth rows (`pending`,
+/// `scheduled`, `running` set) of minutes in `(?1, ?2]`.
+pub(crate) const SAMPLES: &str = "
+SELECT queue_name, minute, bucket, jobs, NULL AS pending, NULL AS scheduled, NULL AS running
+FROM job_sample_lag WHERE minute > ?1 AND minute <= ?2
+UNION ALL
+SELECT queue_name, minute, NULL, NULL, pending, scheduled, running
+FROM job_sample_depth WHERE minute > ?1 AND minute <= ?2";

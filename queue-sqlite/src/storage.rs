@@ -11,7 +11,7 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
     NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
     Wakeup, Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
@@ -299,6 +299,7 @@ impl Storage for SqliteStorage {
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::Samples)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -376,6 +377,14 @@ impl Storage for SqliteStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_pooled().await
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        self.record_samples_pooled(samples).await
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        self.samples_pooled(window).await
     }
 
     async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
