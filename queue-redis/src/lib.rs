@@ -28,6 +28,7 @@ mod namespace;
 mod periodic;
 mod reclaim;
 mod rows;
+mod samples;
 mod scripts;
 mod storage;
 mod wakeups;

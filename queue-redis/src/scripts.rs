@@ -156,3 +156,11 @@ pub(crate) static DEREGISTER_WORKER: LazyLock<Script> =
 /// Forgets workers silent too long and lists the others (global slot).
 pub(crate) static LIST_WORKERS: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/list_workers.lua")));
+
+/// Records samples and forgets the minutes past the retention (global slot).
+pub(crate) static RECORD_SAMPLES: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/record_samples.lua")));
+
+/// Reads the samples of a window (global slot).
+pub(crate) static SAMPLES: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/samples.lua")));

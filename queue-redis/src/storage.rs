@@ -12,7 +12,7 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
     NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
+    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
     WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value as Json;
@@ -135,6 +135,7 @@ impl Storage for RedisStorage {
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::Samples)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -215,6 +216,14 @@ impl Storage for RedisStorage {
 
     async fn schedules(&self) -> Result<Vec<ScheduleRecord>> {
         self.schedules_scripted().await
+    }
+
+    async fn record_samples(&self, samples: &[QueueSample]) -> Result<()> {
+        self.record_samples_scripted(samples).await
+    }
+
+    async fn samples(&self, window: Duration) -> Result<Vec<QueueSample>> {
+        self.samples_scripted(window).await
     }
 
     async fn register_worker(&self, worker: &WorkerInfo) -> Result<()> {
