@@ -85,6 +85,12 @@ pub struct WorkerOptions {
     /// at start, so jobs start as soon as they are committed. Default true;
     /// off, or on a storage without wake-ups, the worker polls.
     pub subscribe: bool,
+    /// How often the worker records the start lags of the jobs it claimed
+    /// and, once a minute, its queues' depths, for the dashboard's charts
+    /// ([`queue_core::Storage::record_samples`]), on a storage that
+    /// declares [`queue_core::Capability::Samples`]. Default 15 s; `None`
+    /// records nothing.
+    pub sample_interval: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -100,6 +106,7 @@ impl Default for WorkerOptions {
             dead_letter_retention: Duration::from_secs(30 * 24 * 3600),
             config_interval: Duration::from_secs(1),
             subscribe: true,
+            sample_interval: Some(Duration::from_secs(15)),
         }
     }
 }
@@ -128,6 +135,10 @@ impl WorkerOptions {
             ("reclaim_interval", self.reclaim_interval),
             ("prune_interval", self.prune_interval),
             ("config_interval", self.config_interval),
+            (
+                "sample_interval",
+                self.sample_interval.unwrap_or(Duration::MAX),
+            ),
         ] {
             if value.is_zero() {
                 return Err(QueueError::invalid(field, "must be greater than zero"));

@@ -92,6 +92,7 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
                     );
                     found |= !jobs.is_empty();
                     for job in jobs {
+                        shared.sampler.claimed(&job);
                         let index = members
                             .iter()
                             .map(|(index, _)| *index)

@@ -39,6 +39,7 @@ mod heartbeat;
 mod maintenance;
 mod periodic;
 mod registry;
+mod samples;
 mod settings;
 mod shared;
 mod trace;

@@ -52,6 +52,8 @@ pub(crate) struct Shared<S> {
     pub(crate) completions: mpsc::UnboundedSender<Completion>,
     /// Per queue (by index), refreshed from `queue_config`.
     pub(crate) effective: Mutex<Vec<Effective>>,
+    /// Start lags and depths not yet recorded.
+    pub(crate) sampler: crate::samples::Sampler,
 }
 
 impl<S: Storage> Shared<S> {

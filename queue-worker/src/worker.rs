@@ -137,6 +137,10 @@ impl<S: Storage> WorkerBuilder<S> {
             Some(id) => id,
             None => default_worker_id()?,
         };
+        let sample_interval = self
+            .options
+            .sample_interval
+            .filter(|_| declared.supports(Capability::Samples));
         let (completions, inbox) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             storage: self.storage,
@@ -149,6 +153,7 @@ impl<S: Storage> WorkerBuilder<S> {
             stop_fetching: CancellationToken::new(),
             stop_all: CancellationToken::new(),
             completions,
+            sampler: crate::samples::Sampler::new(sample_interval.is_some()),
         });
         info!(worker_id = %shared.worker_id, queues = shared.queues.len(), "worker started");
         let mut tasks = vec![
@@ -165,6 +170,12 @@ impl<S: Storage> WorkerBuilder<S> {
         if declared.supports(Capability::Workers) {
             let info = registry::info(&shared, chrono::Utc::now());
             tasks.push(tokio::spawn(registry::run(Arc::clone(&shared), info)));
+        }
+        if let Some(interval) = sample_interval {
+            tasks.push(tokio::spawn(crate::samples::run(
+                Arc::clone(&shared),
+                interval,
+            )));
         }
         if !self.schedules.is_empty() {
             let schedules = self.schedules.clone();

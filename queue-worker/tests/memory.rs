@@ -589,3 +589,51 @@ async fn a_running_worker_refreshes_its_registration() {
     .await;
     worker.shutdown(Duration::from_secs(5)).await;
 }
+
+/// Every claimed job's start lag is recorded (the first round one
+/// interval after the start, the last at shutdown), with the queue's depth;
+/// a worker whose `sample_interval` is `None` records nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_records_each_claims_start_lag_and_its_queues_depth() {
+    for interval in [Some(Duration::from_millis(50)), None] {
+        let storage = Arc::new(MemoryStorage::new());
+        for i in 0..40 {
+            storage
+                .enqueue(NewJob::new("sampled", json!(i)))
+                .await
+                .expect("enqueue");
+        }
+        let worker = WorkerBuilder::from_arc(Arc::clone(&storage))
+            .options(WorkerOptions {
+                sample_interval: interval,
+                ..quick()
+            })
+            .queue("sampled", options(4), ok)
+            .expect("queue")
+            .start()
+            .expect("start");
+        wait_until("all jobs archived", || async {
+            history(&storage).await.len() == 40
+        })
+        .await;
+        if interval.is_some() {
+            wait_until("a round of samples", || async {
+                let samples = storage.samples(Duration::from_secs(3600)).await;
+                samples.expect("samples").iter().any(|s| s.depth.is_some())
+            })
+            .await;
+        }
+        worker.shutdown(Duration::from_secs(5)).await;
+        let samples = storage
+            .samples(Duration::from_secs(3600))
+            .await
+            .expect("samples");
+        let started: u64 = samples.iter().map(|s| s.lag.total()).sum();
+        if interval.is_some() {
+            assert_eq!(started, 40, "one start lag per claimed job: {samples:?}");
+            assert!(samples.iter().all(|s| s.queue.as_str() == "sampled"));
+        } else {
+            assert_eq!(samples, Vec::new(), "sampling off records nothing");
+        }
+    }
+}
