@@ -62,6 +62,9 @@ fn frame<S: Storage>(
                     @if state.offers(Capability::Workers) {
                         a href="/workers" { "Workers" }
                     }
+                    @if state.offers(Capability::Throughput) || state.offers(Capability::Samples) {
+                        a href=(crate::charts::PATH) { "Charts" }
+                    }
                     @if !state.options.read_only {
                         a href="/enqueue" { "Enqueue" }
                     } @else {

@@ -19,6 +19,7 @@
 mod actions;
 mod auth;
 mod chart;
+mod charts;
 mod error;
 mod groups;
 mod href;
@@ -27,6 +28,7 @@ mod layout;
 mod live;
 mod metrics;
 mod pages;
+mod plot;
 mod search;
 mod workers;
 
@@ -190,6 +192,7 @@ pub fn router<S: Storage>(
         .route("/queues/pause", post(actions::pause::<S>))
         .route("/queues/resume", post(actions::resume::<S>))
         .route("/workers", get(workers::list::<S>))
+        .route(charts::PATH, get(charts::charts::<S>))
         .route("/metrics", get(metrics::metrics::<S>))
         .route("/healthz", get(metrics::healthz::<S>))
         // Innermost: a live copy is served only past the access checks.

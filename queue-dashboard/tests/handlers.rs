@@ -1766,3 +1766,74 @@ async fn the_jobs_and_history_pages_search_the_payload() {
     let none = send(&app, get("/history?payload=payload.n+%3D+2")).await;
     assert!(!none.body.contains(&format!(r#"href="/jobs/{dead}""#)));
 }
+
+/// The charts page draws the finished jobs, the start lags and the depths
+/// of every queue or one, over the hour or the day; a queue's name is
+/// escaped; a window it does not know is a 400; a storage with neither
+/// throughput nor samples gets a 501 and no link to the page.
+#[tokio::test]
+async fn the_charts_page_draws_throughput_lags_and_depths() {
+    let (storage, _, _) = storage().await;
+    let now = storage.now().await.expect("now");
+    let minute = queue_core::minute_of(now);
+    let mut sample =
+        queue_core::QueueSample::new(QueueName::new("<b>q</b>").expect("name"), minute);
+    sample.lag.record(Duration::from_millis(40));
+    sample.lag.record(Duration::from_millis(3000));
+    sample.depth = Some(queue_core::Depth {
+        pending: 12,
+        scheduled: 3,
+        running: 4,
+    });
+    storage.record_samples(&[sample]).await.expect("record");
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+
+    let overview = send(&app, get("/")).await.body;
+    assert!(overview.contains(r#"href="/charts""#), "{overview}");
+    let every = send(&app, get("/charts")).await;
+    assert_eq!(every.status, StatusCode::OK, "{}", every.body);
+    for expected in [
+        "Jobs finished per minute",
+        "Start lag per minute",
+        "highest 3.4 s",
+        "highest 12",
+        "dead-lettered",
+        "&lt;b&gt;q&lt;/b&gt;",
+        "<polyline",
+        "<rect class=\"s1\"",
+    ] {
+        assert!(every.body.contains(expected), "{expected}: {}", every.body);
+    }
+    assert!(!every.body.contains("<b>q</b>"), "escaped");
+    let day = send(&app, get("/charts?window=day&queue=reports")).await;
+    assert_eq!(day.status, StatusCode::OK, "{}", day.body);
+    assert!(
+        day.body.contains("Jobs finished per 15 minutes"),
+        "{}",
+        day.body
+    );
+    assert!(
+        day.body.contains("highest 1<"),
+        "the dead letter: {}",
+        day.body
+    );
+    assert!(
+        !day.body.contains("highest 12"),
+        "another queue's depth: {}",
+        day.body
+    );
+    let bad = send(&app, get("/charts?window=week")).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    assert!(bad.body.contains("hour or day"), "{}", bad.body);
+
+    let core = Arc::new(Restricted::shared(Arc::clone(&storage), Capabilities::CORE));
+    let core = self::app(core, DashboardOptions::default());
+    assert!(!send(&core, get("/")).await.body.contains("/charts"));
+    let refused = send(&core, get("/charts")).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::NOT_IMPLEMENTED,
+        "{}",
+        refused.body
+    );
+}
