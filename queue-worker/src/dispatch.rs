@@ -32,6 +32,14 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
     let mut next_due_supported = true;
     // When the last `next_due` said the next scheduled job is due.
     let mut expected_due: Option<Instant> = None;
+    // The first claim waits for the start-up reclaim round. Run after it
+    // (late, on a loaded machine), that round could requeue a lease this
+    // worker had just taken, as soon as it expired: a job stalled by a
+    // clock's jump would then read pending, not stalled.
+    tokio::select! {
+        () = shared.reclaimed.cancelled() => {}
+        () = shared.stop_fetching.cancelled() => return,
+    }
     while !shared.stop_fetching.is_cancelled() {
         // Registered before the claim, so a wake-up arriving while it runs
         // is seen right after it: the round that follows skips `next_due`

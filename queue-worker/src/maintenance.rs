@@ -31,7 +31,10 @@ pub(crate) async fn run<S: Storage>(shared: Arc<Shared<S>>) {
         // requeued a lease that had expired meanwhile on a manual clock.)
         tokio::select! {
             biased;
-            _ = reclaim.tick() => reclaim_round(&shared).await,
+            _ = reclaim.tick() => {
+                reclaim_round(&shared).await;
+                shared.reclaimed.cancel();
+            }
             () = tokio::time::sleep_until(next_prune) => {
                 let pause = if prune_round(&shared).await {
                     PRUNE_CATCH_UP

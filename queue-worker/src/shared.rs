@@ -49,6 +49,9 @@ pub(crate) struct Shared<S> {
     pub(crate) stop_fetching: CancellationToken,
     /// Fired to stop the heartbeat, completion and maintenance tasks.
     pub(crate) stop_all: CancellationToken,
+    /// Fired once the start-up reclaim round has ended, which the first
+    /// claim waits for.
+    pub(crate) reclaimed: CancellationToken,
     pub(crate) completions: mpsc::UnboundedSender<Completion>,
     /// Per queue (by index), refreshed from `queue_config`.
     pub(crate) effective: Mutex<Vec<Effective>>,

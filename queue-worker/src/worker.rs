@@ -152,6 +152,7 @@ impl<S: Storage> WorkerBuilder<S> {
             wake: Notify::new(),
             stop_fetching: CancellationToken::new(),
             stop_all: CancellationToken::new(),
+            reclaimed: CancellationToken::new(),
             completions,
             sampler: crate::samples::Sampler::new(sample_interval.is_some()),
         });

@@ -321,8 +321,9 @@ where
 /// worker polls only every 30 s: an idle worker sleeps until the next
 /// scheduled job is due (`Storage::next_due`). Without it, the idle
 /// back-off (10 ms doubling) would start the 700 ms job at about 1.27 s
-/// and the 2 s one at about 2.55 s: 550 ms late or more, against the 250 ms
-/// allowed here for a loaded machine (about 3 ms is typical).
+/// and the 2 s one at about 2.55 s: 550 ms late or more, against the 450 ms
+/// allowed here for a loaded machine (about 3 ms is typical; 322 ms was
+/// seen with two builds and a model test on the machine's two cores).
 pub(crate) async fn delayed_jobs_start_on_time_without_polling<S: Storage>(storage: Arc<S>) {
     let delays_ms = [300u64, 700, 1300, 2000];
     for (i, delay) in delays_ms.iter().enumerate() {
@@ -364,7 +365,7 @@ pub(crate) async fn delayed_jobs_start_on_time_without_polling<S: Storage>(stora
         .collect();
     for &ms in &all {
         assert!(
-            (0..250).contains(&ms),
+            (0..450).contains(&ms),
             "a delayed job started {ms} ms after its time (all: {all:?})"
         );
     }
