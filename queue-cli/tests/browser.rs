@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
-use queue::{AnyStorage, DequeueRequest, JobId, NewJob, QueueName, Retry, Storage, WorkerId};
+use queue::{
+    AnyStorage, DequeueRequest, JobId, NewJob, QueueName, QueueSample, Retry, Storage, WorkerId,
+};
 use queue_testkit::harness::postgres::TestSchema;
 use serde_json::json;
 
@@ -514,6 +516,77 @@ async fn the_jobs_page_searches_the_payload() {
         "{text}"
     );
     screenshot(&client, "dashboard-search.png").await;
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
+
+/// The charts page draws its three charts (jobs finished, start lags,
+/// depths) from an hour of recorded samples, and follows a link to one
+/// queue's charts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn the_charts_page_draws_an_hour_of_samples() {
+    let (schema, storage, _, _) = fixture().await;
+    let now = storage.now().await.expect("now");
+    let samples: Vec<QueueSample> = (0..60i64)
+        .flat_map(|ago| {
+            let minute = queue::minute_of(now) - chrono::TimeDelta::minutes(ago);
+            ["emails", "webhooks"].into_iter().map(move |queue| {
+                let mut sample = QueueSample::new(QueueName::new(queue).expect("name"), minute);
+                let wave = (ago % 20) as u64;
+                for k in 0..20u64 {
+                    sample
+                        .lag
+                        .record(Duration::from_millis(5 + k * k * (1 + wave)));
+                }
+                sample.depth = Some(queue::Depth {
+                    pending: 40 + wave * 15,
+                    scheduled: 12,
+                    running: 8 + wave % 5,
+                });
+                sample
+            })
+        })
+        .collect();
+    storage.record_samples(&samples).await.expect("record");
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/charts"))
+        .await
+        .expect("open the charts");
+    let text = body_text(&client).await;
+    for expected in ["Jobs finished per minute", "Start lag per minute", "Depth"] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    let plots = client
+        .find_all(Locator::Css("svg.plot"))
+        .await
+        .expect("plots");
+    assert_eq!(plots.len(), 3, "{text}");
+    let drawn: i64 = client
+        .execute(
+            "return [...document.querySelectorAll('svg.plot polyline')]
+                .filter(l => l.getBBox().width > 300).length",
+            vec![],
+        )
+        .await
+        .expect("measure the lines")
+        .as_i64()
+        .expect("a count");
+    assert_eq!(drawn, 5, "p50, p99 and three depths span the hour");
+    screenshot(&client, "dashboard-charts.png").await;
+    client
+        .find(Locator::Css("p.picker a[href*='queue=webhooks']"))
+        .await
+        .expect("a link to one queue")
+        .click()
+        .await
+        .expect("click");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !body_text(&client).await.contains("Charts: webhooks") {
+        assert!(Instant::now() < deadline, "the queue's charts did not open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     client.close().await.expect("close");
     schema.drop_schema().await;
 }
