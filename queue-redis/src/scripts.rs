@@ -1,6 +1,7 @@
 //! The Lua scripts, one file per operation under `scripts/`, each run
-//! with EVALSHA (reloaded by the client on NOSCRIPT). Per-queue scripts
-//! are prefixed with `scripts/common.lua`, their shared helpers.
+//! with EVALSHA (reloaded by the client on NOSCRIPT). Every script is
+//! prefixed with `scripts/clock.lua` (its time); per-queue scripts also
+//! with `scripts/common.lua`, their shared helpers.
 
 use std::sync::LazyLock;
 
@@ -11,7 +12,22 @@ macro_rules! queue_script {
         #[doc = $doc]
         pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
             Script::new(concat!(
+                include_str!("scripts/clock.lua"),
                 include_str!("scripts/common.lua"),
+                include_str!(concat!("scripts/", $file))
+            ))
+        });
+    };
+}
+
+/// A script of the namespace's global slot: `scripts/clock.lua`, then
+/// the file.
+macro_rules! global_script {
+    ($name:ident, $file:literal, $doc:literal) => {
+        #[doc = $doc]
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("scripts/clock.lua"),
                 include_str!(concat!("scripts/", $file))
             ))
         });
@@ -89,6 +105,7 @@ queue_script!(
 /// periodic guard, then the enqueue script's body (one script).
 pub(crate) static ENQUEUE_PERIODIC: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
+        include_str!("scripts/clock.lua"),
         include_str!("scripts/common.lua"),
         include_str!("scripts/enqueue_periodic.lua"),
         include_str!("scripts/enqueue.lua")
@@ -141,26 +158,38 @@ queue_script!(
     "Counts one queue's jobs by priority (tests, benchmarks)."
 );
 
-/// Registers queue names and reserves job sequence numbers (global slot).
-pub(crate) static REGISTER: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/register.lua")));
+global_script!(
+    REGISTER,
+    "register.lua",
+    "Registers queue names and reserves job sequence numbers (global slot)."
+);
 
-/// Registers a worker or refreshes its registration (global slot).
-pub(crate) static REGISTER_WORKER: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/register_worker.lua")));
+global_script!(
+    REGISTER_WORKER,
+    "register_worker.lua",
+    "Registers a worker or refreshes its registration (global slot)."
+);
 
-/// Removes a worker's registration (global slot).
-pub(crate) static DEREGISTER_WORKER: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/deregister_worker.lua")));
+global_script!(
+    DEREGISTER_WORKER,
+    "deregister_worker.lua",
+    "Removes a worker's registration (global slot)."
+);
 
-/// Forgets workers silent too long and lists the others (global slot).
-pub(crate) static LIST_WORKERS: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/list_workers.lua")));
+global_script!(
+    LIST_WORKERS,
+    "list_workers.lua",
+    "Forgets workers silent too long and lists the others (global slot)."
+);
 
-/// Records samples and forgets the minutes past the retention (global slot).
-pub(crate) static RECORD_SAMPLES: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/record_samples.lua")));
+global_script!(
+    RECORD_SAMPLES,
+    "record_samples.lua",
+    "Records samples and forgets the minutes past the retention (global slot)."
+);
 
-/// Reads the samples of a window (global slot).
-pub(crate) static SAMPLES: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/samples.lua")));
+global_script!(
+    SAMPLES,
+    "samples.lua",
+    "Reads the samples of a window (global slot)."
+);

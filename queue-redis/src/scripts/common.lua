@@ -35,14 +35,6 @@ local function bulk(command, key, list)
   end
 end
 
-local function clock(arg)
-  if arg ~= nil and arg ~= '' then
-    return tonumber(arg)
-  end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 local function pad(s)
   return string.rep('0', 19 - #s) .. s
 end

@@ -1,18 +1,13 @@
--- List the workers (global slot; not prefixed by common.lua): first
--- delete those last seen `forget_after` or more before now, then return
--- the others. KEYS[1]: the namespace's global prefix `{<namespace>}`.
--- ARGV: now ('' for the server's TIME), forget_after in microseconds.
--- Returns {now, id, registration JSON, last_seen, ...} (microseconds).
+-- List the workers (global slot; prefixed by clock.lua, not by
+-- common.lua): first delete those last seen `forget_after` or more before
+-- now, then return the others. KEYS[1]: the namespace's global prefix
+-- `{<namespace>}`. ARGV: now ('' for the server's TIME), forget_after in
+-- microseconds. Returns {now, id, registration JSON, last_seen, ...}
+-- (microseconds).
 local G = KEYS[1]
 local WORKERS = G .. ':workers'
 local SEEN = G .. ':worker_seen'
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = clock(ARGV[1])
 local cutoff = string.format('%.0f', now - tonumber(ARGV[2]))
 local forgotten = redis.call('ZRANGEBYSCORE', SEEN, '-inf', cutoff)
 for _, id in ipairs(forgotten) do

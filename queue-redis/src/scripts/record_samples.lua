@@ -1,22 +1,16 @@
--- Record samples (global slot; not prefixed by common.lua): per minute a
--- hash `{ns}:sample:<minute>` (fields `l<bucket, 3 digits><queue>`: jobs,
--- added to; `d<queue>`: 'pending scheduled running', replaced), and the
--- sorted set `{ns}:sample_minutes` of the minutes held (by microseconds).
--- Then forgets the minutes before now minus the retention.
--- KEYS[1]: the namespace's global prefix `{<namespace>}`.
--- ARGV: now ('' for the server's TIME), retention in microseconds, the
--- number of lag rows, then per lag row: minute (microseconds), queue,
--- bucket, jobs; then per depth row: minute, queue, pending, scheduled,
--- running. Every row was checked by the caller.
+-- Record samples (global slot; prefixed by clock.lua, not by common.lua):
+-- per minute a hash `{ns}:sample:<minute>` (fields `l<bucket, 3
+-- digits><queue>`: jobs, added to; `d<queue>`: 'pending scheduled
+-- running', replaced), and the sorted set `{ns}:sample_minutes` of the
+-- minutes held (by microseconds). Then forgets the minutes before now
+-- minus the retention. KEYS[1]: the namespace's global prefix
+-- `{<namespace>}`. ARGV: now ('' for the server's TIME), retention in
+-- microseconds, the number of lag rows, then per lag row: minute
+-- (microseconds), queue, bucket, jobs; then per depth row: minute, queue,
+-- pending, scheduled, running. Every row was checked by the caller.
 local G = KEYS[1]
 local MINUTES = G .. ':sample_minutes'
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = clock(ARGV[1])
 local function minute_key(minute)
   redis.call('ZADD', MINUTES, minute, minute)
   return G .. ':sample:' .. minute

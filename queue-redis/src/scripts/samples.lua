@@ -1,17 +1,11 @@
--- Read samples (global slot; not prefixed by common.lua): the minutes in
--- (now - window, now] of `{ns}:sample_minutes`, each with its hash (see
--- record_samples.lua). KEYS[1]: the namespace's global prefix
--- `{<namespace>}`. ARGV: now ('' for the server's TIME), the window in
--- microseconds. Returns {minute, field, value, ...} (minutes in
+-- Read samples (global slot; prefixed by clock.lua, not by common.lua):
+-- the minutes in (now - window, now] of `{ns}:sample_minutes`, each with
+-- its hash (see record_samples.lua). KEYS[1]: the namespace's global
+-- prefix `{<namespace>}`. ARGV: now ('' for the server's TIME), the window
+-- in microseconds. Returns {minute, field, value, ...} (minutes in
 -- microseconds).
 local G = KEYS[1]
-local now
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = clock(ARGV[1])
 local lo = '(' .. string.format('%.0f', now - tonumber(ARGV[2]))
 local hi = string.format('%.0f', now)
 local out = {}
