@@ -154,12 +154,10 @@ async fn drain_across<T: Target>(
     }
     let (interval, cap) = match watch {
         Watch::Finish => (FINISH_POLL, 1),
-        // Above any count of leases the processes can hold, so that the
-        // running count is exact.
-        Watch::Leases(_) => {
-            let slots = u64::from(procs) * (args.concurrency + setup.prefetch) as u64;
-            (Duration::from_millis(args.sample_ms), slots.max(1_000) + 1)
-        }
+        // Above the jobs there are, so that the running count is exact:
+        // leases are not bounded by the processes' slots, since a slot is
+        // free again when its handler returns, before its batched ack.
+        Watch::Leases(_) => (Duration::from_millis(args.sample_ms), n as u64 + 1),
     };
     let before = Ticks::read(&hosts);
     let start = Instant::now();
