@@ -106,17 +106,28 @@ mod tests {
     #[test]
     fn cpu_time_is_read_on_linux() {
         if cfg!(target_os = "linux") {
-            let start = machine_ticks().expect("/proc/stat");
+            let own = || process_ticks(std::process::id()).expect("/proc/self/stat");
+            let (machine_start, own_start) = (machine_ticks().expect("/proc/stat"), own());
             let spin = std::time::Instant::now();
             let mut x = 0u64;
-            while spin.elapsed() < Duration::from_millis(50) {
-                x = std::hint::black_box(x.wrapping_add(1));
+            // Until 10 ticks of CPU time (0.1 s at the usual 100 Hz),
+            // however busy the machine; 10 s at most.
+            while own() < own_start + 10 && spin.elapsed() < Duration::from_secs(10) {
+                for _ in 0..100_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
             }
-            let end = machine_ticks().expect("/proc/stat");
-            assert!(end.total > start.total && end.busy > start.busy);
-            assert!(start.busy <= start.total);
-            let own = process_ticks(std::process::id()).expect("/proc/self/stat");
-            assert!(own > 0, "50 ms spinning shows in the process's ticks");
+            let (machine_end, own_end) = (machine_ticks().expect("/proc/stat"), own());
+            let spun = own_end - own_start;
+            assert!(spun >= 10, "spinning shows in the process's ticks: {spun}");
+            // The machine was busy at least while this process spun (a
+            // tick of sampling either way).
+            let busy = machine_end.busy - machine_start.busy;
+            assert!(
+                busy + 2 >= spun,
+                "machine busy {busy} ticks, this process {spun}"
+            );
+            assert!(machine_end.total - machine_start.total >= busy);
             assert_eq!(process_ticks(u32::MAX), None);
         }
     }
