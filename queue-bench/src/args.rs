@@ -117,6 +117,10 @@ pub(crate) enum Workload {
     /// once), and a small tenant's start lag behind a large tenant's
     /// backlog against an empty queue's.
     Fairness(FairnessArgs),
+    /// Many worker processes against one server: a drain by 1, 2, 4 and
+    /// 8 processes of this binary, each with its own storage and pool;
+    /// then the queue's concurrency limit checked across all of them.
+    Hosts(HostsArgs),
     /// Every workload at a tiny size: proves the benchmark still works.
     Smoke,
 }
@@ -210,6 +214,32 @@ pub(crate) struct FairnessArgs {
     /// Pause between two of the small tenant's enqueues, in milliseconds.
     #[arg(long, default_value_t = 10)]
     pub(crate) interval_ms: u64,
+}
+
+/// `hosts` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct HostsArgs {
+    /// Jobs to drain at each process count.
+    #[arg(long, default_value_t = 50_000)]
+    pub(crate) n: usize,
+    /// Worker process counts to measure, one drain each.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub(crate) procs: Vec<u32>,
+    /// Each process's worker concurrency.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) concurrency: usize,
+    /// The limit check: the queue's concurrency limit
+    /// (`Storage::configure_queue`) while the largest process count drains.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) limit: u32,
+    /// Jobs of each of the limit check's two drains (without and with the
+    /// limit).
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) limit_n: usize,
+    /// How often the limit check reads the storage's stats, in
+    /// milliseconds.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) sample_ms: u64,
 }
 
 /// `latency` settings.

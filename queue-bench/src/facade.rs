@@ -26,6 +26,15 @@ impl Target for AnyStorage {
         })
     }
 
+    async fn open(setup: &Setup) -> Result<Self, BenchError> {
+        Ok(match setup.backend {
+            Backend::Postgres => PgStorage::open(setup).await?.into(),
+            Backend::Mysql => MySqlStorage::open(setup).await?.into(),
+            Backend::Sqlite => SqliteStorage::open(setup).await?.into(),
+            Backend::Redis => RedisStorage::open(setup).await?.into(),
+        })
+    }
+
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
         if let Some(redis) = self.as_redis() {
             return redis.count_live(queue).await;

@@ -150,10 +150,11 @@ async fn main() -> ExitCode {
         (Backend::Redis, false) => run::<RedisStorage>(&args, &setup).await,
     };
     match outcome {
-        Ok(report) => {
+        Ok(Some(report)) => {
             println!("{}", report.table());
             ExitCode::SUCCESS
         }
+        Ok(None) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("queue-bench: {error}");
             ExitCode::FAILURE
@@ -161,7 +162,16 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run<T: Target>(args: &Args, setup: &Setup) -> Result<Report, BenchError> {
+/// Runs the workload and returns its report; in a worker process of
+/// `hosts` (its environment says so), serves the parent instead and
+/// returns none.
+async fn run<T: Target>(args: &Args, setup: &Setup) -> Result<Option<Report>, BenchError> {
+    if let Workload::Hosts(hosts) = &args.workload
+        && std::env::var_os(workloads::hosts::HOST_VAR).is_some()
+    {
+        workloads::hosts::serve::<T>(hosts, setup).await?;
+        return Ok(None);
+    }
     let name = match (args.backend, args.facade) {
         (Backend::Postgres, true) => "postgres-facade",
         (Backend::Mysql, true) => "mysql-facade",
@@ -170,5 +180,5 @@ async fn run<T: Target>(args: &Args, setup: &Setup) -> Result<Report, BenchError
     let mut report = Report::new(name);
     report.settings(&workloads::settings::<T>(setup));
     workloads::run::<T>(&args.workload, setup, &mut report).await?;
-    Ok(report)
+    Ok(Some(report))
 }

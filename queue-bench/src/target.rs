@@ -50,6 +50,18 @@ pub(crate) trait Target: Storage + Clone + Sized + 'static {
     /// returns a storage in it.
     async fn fresh(setup: &Setup) -> Result<Self, BenchError>;
 
+    /// A storage with a pool of its own in the schema (or database) that
+    /// [`Target::fresh`] made, its contents left as they are: what another
+    /// process of the same run opens (`hosts`).
+    async fn open(setup: &Setup) -> Result<Self, BenchError> {
+        let _ = setup;
+        Err(format!(
+            "opening another process's storage is not supported on {} (hosts needs a server)",
+            Self::NAME
+        )
+        .into())
+    }
+
     /// Live rows of `queue` with priority >= 0 (the measured jobs; filler
     /// jobs have negative priorities).
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError>;
@@ -83,13 +95,20 @@ impl Target for PgStorage {
 
     async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
         queue_postgres::create_database_if_missing(&setup.url).await?;
+        let storage = Self::open(setup).await?;
+        let drop = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", setup.schema);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
+            .execute(storage.pool())
+            .await?;
+        storage.migrate().await?;
+        storage.index_keyless_jobs(setup.keyless_indexed).await?;
+        Ok(storage)
+    }
+
+    async fn open(setup: &Setup) -> Result<Self, BenchError> {
         let pool = queue_postgres::pool_options()
             .max_connections(setup.pool)
             .connect(&setup.url)
-            .await?;
-        let drop = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", setup.schema);
-        sqlx::raw_sql(sqlx::AssertSqlSafe(drop))
-            .execute(&pool)
             .await?;
         let mut storage = PgStorage::from_pool(pool)
             .with_schema(&setup.schema)?
@@ -98,8 +117,6 @@ impl Target for PgStorage {
         if let Some(url) = &setup.listen_url {
             storage = storage.with_listen_url(url)?;
         }
-        storage.migrate().await?;
-        storage.index_keyless_jobs(setup.keyless_indexed).await?;
         Ok(storage)
     }
 
@@ -178,10 +195,14 @@ impl Target for MySqlStorage {
         ))
         .await?;
         conn.disconnect().await?;
-        let url = queue_core::with_database(&setup.url, &setup.schema);
-        let storage = MySqlStorage::connect_with_size(&url, setup.pool as usize)?;
+        let storage = Self::open(setup).await?;
         storage.migrate().await?;
         Ok(storage)
+    }
+
+    async fn open(setup: &Setup) -> Result<Self, BenchError> {
+        let url = queue_core::with_database(&setup.url, &setup.schema);
+        Ok(MySqlStorage::connect_with_size(&url, setup.pool as usize)?)
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
@@ -320,17 +341,14 @@ impl Target for RedisStorage {
     /// Clears the namespace `--schema` and records the key layout.
     /// `--pool` does not apply (one multiplexed connection).
     async fn fresh(setup: &Setup) -> Result<Self, BenchError> {
-        let storage = RedisStorage::connect(&setup.url)
-            .await?
-            .with_namespace(&setup.schema)?;
+        let storage = redis_namespace(setup).await?;
         storage.clear().await?;
         storage.migrate().await?;
-        Ok(match setup.wait_replicas {
-            Some(replicas) => {
-                storage.with_durable_writes(replicas, std::time::Duration::from_secs(1))?
-            }
-            None => storage,
-        })
+        redis_durability(storage, setup)
+    }
+
+    async fn open(setup: &Setup) -> Result<Self, BenchError> {
+        redis_durability(redis_namespace(setup).await?, setup)
     }
 
     async fn count_live(&self, queue: &str) -> Result<i64, BenchError> {
@@ -351,6 +369,23 @@ impl Target for RedisStorage {
     fn notifies(setup: &Setup) -> bool {
         setup.notify
     }
+}
+
+/// A connection to `--url` in the namespace `--schema`.
+async fn redis_namespace(setup: &Setup) -> Result<RedisStorage, BenchError> {
+    Ok(RedisStorage::connect(&setup.url)
+        .await?
+        .with_namespace(&setup.schema)?)
+}
+
+/// `storage`, waiting for `--wait-replicas` replicas after each write when given.
+fn redis_durability(storage: RedisStorage, setup: &Setup) -> Result<RedisStorage, BenchError> {
+    Ok(match setup.wait_replicas {
+        Some(replicas) => {
+            storage.with_durable_writes(replicas, std::time::Duration::from_secs(1))?
+        }
+        None => storage,
+    })
 }
 
 /// The file of a `sqlite://path?query` URL; `None` for an in-memory one.

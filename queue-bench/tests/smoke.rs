@@ -6,6 +6,11 @@
 //! `QUEUE_TEST_REDIS_URL`
 //! (scripts/test.sh sets them); without them the test fails. The benchmark
 //! creates the PostgreSQL database when it is missing.
+//!
+//! `hosts` (worker processes of the benchmark binary against one server)
+//! runs apart from `smoke`, on the servers only: its processes each open
+//! the schema the run made, which a SQLite file per measurement does not
+//! allow.
 
 use std::process::Command;
 
@@ -96,6 +101,77 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         stdout
             .lines()
             .any(|l| l.starts_with(&format!("settings backend={backend} ")))
+    );
+}
+
+/// `hosts` at a tiny size: one and two worker processes, then the limit
+/// check at two; the results present and the limit held, with more
+/// leases than the limit at once when there was none.
+fn hosts(backend: &str, url: &str, schema: &str) {
+    let limit = 3;
+    let output = Command::new(env!("CARGO_BIN_EXE_queue-bench"))
+        .args(["--backend", backend, "--url", url, "--schema", schema])
+        .args(["hosts", "--n", "200", "--procs", "1,2", "--limit-n", "200"])
+        .args(["--limit", &limit.to_string()])
+        .output()
+        .expect("the benchmark binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "queue-bench {backend} hosts failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for procs in [1, 2] {
+        let prefix = format!("result backend={backend} workload=hosts procs={procs} c=16 n=200 ");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no hosts result at {procs} processes in:\n{stdout}"));
+        assert!(figure(line, "jobs_per_s") > 0, "{line}");
+    }
+    let prefix = format!("result backend={backend} workload=hosts_limit procs=2 ");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no hosts_limit result in:\n{stdout}"));
+    assert!(line.contains(" held=true"), "{line}");
+    let limited = figure(line, "limited_max_leased");
+    assert!((1..=limit).contains(&limited), "{line}");
+    assert!(figure(line, "unlimited_max_leased") > limit, "{line}");
+}
+
+/// The whole-number figure `key` of a result line.
+fn figure(line: &str, key: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no whole number {key} in {line}"))
+}
+
+#[test]
+fn hosts_run_on_postgres() {
+    hosts(
+        "postgres",
+        &server_url("QUEUE_TEST_POSTGRES_URL"),
+        "queue_test_bench_hosts",
+    );
+}
+
+#[test]
+fn hosts_run_on_mysql() {
+    hosts(
+        "mysql",
+        &server_url("QUEUE_TEST_MYSQL_URL"),
+        "queue_test_bench_hosts",
+    );
+}
+
+#[test]
+fn hosts_run_on_redis() {
+    hosts(
+        "redis",
+        &server_url("QUEUE_TEST_REDIS_URL"),
+        "queue_test_bench_hosts",
     );
 }
 

@@ -5,6 +5,7 @@ mod backlog;
 mod drain;
 mod enqueue;
 mod fairness;
+pub(crate) mod hosts;
 mod inspect;
 mod latency;
 mod ops;
@@ -50,6 +51,7 @@ pub(crate) async fn run<T: Target>(
         Workload::Inspect(args) => inspect::run::<T>(args, setup, report).await,
         Workload::Soak(args) => soak::run::<T>(args, setup, report).await,
         Workload::Fairness(args) => fairness::run::<T>(args, setup, report).await,
+        Workload::Hosts(args) => hosts::run::<T>(args, setup, report).await,
         Workload::Smoke => smoke::<T>(setup, report).await,
     }
 }
