@@ -98,7 +98,9 @@ impl MySqlStorage {
             query(PRUNE_LAG_SAMPLES, expired.clone())
                 .execute(&mut conn)
                 .await?;
-            query(PRUNE_DEPTH_SAMPLES, expired).execute(&mut conn).await?;
+            query(PRUNE_DEPTH_SAMPLES, expired)
+                .execute(&mut conn)
+                .await?;
             Ok(())
         })
         .await

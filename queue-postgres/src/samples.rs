@@ -75,7 +75,10 @@ fn sample_row(row: &PgRow, into: &mut SampleRows) -> Result<()> {
     let queue = stored("queue_name", name, QueueName::new)?;
     let minute = row.try_get("minute").map_err(interpret_error)?;
     let count = |column: &str| row.try_get::<i64, _>(column).map_err(interpret_error);
-    match row.try_get::<Option<i16>, _>("bucket").map_err(interpret_error)? {
+    match row
+        .try_get::<Option<i16>, _>("bucket")
+        .map_err(interpret_error)?
+    {
         Some(bucket) => into.lags.push(LagRow {
             queue,
             minute,

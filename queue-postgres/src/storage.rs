@@ -12,8 +12,8 @@ use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
     NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput, Wakeups,
-    WorkerId, WorkerInfo, WorkerRecord,
+    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
+    Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
