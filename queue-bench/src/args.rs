@@ -29,6 +29,11 @@ pub(crate) struct Args {
     /// library's default when absent).
     #[arg(long)]
     pub(crate) completion_batch: Option<usize>,
+    /// Workers record no start lags and depths
+    /// (`WorkerOptions::sample_interval` `None`), to measure what the
+    /// charts' samples cost.
+    #[arg(long)]
+    pub(crate) no_samples: bool,
     /// Do not listen for PostgreSQL's notifications (the worker polls).
     #[arg(long)]
     pub(crate) no_notify: bool,

@@ -104,6 +104,7 @@ async fn main() -> ExitCode {
         notify: !args.no_notify,
         prefetch: args.prefetch,
         completion_batch: args.completion_batch,
+        samples: !args.no_samples,
         backend: args.backend,
         keyless_indexed: !args.keyless_unindexed,
         async_claims: args.async_claims,

@@ -24,6 +24,8 @@ pub(crate) struct Setup {
     pub(crate) prefetch: usize,
     /// `WorkerOptions::completion_batch`, when not the default.
     pub(crate) completion_batch: Option<usize>,
+    /// Whether workers record samples (`--no-samples` turns them off).
+    pub(crate) samples: bool,
     /// The backend the run is for (what `--facade` opens through `AnyStorage`).
     pub(crate) backend: crate::args::Backend,
     /// PostgreSQL: whether keyless jobs stay in the unique-key index (as

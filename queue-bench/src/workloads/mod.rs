@@ -143,6 +143,7 @@ pub(crate) fn worker_options(setup: &Setup) -> WorkerOptions {
     WorkerOptions {
         subscribe: setup.notify,
         completion_batch: setup.completion_batch.unwrap_or(defaults.completion_batch),
+        sample_interval: defaults.sample_interval.filter(|_| setup.samples),
         ..defaults
     }
 }
@@ -171,6 +172,15 @@ pub(crate) fn settings<T: Target>(setup: &Setup) -> Vec<(&'static str, String)> 
             options.poll_interval.as_millis().to_string(),
         ),
         ("completion_batch", options.completion_batch.to_string()),
+        (
+            "samples",
+            if options.sample_interval.is_some() {
+                "on"
+            } else {
+                "off"
+            }
+            .to_owned(),
+        ),
         (
             "completion_delay_ms",
             options.completion_delay.as_millis().to_string(),

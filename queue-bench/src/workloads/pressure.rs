@@ -583,6 +583,7 @@ mod tests {
                 notify: false,
                 prefetch: 0,
                 completion_batch: None,
+                samples: true,
                 backend,
                 keyless_indexed: true,
                 async_claims: false,
