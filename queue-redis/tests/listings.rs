@@ -12,8 +12,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use queue_core::{
-    DequeueRequest, JobFilter, JobId, JobState, NewJob, QueueName, Storage, WorkerId,
-    derive_state,
+    DequeueRequest, JobFilter, JobId, JobState, NewJob, QueueName, Storage, WorkerId, derive_state,
 };
 use queue_redis::RedisStorage;
 use serde_json::json;
@@ -47,8 +46,13 @@ async fn enqueue(storage: &RedisStorage, count: usize, delay: Option<Duration>) 
 }
 
 async fn claim(storage: &RedisStorage, count: u32, lease: Duration) -> Vec<JobId> {
-    let request = DequeueRequest::new(vec![queue()], count, lease, WorkerId::new("w").unwrap())
-        .expect("request");
+    let request = DequeueRequest::new(
+        vec![queue()],
+        count,
+        lease,
+        WorkerId::new("w").expect("worker id"),
+    )
+    .expect("request");
     let jobs = storage.dequeue(&request).await.expect("dequeue");
     assert_eq!(jobs.len(), count as usize, "claimed all");
     jobs.into_iter().map(|job| job.id).collect()
