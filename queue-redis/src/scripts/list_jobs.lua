@@ -56,13 +56,20 @@ end
 -- range), `index` being `zset`'s id index.
 local function in_range(zset, index, min, max, keep)
   if redis.call('ZCOUNT', zset, min, max) <= SMALL then
-    local found = {}
-    for _, id in ipairs(redis.call('ZRANGE', zset, min, max, 'BYSCORE')) do
-      if before == '' or id < before then
-        found[#found + 1] = id
+    -- Sorted by Lua's own comparison (no Lua function called per
+    -- comparison) and taken from the end.
+    local found = redis.call('ZRANGE', zset, min, max, 'BYSCORE')
+    table.sort(found)
+    local out = {}
+    for i = #found, 1, -1 do
+      if #out >= n then
+        break
+      end
+      if before == '' or found[i] < before then
+        out[#out + 1] = found[i]
       end
     end
-    return merge({found})
+    return out
   end
   local out, from, page = {}, top, math.max(n, 64)
   while #out < n do
