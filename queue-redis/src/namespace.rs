@@ -29,8 +29,12 @@ impl RedisStorage {
     ///
     /// Layout 1 also kept every pending job by available_at in
     /// `P:ready_at`; layout 2 keeps only each priority level's oldest in
-    /// `P:levels` (one sorted-set write less per job), and the upgrade
-    /// builds that index and deletes the old one.
+    /// `P:levels` (one sorted-set write less per job); layout 3 adds the
+    /// id indexes of the listings (`P:ids:ready`, `P:ids:delayed`,
+    /// `P:ids:leased`). The upgrade from 1 or 2 builds the newer indexes
+    /// from the ones every layout has (one script per queue, which holds
+    /// the server for about a second per million live jobs) and deletes
+    /// `P:ready_at`.
     /// Stop processes of the older version first: they would go on writing
     /// the index they know.
     ///
@@ -49,7 +53,7 @@ impl RedisStorage {
         let found: Option<String> = self.command(redis::cmd("GET").arg(&key)).await?;
         match found {
             Some(found) if found == version => Ok(Vec::new()),
-            Some(found) if found == "1" => {
+            Some(found) if found == "1" || found == "2" => {
                 for queue in self.all_queues().await? {
                     let prefix = self.keys.queue(queue.as_str());
                     let _: i64 = self.invoke(&scripts::UPGRADE_LAYOUT, &prefix, &[]).await?;

@@ -32,7 +32,7 @@ pub const DEFAULT_NAMESPACE: &str = "queue";
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 16 * 1024 * 1024;
 
 /// The version of the key layout (see the crate docs) this version writes.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 
 /// A job queue stored in Redis (standalone or Cluster).
 ///

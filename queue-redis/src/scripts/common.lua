@@ -10,6 +10,12 @@ local READY = P .. ':ready'       -- pending: score -priority, member pad(availa
 local LEVELS = P .. ':levels'     -- pending: member a level of READY (its score), score its oldest available_at
 local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
 local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
+-- The same jobs by id, for the listings (score 0, member id: lexical =
+-- numeric, walked with ZREVRANGEBYLEX): each holds exactly the jobs of
+-- its index above, and every write to one is mirrored in the other.
+local IDS_READY = P .. ':ids:ready'
+local IDS_DELAYED = P .. ':ids:delayed'
+local IDS_LEASED = P .. ':ids:leased'
 local UNIQUE = P .. ':unique'     -- hash: unique key -> id
 local PAUSED = P .. ':paused'     -- exists while the queue is paused
 local CONFIG = P .. ':config'     -- hash: the queue's limits and token bucket (absent: none)
@@ -86,6 +92,7 @@ end
 local function to_ready(id, priority, at)
   local score = -tonumber(priority)
   redis.call('ZADD', READY, fmt(score), ready_member(at, id))
+  redis.call('ZADD', IDS_READY, 0, id)
   level_add(level_name(score), at)
 end
 
@@ -95,6 +102,7 @@ local function place(id, priority, at, now)
     to_ready(id, priority, at)
   else
     redis.call('ZADD', DELAYED, at, id)
+    redis.call('ZADD', IDS_DELAYED, 0, id)
   end
 end
 
@@ -104,10 +112,15 @@ local function unplace(id, at)
   local score = redis.call('ZSCORE', READY, member)
   if score then
     redis.call('ZREM', READY, member)
+    redis.call('ZREM', IDS_READY, id)
     level_refresh(level_name(score))
   end
-  redis.call('ZREM', DELAYED, id)
-  redis.call('ZREM', LEASED, id)
+  if redis.call('ZREM', DELAYED, id) == 1 then
+    redis.call('ZREM', IDS_DELAYED, id)
+  end
+  if redis.call('ZREM', LEASED, id) == 1 then
+    redis.call('ZREM', IDS_LEASED, id)
+  end
 end
 
 -- Moves scheduled jobs that came due to pending, earliest first.
@@ -116,6 +129,7 @@ local function promote(now)
   for _, id in ipairs(due) do
     local f = redis.call('HMGET', job_key(id), 'priority', 'available_at')
     redis.call('ZREM', DELAYED, id)
+    redis.call('ZREM', IDS_DELAYED, id)
     if f[1] then
       to_ready(id, f[1], f[2])
     end
@@ -153,6 +167,7 @@ end
 local function clear_lease(id)
   redis.call('HDEL', job_key(id), 'lease_until', 'locked_by')
   redis.call('ZREM', LEASED, id)
+  redis.call('ZREM', IDS_LEASED, id)
 end
 
 -- Moves live job `id` to history with `status`: the job's hash is renamed
@@ -173,6 +188,7 @@ local function archive(id, status, result, last_error, processed_by, now, held, 
     sink.unleased[#sink.unleased + 1] = id
   elseif held then
     redis.call('ZREM', LEASED, id)
+    redis.call('ZREM', IDS_LEASED, id)
   else
     unplace(id, f[2])
   end
@@ -221,6 +237,7 @@ end
 -- Makes the index writes collected in `sink`, a few commands in all.
 local function flush(sink)
   bulk('ZREM', LEASED, sink.unleased)
+  bulk('ZREM', IDS_LEASED, sink.unleased)
   for _, status in ipairs(STATUSES) do
     bulk('ZADD', HIST_IDS .. ':' .. status, sink.ids[status])
     bulk('ZADD', HIST_FIN .. ':' .. status, sink.fin[status])

@@ -39,7 +39,7 @@ if ARGV[5] ~= '' then
 end
 local now_text = fmt(now)
 local out = {{now_text, until_at}}
-local members, leased, levels = {}, {}, {}
+local members, taken, ids, leased, levels = {}, {}, {}, {}, {}
 for i = 1, #picked, 3 do
   local member, eff = picked[i], tonumber(picked[i + 2])
   if bound and before(bound, {member = member, eff = eff}) then
@@ -48,6 +48,9 @@ for i = 1, #picked, 3 do
   local id = id_of_ready(member)
   local k = job_key(id)
   members[#members + 1] = member
+  taken[#taken + 1] = id
+  ids[#ids + 1] = 0
+  ids[#ids + 1] = id
   levels[picked[i + 1]] = true
   leased[#leased + 1] = until_at
   leased[#leased + 1] = id
@@ -71,5 +74,8 @@ for score in pairs(levels) do
   level_refresh(level_name(score))
 end
 bulk('ZADD', LEASED, leased)
+-- The id indexes follow: one command each for the whole claim.
+bulk('ZREM', IDS_READY, taken)
+bulk('ZADD', IDS_LEASED, ids)
 take_tokens(bucket, #out - 1)
 return out

@@ -13,7 +13,7 @@ local now = clock(ARGV[1])
 local now_text = fmt(now)
 local out = {}
 local added = false
-local ready, delayed = {}, {}
+local ready, delayed, ready_ids, delayed_ids = {}, {}, {}, {}
 -- Per-job work is what a batch costs the server: each priority's ready
 -- score and level are worked out once (with the oldest available_at
 -- among its jobs, for LEVELS), a job due now reuses the padded clock, and
@@ -74,6 +74,8 @@ while i <= #ARGV do
         level.oldest = at
       end
       ready[#ready + 1] = level.score
+      ready_ids[#ready_ids + 1] = 0
+      ready_ids[#ready_ids + 1] = id
       if kind == 'now' then
         ready[#ready + 1] = now_member .. id
       else
@@ -82,15 +84,19 @@ while i <= #ARGV do
     else
       delayed[#delayed + 1] = at
       delayed[#delayed + 1] = id
+      delayed_ids[#delayed_ids + 1] = 0
+      delayed_ids[#delayed_ids + 1] = id
     end
     added = true
   end
 end
 bulk('ZADD', READY, ready)
+bulk('ZADD', IDS_READY, ready_ids)
 for _, level in pairs(levels) do
   level_add(level.name, level.oldest)
 end
 bulk('ZADD', DELAYED, delayed)
+bulk('ZADD', IDS_DELAYED, delayed_ids)
 if added then
   redis.call('PUBLISH', ARGV[2], ARGV[3])
 end

@@ -9,6 +9,7 @@ for i = 4, #ARGV do
   local f = redis.call('HMGET', job_key(id), 'priority', 'available_at', 'lease_until')
   if f[2] and not f[3] and tonumber(f[2]) > now then
     redis.call('ZREM', DELAYED, id)
+    redis.call('ZREM', IDS_DELAYED, id)
     redis.call('HSET', job_key(id), 'available_at', at, 'updated_at', at)
     to_ready(id, f[1], at)
     moved = moved + 1
