@@ -41,8 +41,9 @@ impl SqliteStorage {
                     .execute(&mut *conn)
                     .await?;
             }
-            let expired = chrono::DateTime::from_timestamp_micros(now)
-                .map_or(i64::MIN, |now| samples_expire_before(now).timestamp_micros());
+            let expired = chrono::DateTime::from_timestamp_micros(now).map_or(i64::MIN, |now| {
+                samples_expire_before(now).timestamp_micros()
+            });
             for prune in [sql::PRUNE_LAG_SAMPLES, sql::PRUNE_DEPTH_SAMPLES] {
                 sqlx::query(prune).bind(expired).execute(&mut *conn).await?;
             }
@@ -62,7 +63,10 @@ impl SqliteStorage {
             .map_err(interpret_error)?;
         let mut read = SampleRows::default();
         for row in &found {
-            let get = |column: &str| row.try_get::<Option<i64>, _>(column).map_err(interpret_error);
+            let get = |column: &str| {
+                row.try_get::<Option<i64>, _>(column)
+                    .map_err(interpret_error)
+            };
             let name: String = row.try_get("queue_name").map_err(interpret_error)?;
             let queue = stored("queue_name", name, QueueName::new)?;
             let minute = stored_instant("minute", row.try_get("minute").map_err(interpret_error)?)?;
