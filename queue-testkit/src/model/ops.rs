@@ -394,7 +394,7 @@ pub(super) fn throughput_samples(
     sample
         .lag
         .record(Duration::from_millis(u64::from(minutes) * 7));
-    if minutes % 2 == 0 {
+    if minutes.is_multiple_of(2) {
         sample.depth = Some(queue_core::Depth {
             pending: u64::from(minutes),
             scheduled: 1,
