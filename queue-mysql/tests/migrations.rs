@@ -81,6 +81,8 @@ async fn migrations_apply_to_an_empty_database() {
             "job_ready_2",
             "job_ready_3",
             "job_ready_inbox",
+            "job_sample_depth",
+            "job_sample_lag",
             "job_throughput",
             "queue_config",
             "queue_group_limit",

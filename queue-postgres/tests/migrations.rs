@@ -63,6 +63,8 @@ async fn migrations_apply_to_an_empty_schema() {
             "job_ready_1",
             "job_ready_2",
             "job_ready_3",
+            "job_sample_depth",
+            "job_sample_lag",
             "job_throughput",
             "queue_config",
             "queue_group_limit",
@@ -374,9 +376,12 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    // 0017 (listing by queue) and 0018 (priority aging) come with it, and
-    // change none of this.
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![16, 17, 18]);
+    // 0017 (listing by queue), 0018 (priority aging) and 0019 (samples)
+    // come with it, and change none of this.
+    assert_eq!(
+        storage.migrate().await.expect("migrate"),
+        vec![16, 17, 18, 19]
+    );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| {
         DequeueRequest::new(
@@ -475,7 +480,7 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![17, 18]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![17, 18, 19]);
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| {
         DequeueRequest::new(
