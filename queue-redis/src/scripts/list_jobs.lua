@@ -11,16 +11,19 @@
 --   exhausted: none (every script archives a job whose last attempt
 --     ends, so no unheld job has attempts left at 0).
 -- A state that is a time range of DELAYED or LEASED (`in_range`) is read
--- by that range when it holds at most SMALL jobs, else by walking the id
--- index and keeping the members in range (ZMSCORE, a page at a time): the
--- members passed over are the other side of now (due DELAYED jobs, which
--- the next claim promotes, or expired leases, which the next reclaim
--- ends) interleaved with the ones wanted.
+-- whichever way reads fewer ids: by that range (all `c` of its members,
+-- sorted), or by walking the id index and keeping the members in range
+-- (ZMSCORE, a page at a time), which reads about `n * t / c` ids of the
+-- set's `t` when the wanted members are spread through it. The range wins
+-- when `c * c <= n * t`, so either way a page reads at most about
+-- sqrt(n * t) ids: 900 running jobs of 1,000 leased are walked (57 ids
+-- for a page of 51), 100 stalled ones read by range. The members passed
+-- over are the other side of now (due DELAYED jobs, which the next claim
+-- promotes, or expired leases, which the next reclaim ends).
 -- ARGV: now, state ('' for any), before (padded id or ''), n, id (padded
 -- or ''), key ('' for none). Returns {{id, field, value, ...}, ...}.
 local now = clock(ARGV[1])
 local want, before, n, key = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[6]
-local SMALL = 1000
 local top = '+'
 if before ~= '' then
   top = '(' .. before
@@ -55,7 +58,11 @@ end
 -- `min` to `max` (range syntax; `keep` tests a score against the same
 -- range), `index` being `zset`'s id index.
 local function in_range(zset, index, min, max, keep)
-  if redis.call('ZCOUNT', zset, min, max) <= SMALL then
+  local count = redis.call('ZCOUNT', zset, min, max)
+  if count == 0 then
+    return {}
+  end
+  if count * count <= n * redis.call('ZCARD', zset) then
     -- Sorted by Lua's own comparison (no Lua function called per
     -- comparison) and taken from the end.
     local found = redis.call('ZRANGE', zset, min, max, 'BYSCORE')
