@@ -249,13 +249,9 @@ async fn migrate_upgrades_layout_two_to_the_id_indexes() {
     claim(&storage, 10, Duration::from_secs(3600)).await;
     enqueue(&storage, 10, Some(Duration::from_secs(3600))).await;
     let before: Vec<BTreeSet<JobId>> = listed(&storage).await;
-    let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = common::raw_connection().await;
     // What a layout-2 version left: its version and no id indexes.
-    let layout = format!("{{{namespace}}}:layout");
+    let layout = common::layout_key(&namespace);
     let prefix = format!("{namespace}:{{{QUEUE}}}");
     let _: () = redis::pipe()
         .cmd("SET")
@@ -278,12 +274,7 @@ async fn migrate_upgrades_layout_two_to_the_id_indexes() {
         storage.migrate().await.expect("upgrade"),
         vec![queue_redis::LAYOUT_VERSION]
     );
-    let version: String = redis::cmd("GET")
-        .arg(&layout)
-        .query_async(&mut conn)
-        .await
-        .expect("layout");
-    assert_eq!(version, queue_redis::LAYOUT_VERSION.to_string());
+    common::assert_current_layout(&mut conn, &namespace).await;
     let after = listed(&storage).await;
     assert_eq!(after, before);
     assert_eq!(

@@ -202,13 +202,9 @@ async fn migrate_records_the_layout_once_and_refuses_another() {
         vec![queue_redis::LAYOUT_VERSION]
     );
     assert!(storage.migrate().await.expect("second").is_empty());
-    let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = common::raw_connection().await;
     let _: () = redis::cmd("SET")
-        .arg(format!("{{{namespace}}}:layout"))
+        .arg(common::layout_key(&namespace))
         .arg("99")
         .query_async(&mut conn)
         .await
@@ -230,14 +226,10 @@ async fn migrate_upgrades_layout_one_to_the_index_of_levels() {
         let job = NewJob::new("upgraded", json!({})).priority(priority);
         jobs.push(storage.enqueue(job).await.expect("enqueue").id);
     }
-    let client = redis::Client::open(common::standalone_url().as_str()).expect("url");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut conn = common::raw_connection().await;
     // What a layout-1 version left: its version, its pending index by
     // available_at, and no index of levels.
-    let layout = format!("{{{namespace}}}:layout");
+    let layout = common::layout_key(&namespace);
     let prefix = format!("{namespace}:{{upgraded}}");
     let _: () = redis::pipe()
         .cmd("SET")
@@ -265,12 +257,7 @@ async fn migrate_upgrades_layout_one_to_the_index_of_levels() {
         .await
         .expect("exists");
     assert!(!left, "the layout-1 index is gone");
-    let version: String = redis::cmd("GET")
-        .arg(&layout)
-        .query_async(&mut conn)
-        .await
-        .expect("layout");
-    assert_eq!(version, queue_redis::LAYOUT_VERSION.to_string());
+    common::assert_current_layout(&mut conn, &namespace).await;
     // Each level's oldest job: the first of each priority.
     let levels: Vec<(String, i64)> = redis::cmd("ZRANGE")
         .arg(format!("{prefix}:levels"))

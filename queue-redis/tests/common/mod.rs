@@ -61,6 +61,34 @@ pub(crate) async fn connect(cluster: bool) -> RedisStorage {
     })
 }
 
+/// A plain connection to the standalone server, for what a test reads or
+/// plants beside the storage.
+pub(crate) async fn raw_connection() -> redis::aio::MultiplexedConnection {
+    redis::Client::open(standalone_url().as_str())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+/// The key holding `namespace`'s layout version.
+pub(crate) fn layout_key(namespace: &str) -> String {
+    format!("{{{namespace}}}:layout")
+}
+
+/// Asserts that `namespace` records the current layout version.
+pub(crate) async fn assert_current_layout(
+    conn: &mut redis::aio::MultiplexedConnection,
+    namespace: &str,
+) {
+    let version: String = redis::cmd("GET")
+        .arg(layout_key(namespace))
+        .query_async(conn)
+        .await
+        .expect("layout");
+    assert_eq!(version, queue_redis::LAYOUT_VERSION.to_string());
+}
+
 /// Deletes every key of `namespace` on every master.
 pub(crate) async fn purge(cluster: bool, namespace: String) {
     connect(cluster)
