@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Nullable, Text};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, RunQueryDsl, SimpleAsyncConnection};
 use queue_core::backend::{
     DepthRow, LagRow, SampleRows, corrupt, sample_rows, samples_expire_before, stored,
 };
@@ -16,7 +16,9 @@ use queue_core::{QueueName, QueueSample, Result, validate_window};
 use crate::MySqlStorage;
 use crate::bind::{Param, naive, query};
 use crate::rows::utc;
-use crate::sql::{PRUNE_DEPTH_SAMPLES, PRUNE_LAG_SAMPLES, SAMPLES, record_depths, record_lags};
+use crate::sql::{
+    PRUNE_DEPTH_SAMPLES, PRUNE_LAG_SAMPLES, SAMPLES, SAMPLES_SESSION, record_depths, record_lags,
+};
 
 /// Rows per INSERT: 1,000 lag rows are 4,000 placeholders, far below the
 /// 65,535 a prepared statement takes.
@@ -28,10 +30,8 @@ struct SampleRow {
     queue_name: String,
     #[diesel(sql_type = Datetime)]
     minute: NaiveDateTime,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    bucket: Option<i64>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    jobs: Option<i64>,
+    #[diesel(sql_type = Nullable<Text>)]
+    lags: Option<String>,
     #[diesel(sql_type = Nullable<BigInt>)]
     pending: Option<i64>,
     #[diesel(sql_type = Nullable<BigInt>)]
@@ -116,6 +116,7 @@ impl MySqlStorage {
                 let since = now - to_time_delta(window);
                 let bounds = [Param::Time(since), Param::Time(now)];
                 let params = bounds.iter().chain(&bounds).cloned().collect();
+                conn.batch_execute(SAMPLES_SESSION).await?;
                 Ok(query(SAMPLES, params).load::<SampleRow>(&mut conn).await?)
             })
             .await?;
@@ -124,13 +125,10 @@ impl MySqlStorage {
             let queue = stored("queue_name", row.queue_name, QueueName::new)?;
             let minute = utc(row.minute);
             let count = |n: Option<i64>| n.unwrap_or_default();
-            match row.bucket {
-                Some(bucket) => read.lags.push(LagRow {
-                    queue,
-                    minute,
-                    bucket: u8::try_from(bucket).map_err(|_| corrupt("bucket", bucket))?,
-                    jobs: count(row.jobs),
-                }),
+            match row.lags {
+                Some(text) => read
+                    .push_lag_text(&queue, minute, &text)
+                    .ok_or_else(|| corrupt("job_sample_lag", text))?,
                 None => read.depths.push(DepthRow {
                     queue,
                     minute,

@@ -69,22 +69,31 @@ impl PgStorage {
     }
 }
 
-/// One row of `SAMPLES`, a lag row when `bucket` is set, else a depth row.
+/// One row of `SAMPLES`: a sample's lags when `buckets` is set, else its
+/// depth.
 fn sample_row(row: &PgRow, into: &mut SampleRows) -> Result<()> {
     let name: String = row.try_get("queue_name").map_err(interpret_error)?;
     let queue = stored("queue_name", name, QueueName::new)?;
     let minute = row.try_get("minute").map_err(interpret_error)?;
     let count = |column: &str| row.try_get::<i64, _>(column).map_err(interpret_error);
     match row
-        .try_get::<Option<i16>, _>("bucket")
+        .try_get::<Option<Vec<i16>>, _>("buckets")
         .map_err(interpret_error)?
     {
-        Some(bucket) => into.lags.push(LagRow {
-            queue,
-            minute,
-            bucket: u8::try_from(bucket).map_err(|_| corrupt("bucket", bucket))?,
-            jobs: count("jobs")?,
-        }),
+        Some(buckets) => {
+            let jobs: Vec<i64> = row.try_get("jobs").map_err(interpret_error)?;
+            if jobs.len() != buckets.len() {
+                return Err(corrupt("job_sample_lag", format!("{buckets:?} {jobs:?}")));
+            }
+            for (bucket, jobs) in buckets.into_iter().zip(jobs) {
+                into.lags.push(LagRow {
+                    queue: queue.clone(),
+                    minute,
+                    bucket: u8::try_from(bucket).map_err(|_| corrupt("bucket", bucket))?,
+                    jobs,
+                });
+            }
+        }
         None => into.depths.push(DepthRow {
             queue,
             minute,

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use queue_core::backend::{DepthRow, LagRow, SampleRows, corrupt, sample_rows, stored_instant};
+use queue_core::backend::{
+    DepthRow, LagRow, SampleRows, corrupt, lag_text, sample_rows, stored_instant,
+};
 use queue_core::time::duration_micros;
 use queue_core::{QueueName, QueueSample, Result, SAMPLE_RETENTION, validate_window};
 
@@ -17,17 +19,22 @@ impl RedisStorage {
         if rows.lags.is_empty() && rows.depths.is_empty() {
             return Ok(());
         }
+        // One histogram per queue and minute: the rows come sorted by
+        // queue, minute and bucket.
+        let histograms: Vec<_> = rows
+            .lags
+            .chunk_by(|a, b| (&a.queue, a.minute) == (&b.queue, b.minute))
+            .collect();
         let mut args = vec![
             self.now_arg(),
             duration_micros(SAMPLE_RETENTION).to_string(),
-            rows.lags.len().to_string(),
+            histograms.len().to_string(),
         ];
-        for row in &rows.lags {
+        for rows in histograms {
             args.extend([
-                row.minute.timestamp_micros().to_string(),
-                row.queue.as_str().to_owned(),
-                row.bucket.to_string(),
-                row.jobs.to_string(),
+                rows[0].minute.timestamp_micros().to_string(),
+                rows[0].queue.as_str().to_owned(),
+                lag_text(rows),
             ]);
         }
         for row in &rows.depths {
@@ -59,21 +66,30 @@ impl RedisStorage {
     }
 }
 
-/// One field of a minute's hash: `l<bucket, 3 digits><queue>` holds jobs,
-/// `d<queue>` holds 'pending scheduled running'.
+/// One field of a minute's hash: `l<queue>` holds its lag histogram,
+/// 'bucket:jobs ...' (or, written before, `l<bucket><queue>` one bucket's
+/// jobs), `d<queue>` its depth, 'pending scheduled running'.
 fn sample_field(minute: &str, field: &str, value: &str, into: &mut SampleRows) -> Result<()> {
     let bad = || corrupt("sample", format!("{minute:?} {field:?} {value:?}"));
     let minute = stored_instant("sample minute", minute.parse().map_err(|_| bad())?)?;
     let number = |text: &str| text.parse::<i64>().map_err(|_| bad());
     let queue = |name: &str| QueueName::new(name).map_err(|_| bad());
-    if let Some(rest) = field.strip_prefix('l') {
-        let (bucket, name) = rest.split_at_checked(3).ok_or_else(bad)?;
-        into.lags.push(LagRow {
-            queue: queue(name)?,
-            minute,
-            bucket: bucket.parse().map_err(|_| bad())?,
-            jobs: number(value)?,
-        });
+    if let Some(name) = field.strip_prefix('l') {
+        if value.contains(':') {
+            into.push_lag_text(&queue(name)?, minute, value)
+                .ok_or_else(bad)?;
+        } else {
+            // A field per bucket, `l<bucket, 3 digits><queue>` holding
+            // jobs, as the first charts release wrote them: read beside
+            // the newer field, their lags add up, until they age out.
+            let (bucket, name) = name.split_at_checked(3).ok_or_else(bad)?;
+            into.lags.push(LagRow {
+                queue: queue(name)?,
+                minute,
+                bucket: bucket.parse().map_err(|_| bad())?,
+                jobs: number(value)?,
+            });
+        }
     } else if let Some(name) = field.strip_prefix('d') {
         let mut counts = value.split(' ').map(number);
         let mut next = || counts.next().unwrap_or_else(|| Err(bad()));

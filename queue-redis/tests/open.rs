@@ -322,3 +322,51 @@ async fn a_tls_url_is_invalid_in_this_build() {
         .expect_err("no TLS support is built in");
     assert_eq!(error.invalid_field(), Some("url"), "{error:?}");
 }
+
+/// Samples recorded a hash field per lag bucket (the first charts
+/// release's form) still read, and add up with the same minute's lags
+/// recorded now, one field per queue and minute.
+#[tokio::test]
+async fn samples_kept_a_field_per_bucket_read_beside_the_newer_form() {
+    let namespace = common::fresh_namespace();
+    let storage = common::connect(false)
+        .await
+        .with_namespace(&namespace)
+        .expect("namespace");
+    storage.migrate().await.expect("migrate");
+    let minute = queue_core::minute_of(storage.now().await.expect("now"));
+    let micros = minute.timestamp_micros().to_string();
+    let bucket = queue_core::lag_bucket(Duration::from_millis(40));
+    let mut conn = common::raw_connection().await;
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(format!("{{{namespace}}}:sample:{micros}"))
+        .arg(format!("l{bucket:03}emails"))
+        .arg(5)
+        .ignore()
+        .cmd("ZADD")
+        .arg(format!("{{{namespace}}}:sample_minutes"))
+        .arg(&micros)
+        .arg(&micros)
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("samples in the older form");
+    let mut now = queue_core::QueueSample::new(QueueName::new("emails").expect("name"), minute);
+    now.lag.record(Duration::from_millis(40));
+    now.lag.record(Duration::from_millis(3));
+    storage.record_samples(&[now]).await.expect("record");
+    let read = storage
+        .samples(Duration::from_secs(3600))
+        .await
+        .expect("samples");
+    assert_eq!(read.len(), 1, "{read:?}");
+    let buckets: Vec<(u8, u64)> = read[0].lag.buckets().collect();
+    let mut expected = vec![
+        (queue_core::lag_bucket(Duration::from_millis(3)), 1),
+        (bucket, 6),
+    ];
+    expected.sort();
+    assert_eq!(buckets, expected);
+    common::purge(false, namespace).await;
+}

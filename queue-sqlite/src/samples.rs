@@ -4,8 +4,7 @@
 use std::time::Duration;
 
 use queue_core::backend::{
-    DepthRow, LagRow, SampleRows, corrupt, sample_rows, samples_expire_before, stored,
-    stored_instant,
+    DepthRow, SampleRows, corrupt, sample_rows, samples_expire_before, stored, stored_instant,
 };
 use queue_core::time::duration_micros;
 use queue_core::{QueueName, QueueSample, Result, validate_window};
@@ -70,13 +69,11 @@ impl SqliteStorage {
             let name: String = row.try_get("queue_name").map_err(interpret_error)?;
             let queue = stored("queue_name", name, QueueName::new)?;
             let minute = stored_instant("minute", row.try_get("minute").map_err(interpret_error)?)?;
-            match get("bucket")? {
-                Some(bucket) => read.lags.push(LagRow {
-                    queue,
-                    minute,
-                    bucket: u8::try_from(bucket).map_err(|_| corrupt("bucket", bucket))?,
-                    jobs: get("jobs")?.unwrap_or_default(),
-                }),
+            let lags: Option<String> = row.try_get("lags").map_err(interpret_error)?;
+            match lags {
+                Some(text) => read
+                    .push_lag_text(&queue, minute, &text)
+                    .ok_or_else(|| corrupt("job_sample_lag", text))?,
                 None => read.depths.push(DepthRow {
                     queue,
                     minute,

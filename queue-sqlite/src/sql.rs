@@ -580,11 +580,14 @@ pub(crate) const PRUNE_LAG_SAMPLES: &str = "DELETE FROM job_sample_lag WHERE min
 /// Deletes the depth rows of minutes before ?1.
 pub(crate) const PRUNE_DEPTH_SAMPLES: &str = "DELETE FROM job_sample_depth WHERE minute < ?1";
 
-/// The lag rows (`bucket`, `jobs` set) and depth rows (`pending`,
-/// `scheduled`, `running` set) of minutes in `(?1, ?2]`.
+/// Per queue and minute in `(?1, ?2]`, its lags as one text (`lags` set,
+/// `queue_core::backend::lag_text`'s form: a row per sample rather than per
+/// bucket), and its depth (`pending`, `scheduled`, `running` set).
 pub(crate) const SAMPLES: &str = "
-SELECT queue_name, minute, bucket, jobs, NULL AS pending, NULL AS scheduled, NULL AS running
+SELECT queue_name, minute, group_concat(bucket || ':' || jobs, ' ') AS lags,
+       NULL AS pending, NULL AS scheduled, NULL AS running
 FROM job_sample_lag WHERE minute > ?1 AND minute <= ?2
+GROUP BY minute, queue_name
 UNION ALL
-SELECT queue_name, minute, NULL, NULL, pending, scheduled, running
+SELECT queue_name, minute, NULL, pending, scheduled, running
 FROM job_sample_depth WHERE minute > ?1 AND minute <= ?2";

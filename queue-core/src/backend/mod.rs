@@ -12,7 +12,7 @@
 //! | numbered migrations, their checksums and ledger | [`migration`] |
 //! | a statement's plan, for `explain_*` diagnostics | [`PlanStep`] |
 //! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
-//! | samples as rows, merged the same way everywhere; their window and retention | [`SampleRows`], [`sample_rows`], [`coalesce_samples`], [`sample_window`], [`samples_expire_before`] |
+//! | samples as rows, merged the same way everywhere; their window and retention | [`SampleRows`], [`sample_rows`], [`coalesce_samples`], [`lag_text`], [`sample_window`], [`samples_expire_before`] |
 //! | group concurrency in the claim, and refusing it without the capability | [`GroupSlots`], [`refuse_group_keys`], [`refuse_group_concurrency`], [`unconfigured_queue`] |
 
 mod batch;
@@ -35,7 +35,7 @@ pub use order::{aged_claim_order, aged_priority, claim_order, refuse_priority_ag
 pub use plan::PlanStep;
 pub use retry::{PING_IDLE_AFTER, RetryPolicy, retrying};
 pub use samples::{
-    DepthRow, LagRow, SampleRows, coalesce_samples, sample_rows, sample_window,
+    DepthRow, LagRow, SampleRows, coalesce_samples, lag_text, sample_rows, sample_window,
     samples_expire_before,
 };
 pub use stored::{

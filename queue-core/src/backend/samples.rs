@@ -129,8 +129,46 @@ fn sample_of(
     minute: DateTime<Utc>,
 ) -> &mut QueueSample {
     samples
-        .entry((queue.clone(), minute))
-        .or_insert_with(|| QueueSample::new(queue, minute))
+        .entry((queue, minute))
+        .or_insert_with_key(|(queue, minute)| QueueSample::new(queue.clone(), *minute))
+}
+
+/// One queue's lags of one minute as text: `bucket:jobs` pairs in the
+/// order given, separated by spaces (`3:12 7:1`). The form in which a
+/// storage keeps or reads a whole histogram as one value (Redis keeps it,
+/// SQLite's read aggregates its rows into it), so that a day of samples is
+/// a row per queue and minute rather than a row per bucket.
+pub fn lag_text(rows: &[LagRow]) -> String {
+    let pairs: Vec<String> = rows
+        .iter()
+        .map(|row| format!("{}:{}", row.bucket, row.jobs))
+        .collect();
+    pairs.join(" ")
+}
+
+impl SampleRows {
+    /// Adds the lag rows of `queue` and `minute` that `text` holds in
+    /// [`lag_text`]'s form; `None` (and nothing added) when it is not
+    /// that form.
+    pub fn push_lag_text(
+        &mut self,
+        queue: &QueueName,
+        minute: DateTime<Utc>,
+        text: &str,
+    ) -> Option<()> {
+        let mut rows = Vec::new();
+        for pair in text.split(' ') {
+            let (bucket, jobs) = pair.split_once(':')?;
+            rows.push(LagRow {
+                queue: queue.clone(),
+                minute,
+                bucket: bucket.parse().ok()?,
+                jobs: jobs.parse().ok()?,
+            });
+        }
+        self.lags.append(&mut rows);
+        Some(())
+    }
 }
 
 /// The minutes [`crate::Storage::samples`] answers for `window` at `now`:
@@ -150,4 +188,32 @@ pub fn sample_window(
 /// ([`crate::SAMPLE_RETENTION`]).
 pub fn samples_expire_before(now: DateTime<Utc>) -> DateTime<Utc> {
     now - chrono::Duration::from_std(crate::SAMPLE_RETENTION).unwrap_or(chrono::Duration::days(7))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lag_text_reads_back_as_the_rows_it_was_written_from() {
+        let queue = QueueName::new("q").expect("name");
+        let minute = crate::minute_of(Utc::now());
+        let row = |bucket, jobs| LagRow {
+            queue: queue.clone(),
+            minute,
+            bucket,
+            jobs,
+        };
+        let rows = vec![row(0, 3), row(17, i64::MAX), row(100, 1)];
+        let text = lag_text(&rows);
+        assert_eq!(text, format!("0:3 17:{} 100:1", i64::MAX));
+        let mut read = SampleRows::default();
+        assert_eq!(read.push_lag_text(&queue, minute, &text), Some(()));
+        assert_eq!(read.lags, rows);
+        for bad in ["", "3", "3:", ":3", "3:x", "300:1", "1:2  3:4", "1:2 3:4 "] {
+            let mut read = SampleRows::default();
+            assert_eq!(read.push_lag_text(&queue, minute, bad), None, "{bad:?}");
+            assert!(read.lags.is_empty(), "{bad:?} adds nothing");
+        }
+    }
 }

@@ -27,19 +27,23 @@ old_depth AS (
 )
 SELECT 1";
 
-/// The lag rows (`bucket` and `jobs` set) and depth rows (`pending`,
-/// `scheduled`, `running` set) of minutes in `(now - $2 us, now]`, now
-/// being $1 or the server's: two ranges of the keys' leading minute.
+/// Per queue and minute in `(now - $2 us, now]`, now being $1 or the
+/// server's, its lags (`buckets` and `jobs` set, two arrays in one order:
+/// a row per sample rather than per bucket) and its depth (`pending`,
+/// `scheduled`, `running` set): two ranges of the keys' leading minute.
+/// The bounds are written in each WHERE, not in a CTE: the planner then
+/// hashes the groups (55 ms for a day of four queues' samples, 104,000
+/// lag rows) where, with the bounds out of its sight, it sorted them on
+/// disk first (96 ms).
 pub(super) const SAMPLES: &str = "
-WITH w AS (
-    SELECT COALESCE($1::timestamptz, now()) AS hi,
-           COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond' AS lo
-)
-SELECT l.queue_name, l.minute, l.bucket, l.jobs,
+SELECT l.queue_name, l.minute, array_agg(l.bucket) AS buckets, array_agg(l.jobs) AS jobs,
        NULL::bigint AS pending, NULL::bigint AS scheduled, NULL::bigint AS running
-FROM {s}.job_sample_lag l, w
-WHERE l.minute > w.lo AND l.minute <= w.hi
+FROM {s}.job_sample_lag l
+WHERE l.minute > COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'
+  AND l.minute <= COALESCE($1::timestamptz, now())
+GROUP BY l.minute, l.queue_name
 UNION ALL
 SELECT d.queue_name, d.minute, NULL, NULL, d.pending, d.scheduled, d.running
-FROM {s}.job_sample_depth d, w
-WHERE d.minute > w.lo AND d.minute <= w.hi";
+FROM {s}.job_sample_depth d
+WHERE d.minute > COALESCE($1::timestamptz, now()) - $2::bigint * interval '1 microsecond'
+  AND d.minute <= COALESCE($1::timestamptz, now())";
