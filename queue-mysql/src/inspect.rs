@@ -63,11 +63,11 @@ pub(crate) async fn next_due_in_queue(
     }
 }
 
-/// A count.
+/// An id.
 #[derive(QueryableByName)]
-struct Counted {
+struct IdRow {
     #[diesel(sql_type = BigInt)]
-    n: i64,
+    id: i64,
 }
 
 #[derive(QueryableByName)]
@@ -342,23 +342,28 @@ impl MySqlStorage {
 
     pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         filter.validate()?;
-        let sql = sql::list_history();
-        let queue = filter.queue.as_ref().map(|q| q.as_str().to_owned());
-        let status = filter.status.map(|s| s.as_str().to_owned());
-        let before = filter.before.map(JobId::get);
+        let sql = sql::list_history(
+            filter.queue.is_some(),
+            filter.status.is_some(),
+            filter.before.is_some(),
+        );
+        let mut params = Vec::new();
+        if let Some(queue) = &filter.queue {
+            params.push(Param::Text(queue.as_str().to_owned()));
+        }
+        if let Some(status) = filter.status {
+            params.push(Param::Text(status.as_str().to_owned()));
+        }
+        if let Some(before) = filter.before {
+            params.push(Param::Int(before.get()));
+        }
+        params.push(Param::Int(i64::from(filter.limit) + 1));
         let rows = self
             .retrying(true, || async {
                 let mut conn = self.connection().await?;
-                let params = vec![
-                    Param::OptText(queue.clone()),
-                    Param::OptText(queue.clone()),
-                    Param::OptText(status.clone()),
-                    Param::OptText(status.clone()),
-                    Param::OptText(before.map(|b| b.to_string())),
-                    Param::Int(before.unwrap_or(i64::MAX)),
-                    Param::Int(i64::from(filter.limit) + 1),
-                ];
-                Ok(query(&sql, params).load::<HistoryRow>(&mut conn).await?)
+                Ok(query(&sql, params.clone())
+                    .load::<HistoryRow>(&mut conn)
+                    .await?)
             })
             .await?;
         let records = rows
@@ -390,41 +395,64 @@ impl MySqlStorage {
         filter: &JobFilter,
     ) -> Result<Vec<JobRow>, crate::error::Failure> {
         let now = self.resolve_now(conn).await?;
+        let wanted = filter.limit as usize + 1;
+        if let Some(ids) = self.few_scheduled(conn, filter, now).await? {
+            // The rows of the newest candidates, a page's worth at a time,
+            // until a page is full: a candidate may have been claimed,
+            // deleted or found exhausted since it was read.
+            let mut rows = Vec::with_capacity(wanted);
+            for chunk in ids.chunks(wanted) {
+                let mut params = job_filter(filter, now);
+                params.extend(chunk.iter().map(|&id| Param::Int(id)));
+                let statement = sql::list_jobs_among(filter, chunk.len());
+                rows.extend(query(&statement, params).load::<JobRow>(conn).await?);
+                if rows.len() >= wanted {
+                    rows.truncate(wanted);
+                    break;
+                }
+            }
+            return Ok(rows);
+        }
         let mut params = job_filter(filter, now);
-        let limit = Param::Int(i64::from(filter.limit) + 1);
-        let statement = if self.few_scheduled(conn, filter).await? {
-            params.push(limit.clone());
-            sql::list_scheduled_sorted(filter)
-        } else {
-            sql::list_jobs(filter)
-        };
-        params.push(limit);
-        Ok(query(&statement, params).load::<JobRow>(conn).await?)
+        params.push(Param::Int(wanted as i64));
+        Ok(query(&sql::list_jobs(filter), params)
+            .load::<JobRow>(conn)
+            .await?)
     }
 
-    /// Whether `filter` lists scheduled jobs, of which its queue (or every
-    /// queue) has at most [`sql::SCHEDULED_SORTED`] (then sorting them
-    /// beats reading newest first).
+    /// When `filter` lists scheduled jobs and its queue (or every queue)
+    /// has at most [`sql::SCHEDULED_SORTED`] candidates (jobs written due
+    /// later and not due yet, below `before`), their ids newest first:
+    /// read from `job_queue_scheduled` alone and sorted here, which beats
+    /// reading newest first when they sit behind a pending backlog.
     async fn few_scheduled(
         &self,
         conn: &mut crate::AsyncMysqlConnection,
         filter: &JobFilter,
-    ) -> diesel::QueryResult<bool> {
+        now: chrono::NaiveDateTime,
+    ) -> diesel::QueryResult<Option<Vec<i64>>> {
         if filter.state != Some(queue_core::JobState::Scheduled)
             || filter.id.is_some()
             || filter.unique_key.is_some()
         {
-            return Ok(false);
+            return Ok(None);
         }
-        let params = filter
-            .queue
-            .iter()
-            .map(|queue| Param::Text(queue.as_str().to_owned()))
-            .collect();
-        let counted = query(&sql::count_scheduled(filter), params)
-            .get_result::<Counted>(conn)
+        let mut params = vec![Param::Time(now)];
+        if let Some(queue) = &filter.queue {
+            params.push(Param::Text(queue.as_str().to_owned()));
+        }
+        if let Some(before) = filter.before {
+            params.push(Param::Int(before.get()));
+        }
+        let found = query(&sql::scheduled_ids(filter), params)
+            .load::<IdRow>(conn)
             .await?;
-        Ok(counted.n <= sql::SCHEDULED_SORTED)
+        if found.len() as i64 > sql::SCHEDULED_SORTED {
+            return Ok(None);
+        }
+        let mut ids: Vec<i64> = found.into_iter().map(|row| row.id).collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(Some(ids))
     }
 
     pub(crate) async fn throughput_pooled(
