@@ -15,7 +15,7 @@ mod placement;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use queue_core::{FinalStatus, HistoryFilter, JobFilter, JobId, JobState, QueueName};
+use queue_core::{Capability, FinalStatus, HistoryFilter, JobFilter, JobId, JobState, QueueName};
 
 use crate::BenchError;
 use crate::args::InspectArgs;
@@ -70,6 +70,15 @@ pub(crate) async fn run<T: Target>(
         })
         .await?,
     ];
+    if storage.capabilities().supports(Capability::Samples) {
+        // A day of every live queue's minutes: what the charts page reads.
+        timed.push(
+            Timed::of("samples(1d)", None, n, || async {
+                Ok(storage.samples(Duration::from_secs(24 * 3600)).await?.len())
+            })
+            .await?,
+        );
+    }
     for (read, filter) in job_listings(&placed)? {
         timed.extend(list(&storage, read, filter, n).await?);
     }

@@ -14,7 +14,7 @@ use crate::BenchError;
 use crate::target::Target;
 
 /// Times every page a GET reaches, with each state's and filter's jobs
-/// page and the history pages.
+/// page, the history pages and the charts over an hour and a day.
 pub(super) async fn time<T: Target>(
     storage: &T,
     placed: &Placed,
@@ -40,17 +40,21 @@ pub(super) async fn time<T: Target>(
         "/enqueue".to_owned(),
         "/workers".to_owned(),
         "/metrics".to_owned(),
+        "/charts".to_owned(),
+        "/charts?window=day".to_owned(),
+        format!("/charts?queue={queue}&window=day"),
     ];
     for state in queue_core::JobState::ALL {
         paths.push(format!("/jobs?state={}", state.as_str()));
         paths.push(format!("/jobs?queue={queue}&state={}", state.as_str()));
     }
-    let workers = storage
-        .capabilities()
-        .supports(queue_core::Capability::Workers);
+    let offers = |capability| storage.capabilities().supports(capability);
+    let workers = offers(queue_core::Capability::Workers);
+    let charts =
+        offers(queue_core::Capability::Throughput) || offers(queue_core::Capability::Samples);
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
-        if path == "/workers" && !workers {
+        if (path == "/workers" && !workers) || (path.starts_with("/charts") && !charts) {
             continue;
         }
         let timed = Timed::of(&format!("page {path}"), Some(PAGE_MS), n, || {

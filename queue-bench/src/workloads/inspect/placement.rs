@@ -3,11 +3,16 @@
 //! jobs first, then the bulk; the oldest jobs leased (running), some of
 //! those failed back to scheduled (old ids waiting for their retry), the
 //! next few stalled (their lease expired), and the newest few scheduled
-//! (enqueued with a delay) except in [`RETRIES_ONLY`].
+//! (enqueued with a delay) except in [`RETRIES_ONLY`]; and, where the
+//! storage keeps samples, a day of them per live queue, as workers would
+//! have recorded.
 
 use std::time::Duration;
 
-use queue_core::{Ack, DequeueRequest, Job, JobId, NewJob, QueueName, Retry, WorkerId};
+use queue_core::{
+    Ack, Capability, Depth, DequeueRequest, Job, JobId, MAX_SAMPLES_PER_CALL, NewJob, QueueName,
+    QueueSample, Retry, WorkerId,
+};
 use serde_json::json;
 
 use super::super::{fill, fill_with};
@@ -95,6 +100,9 @@ pub(super) async fn place<T: Target>(
                 .map(|job| JobId(job.id.0 + (per_queue as i64) / 2));
         }
     }
+    if storage.capabilities().supports(Capability::Samples) {
+        record_a_day_of_samples(storage).await?;
+    }
     Ok(Placed {
         running: running.ok_or("no running job")?,
         unique_key: format!("{}-{}", QUEUES[0], UNIQUE - 1),
@@ -146,4 +154,34 @@ async fn finish<T: Target>(storage: &T, dead: bool) -> Result<Option<JobId>, Ben
             storage.ack_batch(&acks).await?;
         }
     }
+}
+
+/// Records, for every live queue and each minute of the last day, the
+/// start lags of 100 jobs and a depth: what a worker at every minute
+/// leaves for the charts page.
+async fn record_a_day_of_samples<T: Target>(storage: &T) -> Result<(), BenchError> {
+    let now = queue_core::minute_of(storage.now().await?);
+    let mut samples = Vec::with_capacity(QUEUES.len() * 24 * 60);
+    for queue in QUEUES {
+        let name = QueueName::new(queue)?;
+        for ago in 0..24 * 60u64 {
+            let minute = now - chrono::TimeDelta::minutes(ago as i64);
+            let mut sample = QueueSample::new(name.clone(), minute);
+            for k in 0..100u64 {
+                sample
+                    .lag
+                    .record(Duration::from_micros(200 + (k * k + ago) * 37));
+            }
+            sample.depth = Some(Depth {
+                pending: 200_000 + ago * 7,
+                scheduled: 2_500,
+                running: 900 + ago % 100,
+            });
+            samples.push(sample);
+        }
+    }
+    for chunk in samples.chunks(MAX_SAMPLES_PER_CALL) {
+        storage.record_samples(chunk).await?;
+    }
+    Ok(())
 }
