@@ -590,3 +590,99 @@ async fn the_charts_page_draws_an_hour_of_samples() {
     client.close().await.expect("close");
     schema.drop_schema().await;
 }
+
+/// Every page the navigation links (overview, jobs, history, dead letters,
+/// workers, charts, enqueue) opens in the browser with a 200, its heading
+/// and what the fixture put there; the workers page shows a registered
+/// worker and the job it holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn every_page_in_the_navigation_opens() {
+    let (schema, storage, _, _) = fixture().await;
+    let started = storage.now().await.expect("now");
+    let worker = queue::WorkerInfo {
+        id: WorkerId::new("web-7f3a").expect("worker id"),
+        host: "web-1.internal".into(),
+        pid: 31337,
+        version: "0.1.0".into(),
+        queues: vec![queue::WorkerQueue {
+            queue: QueueName::new("webhooks").expect("name"),
+            concurrency: 8,
+        }],
+        started_at: started,
+    };
+    storage.register_worker(&worker).await.expect("register");
+    let request = DequeueRequest::new(
+        vec![QueueName::new("webhooks").expect("name")],
+        2,
+        Duration::from_secs(600),
+        worker.id.clone(),
+    )
+    .expect("request");
+    assert_eq!(storage.dequeue(&request).await.expect("dequeue").len(), 2);
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client.goto(&format!("{base}/")).await.expect("open");
+    let links: Vec<String> = client
+        .execute(
+            "return [...document.querySelectorAll('header a')].map(a => a.getAttribute('href'))",
+            vec![],
+        )
+        .await
+        .expect("the navigation's links")
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|href| href.as_str().expect("an href").to_owned())
+        .collect();
+    // What each page must show beyond its heading.
+    let expected: &[(&str, &[&str])] = &[
+        ("/", &["emails", "reports", "webhooks"]),
+        ("/jobs", &["emails", "webhooks"]),
+        ("/history", &["billing"]),
+        ("/history?status=dead_letter", &["billing", "dead_letter"]),
+        (
+            "/workers",
+            &["web-7f3a", "web-1.internal", "31337", "webhooks"],
+        ),
+        ("/charts", &["Jobs finished per minute"]),
+        ("/enqueue", &["Queue"]),
+    ];
+    let mut hrefs: Vec<&str> = links.iter().map(String::as_str).collect();
+    hrefs.dedup();
+    assert_eq!(
+        hrefs,
+        expected.iter().map(|(href, _)| *href).collect::<Vec<_>>(),
+        "the navigation's links"
+    );
+    for (href, shows) in expected {
+        client
+            .goto(&format!("{base}{href}"))
+            .await
+            .expect("open the page");
+        let status = client
+            .execute(
+                "return performance.getEntriesByType('navigation')[0].responseStatus",
+                vec![],
+            )
+            .await
+            .expect("the response's status");
+        assert_eq!(status.as_i64(), Some(200), "{href}");
+        let heading = client
+            .find(Locator::Css("main h1"))
+            .await
+            .expect("a heading")
+            .text()
+            .await
+            .expect("its text");
+        assert!(!heading.trim().is_empty(), "{href} has a heading");
+        let text = body_text(&client).await;
+        for needle in *shows {
+            assert!(text.contains(needle), "{href} shows {needle}: {text}");
+        }
+        if *href == "/workers" {
+            screenshot(&client, "dashboard-workers.png").await;
+        }
+    }
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
