@@ -346,6 +346,7 @@ impl MySqlStorage {
             filter.queue.is_some(),
             filter.status.is_some(),
             filter.before.is_some(),
+            u64::from(filter.limit) + 1,
         );
         let mut params = Vec::new();
         if let Some(queue) = &filter.queue {
@@ -357,7 +358,6 @@ impl MySqlStorage {
         if let Some(before) = filter.before {
             params.push(Param::Int(before.get()));
         }
-        params.push(Param::Int(i64::from(filter.limit) + 1));
         let rows = self
             .retrying(true, || async {
                 let mut conn = self.connection().await?;

@@ -471,12 +471,15 @@ pub(crate) fn get_history() -> String {
     format!("SELECT {HISTORY_SELECT} FROM job_history WHERE id = ?")
 }
 
-/// A page of history, newest first, with only the filters set written
-/// (as a prepared statement, `? IS NULL OR queue_name = ?` is no index
-/// condition to MariaDB: a queue's dead letters behind its completions took
-/// 30 ms where the written filter takes 1). Binds: the queue, the status,
-/// before, each when set; then the limit.
-pub(crate) fn list_history(queue: bool, status: bool, before: bool) -> String {
+/// A page of `rows` history rows, newest first, with only the filters set
+/// written and the limit in the text. As a prepared statement, `? IS NULL
+/// OR queue_name = ?` is no index condition to MariaDB, and with `LIMIT ?`
+/// it does not know the page is small: it merged two indexes and sorted
+/// a queue's 10,000 dead letters behind its completions (17-30 ms) where
+/// this reads 51 entries of `job_history_queue_status` (1 ms); with the
+/// queue and the status bound it still merged them, so that index is
+/// named. Binds: the queue, the status, before, each when set.
+pub(crate) fn list_history(queue: bool, status: bool, before: bool, rows: u64) -> String {
     let mut parts = vec!["TRUE"];
     if queue {
         parts.push("queue_name = ?");
@@ -487,8 +490,13 @@ pub(crate) fn list_history(queue: bool, status: bool, before: bool) -> String {
     if before {
         parts.push("id < ?");
     }
+    let source = if queue && status {
+        "job_history FORCE INDEX (job_history_queue_status)"
+    } else {
+        "job_history"
+    };
     format!(
-        "SELECT {HISTORY_SELECT} FROM job_history WHERE {} ORDER BY id DESC LIMIT ?",
+        "SELECT {HISTORY_SELECT} FROM {source} WHERE {} ORDER BY id DESC LIMIT {rows}",
         parts.join(" AND ")
     )
 }
