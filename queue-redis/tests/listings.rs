@@ -172,10 +172,7 @@ async fn a_page_costs_the_same_however_many_newer_jobs_are_in_other_states() {
 #[tokio::test]
 async fn pages_of_each_state_agree_with_the_derived_states() {
     let namespace = common::fresh_namespace();
-    let storage = common::connect(false)
-        .await
-        .with_namespace(&namespace)
-        .expect("namespace");
+    let storage = common::standalone_in(&namespace).await;
     // Over 1,000 stalled jobs newer than 1,000 running ones, scheduled
     // jobs among pending ones, some due already (never promoted: no claim
     // ran since).
@@ -240,10 +237,7 @@ async fn walk(storage: &RedisStorage, state: Option<JobState>) -> Vec<(JobId, Jo
 #[tokio::test]
 async fn migrate_upgrades_layout_two_to_the_id_indexes() {
     let namespace = common::fresh_namespace();
-    let storage = common::connect(false)
-        .await
-        .with_namespace(&namespace)
-        .expect("namespace");
+    let storage = common::standalone_in(&namespace).await;
     storage.migrate().await.expect("migrate");
     enqueue(&storage, 30, None).await;
     claim(&storage, 10, Duration::from_secs(3600)).await;

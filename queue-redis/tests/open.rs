@@ -193,10 +193,7 @@ async fn wakeups_follow_enqueue_and_resume_on_the_cluster() {
 #[tokio::test]
 async fn migrate_records_the_layout_once_and_refuses_another() {
     let namespace = common::fresh_namespace();
-    let storage = common::connect(false)
-        .await
-        .with_namespace(&namespace)
-        .expect("namespace");
+    let storage = common::standalone_in(&namespace).await;
     assert_eq!(
         storage.migrate().await.expect("first"),
         vec![queue_redis::LAYOUT_VERSION]
@@ -217,10 +214,7 @@ async fn migrate_records_the_layout_once_and_refuses_another() {
 #[tokio::test]
 async fn migrate_upgrades_layout_one_to_the_index_of_levels() {
     let namespace = common::fresh_namespace();
-    let storage = common::connect(false)
-        .await
-        .with_namespace(&namespace)
-        .expect("namespace");
+    let storage = common::standalone_in(&namespace).await;
     let mut jobs = Vec::new();
     for priority in [-5, 3, -5, 3] {
         let job = NewJob::new("upgraded", json!({})).priority(priority);
@@ -329,10 +323,7 @@ async fn a_tls_url_is_invalid_in_this_build() {
 #[tokio::test]
 async fn samples_kept_a_field_per_bucket_read_beside_the_newer_form() {
     let namespace = common::fresh_namespace();
-    let storage = common::connect(false)
-        .await
-        .with_namespace(&namespace)
-        .expect("namespace");
+    let storage = common::standalone_in(&namespace).await;
     storage.migrate().await.expect("migrate");
     let minute = queue_core::minute_of(storage.now().await.expect("now"));
     let micros = minute.timestamp_micros().to_string();

@@ -61,6 +61,14 @@ pub(crate) async fn connect(cluster: bool) -> RedisStorage {
     })
 }
 
+/// A storage on the standalone server in `namespace`.
+pub(crate) async fn standalone_in(namespace: &str) -> RedisStorage {
+    connect(false)
+        .await
+        .with_namespace(namespace)
+        .expect("a valid namespace")
+}
+
 /// A plain connection to the standalone server, for what a test reads or
 /// plants beside the storage.
 pub(crate) async fn raw_connection() -> redis::aio::MultiplexedConnection {
