@@ -27,6 +27,14 @@ pub enum FinalStatus {
 }
 
 impl FinalStatus {
+    /// Every final status, in declaration order.
+    pub const ALL: [FinalStatus; 4] = [
+        FinalStatus::Completed,
+        FinalStatus::DeadLetter,
+        FinalStatus::Discarded,
+        FinalStatus::Cancelled,
+    ];
+
     /// The value stored in `status_final`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -194,4 +202,25 @@ pub fn validate_limit(field: &'static str, value: u32, max: u32) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FinalStatus;
+
+    #[test]
+    fn every_final_status_is_listed_once_and_reads_back() {
+        for status in FinalStatus::ALL {
+            // Exhaustive: a new status stops this compiling until it is
+            // given its place here and in `ALL`.
+            let position = match status {
+                FinalStatus::Completed => 0,
+                FinalStatus::DeadLetter => 1,
+                FinalStatus::Discarded => 2,
+                FinalStatus::Cancelled => 3,
+            };
+            assert_eq!(FinalStatus::ALL[position], status);
+            assert_eq!(status.as_str().parse::<FinalStatus>().ok(), Some(status));
+        }
+    }
 }

@@ -155,6 +155,29 @@ impl MySqlStorage {
     }
 
     /// How many index or table rows the server reads to answer
+    /// [`queue_core::Storage::list_history`] for `filter` (the session's
+    /// `Handler_read_*` counters around it): the page and the index
+    /// entries leading to it, wherever its rows sit in id order.
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] for a filter
+    /// `list_history` refuses; otherwise as any query.
+    pub async fn rows_read_by_history_listing(
+        &self,
+        filter: &queue_core::HistoryFilter,
+    ) -> Result<u64> {
+        filter.validate()?;
+        self.retrying(true, || async {
+            let mut conn = self.connection().await?;
+            let before = session_reads(&mut conn).await?;
+            crate::inspect::list_history_on(&mut conn, filter).await?;
+            let after = session_reads(&mut conn).await?;
+            Ok(after.saturating_sub(before))
+        })
+        .await
+    }
+
+    /// How many index or table rows the server reads to answer
     /// [`queue_core::Storage::next_due`] for `queue` (the session's
     /// `Handler_read_*` counters around the statement): a few per distinct
     /// priority, whatever the backlog.

@@ -7,8 +7,8 @@ use diesel_async::RunQueryDsl;
 use queue_core::backend::{stored, stored_count};
 use queue_core::time::to_time_delta;
 use queue_core::{
-    HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, QueueName,
-    QueueStats, Result, Throughput, minute_of, validate_count_cap, validate_window,
+    FinalStatus, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage,
+    QueueName, QueueStats, Result, Throughput, minute_of, validate_count_cap, validate_window,
 };
 
 use crate::MySqlStorage;
@@ -342,28 +342,10 @@ impl MySqlStorage {
 
     pub(crate) async fn list_history_pooled(&self, filter: &HistoryFilter) -> Result<HistoryPage> {
         filter.validate()?;
-        let sql = sql::list_history(
-            filter.queue.is_some(),
-            filter.status.is_some(),
-            filter.before.is_some(),
-            u64::from(filter.limit) + 1,
-        );
-        let mut params = Vec::new();
-        if let Some(queue) = &filter.queue {
-            params.push(Param::Text(queue.as_str().to_owned()));
-        }
-        if let Some(status) = filter.status {
-            params.push(Param::Text(status.as_str().to_owned()));
-        }
-        if let Some(before) = filter.before {
-            params.push(Param::Int(before.get()));
-        }
         let rows = self
             .retrying(true, || async {
                 let mut conn = self.connection().await?;
-                Ok(query(&sql, params.clone())
-                    .load::<HistoryRow>(&mut conn)
-                    .await?)
+                list_history_on(&mut conn, filter).await
             })
             .await?;
         let records = rows
@@ -505,4 +487,36 @@ struct ThroughputRow {
     completed: i64,
     #[diesel(sql_type = BigInt)]
     failed: i64,
+}
+
+/// The rows of a history page for `filter` (validated), plus one.
+pub(crate) async fn list_history_on(
+    conn: &mut crate::AsyncMysqlConnection,
+    filter: &HistoryFilter,
+) -> Result<Vec<HistoryRow>, crate::error::Failure> {
+    let sql = sql::list_history(
+        filter.queue.is_some(),
+        filter.status.is_some(),
+        filter.before.is_some(),
+        u64::from(filter.limit) + 1,
+    );
+    // The queue alone is read once per final status (`sql::list_history`).
+    let branches = if filter.queue.is_some() && filter.status.is_none() {
+        FinalStatus::ALL.len()
+    } else {
+        1
+    };
+    let mut params = Vec::new();
+    for _ in 0..branches {
+        if let Some(queue) = &filter.queue {
+            params.push(Param::Text(queue.as_str().to_owned()));
+        }
+        if let Some(status) = filter.status {
+            params.push(Param::Text(status.as_str().to_owned()));
+        }
+        if let Some(before) = filter.before {
+            params.push(Param::Int(before.get()));
+        }
+    }
+    Ok(query(&sql, params).load::<HistoryRow>(conn).await?)
 }

@@ -276,3 +276,21 @@ async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_listings_read_their_queue_and_status_wherever_the_ids_sit() {
+    let (_db, storage) = common::storage_in_new_database().await;
+    let filters = queue_testkit::placement::history_beside_a_busy_queue(&storage, 20_000).await;
+    for (what, filter, rows) in filters {
+        let listed = storage.list_history(&filter).await.expect("list");
+        assert_eq!(listed.records.len(), rows, "{what}: {filter:?}");
+        // A page per status at most and the index entries leading to it.
+        // Reading the busy queue's 20,000 rows newest first to reach the
+        // quiet queue's reads thousands.
+        let read = storage
+            .rows_read_by_history_listing(&filter)
+            .await
+            .expect("reads");
+        assert!(read <= 100, "{what} read {read} rows");
+    }
+}

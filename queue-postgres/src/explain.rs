@@ -3,7 +3,10 @@
 //! [`PlanStep`]s (the plan tree's nodes, depth first).
 
 use queue_core::backend::{PlanStep, validate_batch};
-use queue_core::{DequeueRequest, JobFilter, NewJob, QueueName, Result, ValidJob};
+use queue_core::{
+    DequeueRequest, FinalStatus, HistoryFilter, JobFilter, JobId, NewJob, QueueName, Result,
+    ValidJob,
+};
 use serde_json::Value;
 
 use sqlx::{Acquire, Row};
@@ -11,6 +14,9 @@ use sqlx::{Acquire, Row};
 use crate::PgStorage;
 use crate::dequeue::ClaimBinds;
 use crate::error::retrying;
+
+/// A statement with its parameters bound.
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 /// An `EXPLAIN` of a function's query, its plan as one JSON value.
 type PlanQuery<'q> =
@@ -168,10 +174,79 @@ impl PgStorage {
     /// refuses; otherwise as any query.
     pub async fn explain_list_jobs(&self, filter: &JobFilter) -> Result<Vec<PlanStep>> {
         filter.validate()?;
-        let statement = self.sql.list_jobs_for(filter).as_str();
+        self.explain_generic(
+            self.sql.list_jobs_for(filter).as_str(),
+            &[
+                "timestamptz",
+                "text",
+                "text",
+                "bigint",
+                "text",
+                "bigint",
+                "bigint",
+            ],
+            |query| {
+                crate::inspect::bind_job_filter(
+                    query,
+                    self.now_override(),
+                    filter,
+                    filter.limit + 1,
+                )
+            },
+        )
+        .await
+    }
+
+    /// The executed plan of [`queue_core::Storage::list_history`] for
+    /// `filter`, as [`PgStorage::explain_list_jobs`] gives a listing's:
+    /// for checking that a page reads the index range of its queue and
+    /// status, wherever their rows sit in id order.
+    ///
+    /// # Errors
+    /// [`queue_core::QueueError::InvalidInput`] for a filter
+    /// `list_history` refuses; otherwise as any query.
+    pub async fn explain_list_history(&self, filter: &HistoryFilter) -> Result<Vec<PlanStep>> {
+        filter.validate()?;
+        self.explain_generic(
+            self.sql.list_history_for(filter).as_str(),
+            &["text", "text", "bigint", "bigint"],
+            |query| {
+                query
+                    .bind(filter.queue.as_ref().map(QueueName::as_str))
+                    .bind(filter.status.map(FinalStatus::as_str))
+                    .bind(filter.before.map(JobId::get))
+                    .bind(i64::from(filter.limit) + 1)
+            },
+        )
+        .await
+    }
+
+    /// The executed plan (`EXPLAIN (ANALYZE, BUFFERS)`) of read-only
+    /// `statement` in the generic plan a connection settles on after a
+    /// few executions of it (`PREPARE` under `plan_cache_mode =
+    /// force_generic_plan`, then `EXPLAIN EXECUTE`), its parameters of
+    /// `types` bound by `bind`.
+    async fn explain_generic<'q>(
+        &self,
+        statement: &str,
+        types: &[&str],
+        bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
+    ) -> Result<Vec<PlanStep>> {
         let prepare = format!(
-            "PREPARE queue_explain_listing (timestamptz, text, text, bigint, text, bigint, bigint) \
-             AS {statement}"
+            "PREPARE queue_explain_generic ({}) AS {statement}",
+            types.join(", ")
+        );
+        // EXECUTE takes no parameters: the server quotes the values.
+        let execute = format!(
+            "SELECT format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) \
+             EXECUTE queue_explain_generic ({})', {})",
+            vec!["%L"; types.len()].join(", "),
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| format!("${}::{kind}", i + 1))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         let plan: Value = retrying(true, || async {
             let mut conn = self.pool.acquire().await?;
@@ -184,20 +259,9 @@ impl PgStorage {
             self.on(&mut tx)
                 .execute(sqlx::raw_sql(sqlx::AssertSqlSafe(prepare.clone())))
                 .await?;
-            // EXECUTE takes no parameters: the server quotes the values.
-            let execute = sqlx::query(
-                "SELECT format('EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) \
-                 EXECUTE queue_explain_listing (%L, %L, %L, %L, %L, %L, %L)', \
-                 $1::timestamptz, $2::text, $3::text, $4::bigint, $5::text, $6::bigint, $7::bigint)",
-            );
             let execute = self
                 .on(&mut tx)
-                .fetch_one(crate::inspect::bind_job_filter(
-                    execute,
-                    self.now_override(),
-                    filter,
-                    filter.limit + 1,
-                ))
+                .fetch_one(bind(sqlx::query(sqlx::AssertSqlSafe(execute.clone()))))
                 .await?
                 .try_get::<String, _>(0)?;
             let row = self
@@ -207,7 +271,7 @@ impl PgStorage {
             // A prepared statement outlives the transaction: always gone.
             tx.rollback().await?;
             self.on(&mut conn)
-                .execute(sqlx::raw_sql("DEALLOCATE queue_explain_listing"))
+                .execute(sqlx::raw_sql("DEALLOCATE queue_explain_generic"))
                 .await?;
             row?.try_get::<Value, _>(0)
         })

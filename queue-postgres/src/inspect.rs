@@ -131,7 +131,7 @@ impl PgStorage {
         filter.validate()?;
         let rows = retrying(true, || {
             self.read_db().fetch_all(
-                sqlx::query(self.sql.list_history.clone())
+                sqlx::query(self.sql.list_history_for(filter).clone())
                     .bind(filter.queue.as_ref().map(|q| q.as_str()))
                     .bind(filter.status.map(|s| s.as_str()))
                     .bind(filter.before.map(JobId::get))

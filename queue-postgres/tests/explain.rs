@@ -748,3 +748,35 @@ async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_listings_read_their_queue_and_status_wherever_the_ids_sit() {
+    let (schema, pool, storage) = common::storage_in_new_schema().await;
+    let filters = queue_testkit::placement::history_beside_a_busy_queue(&storage, 20_000).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "ANALYZE \"{}\".job_history",
+        schema.name()
+    )))
+    .execute(&pool)
+    .await
+    .expect("analyze");
+    for (what, filter, rows) in filters {
+        let listed = storage.list_history(&filter).await.expect("list");
+        assert_eq!(listed.records.len(), rows, "{what}: {filter:?}");
+        let plan = storage
+            .explain_list_history(&filter)
+            .await
+            .expect("explain");
+        // A page per status at most, and the index pages leading to it.
+        // Reading the busy queue's 20,000 rows newest first to reach the
+        // quiet queue's touches hundreds.
+        let pages = plan[0].buffers.expect("buffers");
+        assert!(
+            pages <= 60.0,
+            "{what} read {pages} pages: {:?}",
+            plan_nodes(&plan)
+        );
+    }
+    pool.close().await;
+    schema.drop_schema().await;
+}

@@ -20,14 +20,6 @@ use queue_core::{FinalStatus, HistoryFilter, JobFilter, JobState};
 /// ([`scheduled_count`]).
 pub(crate) const SCHEDULED_SORTED: i64 = 10_000;
 
-/// Every final status, one index range each for a queue's history.
-const FINAL_STATUSES: [FinalStatus; 4] = [
-    FinalStatus::Completed,
-    FinalStatus::DeadLetter,
-    FinalStatus::Discarded,
-    FinalStatus::Cancelled,
-];
-
 /// The names of the queues with live jobs, one probe of `job_queue_queue`
 /// each (and a last row NULL): for a listing over every queue that reads
 /// an index led by the queue.
@@ -197,7 +189,7 @@ ORDER BY id DESC LIMIT ?4"
         (false, true) => page("INDEXED BY job_history_status", "status_final = ?2"),
         (false, false) => page("NOT INDEXED", "1"),
         (true, false) => {
-            let ranges = FINAL_STATUSES
+            let ranges = FinalStatus::ALL
                 .iter()
                 .map(|status| {
                     let condition =

@@ -14,6 +14,8 @@
 //!   storage that offers them.
 //! - [`restricted`]: a storage seen through fewer capabilities, as a backend
 //!   that never implemented the others would be.
+//! - [`placement`]: data where a real queue has it (rare rows the oldest),
+//!   for the backends' explain tests.
 //! - [`harness`]: databases from environment URLs, one isolated schema or
 //!   database per test.
 
@@ -23,6 +25,7 @@ pub mod interop;
 mod macros;
 mod memory;
 pub mod model;
+pub mod placement;
 pub mod restricted;
 pub mod suite;
 pub mod transactional;

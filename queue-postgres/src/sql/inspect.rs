@@ -135,14 +135,102 @@ pub(super) const GET_JOB: &str = "SELECT {job} FROM {s}.job_queue WHERE id = $1"
 
 pub(super) const GET_HISTORY: &str = "SELECT {history} FROM {s}.job_history WHERE id = $1";
 
-/// One page plus one row, to know whether another page follows.
-pub(super) const LIST_HISTORY: &str = "
-SELECT {history} FROM {s}.job_history
-WHERE ($1::text IS NULL OR queue_name = $1)
-  AND ($2::text IS NULL OR status_final = $2)
-  AND ($3::bigint IS NULL OR id < $3)
+/// [`history_shape`]'s bit for a queue.
+const HISTORY_QUEUE: usize = 1;
+
+/// [`history_shape`]'s bit for a status.
+const HISTORY_STATUS: usize = 1 << 1;
+
+/// [`history_shape`]'s bit for a page's `before`.
+const HISTORY_BEFORE: usize = 1 << 2;
+
+/// Which of a `HistoryFilter`'s filters are set, as bits
+/// ([`HISTORY_QUEUE`], [`HISTORY_STATUS`], [`HISTORY_BEFORE`]): one of
+/// [`HISTORY_SHAPES`] listings.
+pub(crate) fn history_shape(filter: &queue_core::HistoryFilter) -> usize {
+    let bit = |set: bool, bit: usize| if set { bit } else { 0 };
+    bit(filter.queue.is_some(), HISTORY_QUEUE)
+        | bit(filter.status.is_some(), HISTORY_STATUS)
+        | bit(filter.before.is_some(), HISTORY_BEFORE)
+}
+
+/// The combinations [`history_shape`] tells apart.
+pub(crate) const HISTORY_SHAPES: usize = HISTORY_BEFORE << 1;
+
+/// A page of history (plus one row, to know whether another follows),
+/// newest first, for `shape` ([`history_shape`]). Binds: $1 queue, $2
+/// status, $3 before, $4 limit + 1. As with [`listing_filter`], a filter
+/// set is written as a plain condition and one not set as its
+/// parameter's `IS NULL`: `($1 IS NULL OR queue_name = $1)` is no index
+/// condition, so a generic plan walked `job_history_pkey` newest first
+/// through every newer row to reach a quiet queue's, or the old dead
+/// letters under a million completions. With a queue and a status the
+/// page reads `job_history_queue_status`, with a status alone
+/// `job_history_status`, with neither the primary key. With a queue alone
+/// no index orders its rows by id, so each final status's newest rows
+/// are read from `job_history_queue_status` and merged: at most a page
+/// per status. The queue is written as a range of one value, ordered as
+/// that index orders it (as [`newest`] does for live jobs): with
+/// `queue_name = $1` a generic plan, taking half the rows to be any
+/// queue's, walked `job_history_status` newest first through the other
+/// queue's completions (492 pages for a page of ten). So is a status
+/// alone, ordered as `job_history_status` orders it: as `status_final =
+/// $2`, taken to match a quarter of the rows, the primary key was walked
+/// newest first through every newer completion to reach old dead letters.
+pub(super) fn list_history(shape: usize) -> String {
+    let set = |bit: usize| shape & bit != 0;
+    let before = if set(HISTORY_BEFORE) {
+        "id < $3"
+    } else {
+        "$3::bigint IS NULL"
+    };
+    if set(HISTORY_QUEUE) && !set(HISTORY_STATUS) {
+        let branches: Vec<String> = queue_core::FinalStatus::ALL
+            .iter()
+            .map(|status| {
+                format!(
+                    "(SELECT {{history}} FROM {{s}}.job_history
+     WHERE {QUEUE_RANGE} AND status_final = '{}' AND $2::text IS NULL AND {before}
+     ORDER BY {QUEUE_STATUS_NEWEST}
+     LIMIT $4)",
+                    status.as_str()
+                )
+            })
+            .collect();
+        return format!(
+            "
+SELECT * FROM (
+    {}
+) page
 ORDER BY id DESC
-LIMIT $4";
+LIMIT $4",
+            branches.join("\n    UNION ALL\n    ")
+        );
+    }
+    let (queue, status, newest) = match (set(HISTORY_QUEUE), set(HISTORY_STATUS)) {
+        (true, _) => (QUEUE_RANGE, "status_final = $2", QUEUE_STATUS_NEWEST),
+        (false, true) => (
+            "$1::text IS NULL",
+            "status_final >= $2 AND status_final <= $2",
+            "status_final DESC, id DESC",
+        ),
+        (false, false) => ("$1::text IS NULL", "$2::text IS NULL", "id DESC"),
+    };
+    format!(
+        "
+SELECT {{history}} FROM {{s}}.job_history
+WHERE {queue} AND {status} AND {before}
+ORDER BY {newest}
+LIMIT $4"
+    )
+}
+
+/// [`list_history`]'s queue: a range of one value.
+const QUEUE_RANGE: &str = "queue_name >= $1 AND queue_name <= $1";
+
+/// Newest first within one queue and status, in the order of
+/// `job_history_queue_status` read backwards.
+const QUEUE_STATUS_NEWEST: &str = "queue_name DESC, status_final DESC, id DESC";
 
 /// The filters of a `JobFilter` on `job_queue j`: $2 queue, $3 state (as
 /// derived at now), $4 id, $5 unique key, $6 below this id. `{state}` is

@@ -116,7 +116,8 @@ pub(crate) struct Statements {
     pub(crate) stats: SqlStr,
     pub(crate) get_job: SqlStr,
     pub(crate) get_history: SqlStr,
-    pub(crate) list_history: SqlStr,
+    /// [`list_history`] per [`history_shape`].
+    list_history: Vec<SqlStr>,
     /// [`LIST_JOBS`] per state (any, then [`JobState::ALL`]'s order) and
     /// [`listing_shape`]: `state * LISTING_SHAPES + shape`.
     list_jobs: Vec<SqlStr>,
@@ -221,7 +222,9 @@ impl Statements {
             ),
             get_job: fill(GET_JOB),
             get_history: fill(GET_HISTORY),
-            list_history: fill(LIST_HISTORY),
+            list_history: (0..HISTORY_SHAPES)
+                .map(|shape| fill(&list_history(shape)))
+                .collect(),
             list_jobs: std::iter::once(None)
                 .chain(JobState::ALL.map(Some))
                 .flat_map(|state| {
@@ -290,5 +293,11 @@ impl Statements {
             Some(JobState::Exhausted) => 5,
         };
         &self.list_jobs[state * LISTING_SHAPES + listing_shape(filter)]
+    }
+
+    /// The history listing for `filter` ([`list_history`] with only the
+    /// filters it sets).
+    pub(crate) fn list_history_for(&self, filter: &queue_core::HistoryFilter) -> &SqlStr {
+        &self.list_history[history_shape(filter)]
     }
 }
