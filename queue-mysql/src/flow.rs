@@ -6,8 +6,8 @@
 //! naming a limited queue adds, in the same transaction: a lock on the
 //! limited queues' config rows in name order that also counts their held
 //! leases (`sql::limits_lock`: at READ COMMITTED its count reads every
-//! claim committed before the first lock was granted; with several limited
-//! queues a later statement counts again, `sql::held`), the
+//! claim committed before the first lock was granted; when the request
+//! names several queues a later statement counts again, `sql::held`), the
 //! request narrowed to [`QueueLimits::allowance`], and the buckets of
 //! rate-limited queues stored after the claim ([`Bucket::after`]).
 
@@ -209,7 +209,14 @@ impl MySqlStorage {
             .iter()
             .map(|row| (row.queue_name.clone(), row.top_priority))
             .collect();
-        let several = rows.len() > 1;
+        // The lock statement's read view opens at its first consistent
+        // read: the count of the first locked row, unless the scan met a
+        // config row of the request before it (a paused queue without
+        // limits, whose WHERE runs a subquery), which opens it before the
+        // lock is awaited. So with several queues named, the leases are
+        // counted again: a claim over a paused queue and one limited to 2
+        // took a third job while a racer's 2 committed during its wait.
+        let several = names.len() > 1;
         let locked = rows
             .into_iter()
             .map(LockedRow::into_locked)

@@ -178,10 +178,12 @@ WHERE c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
 /// several queues never deadlock), and reads their limits, buckets, the
 /// claim's now, and the leases each holds (`held`). At READ COMMITTED a
 /// statement's consistent reads share one read view, opened by the first
-/// of them: here the count of the first row, after that row's lock was
-/// granted, so the first queue's count sees every claim committed before
-/// its lock; a later row's lock may be awaited after the view opened, so
-/// with several limited queues the claim counts again ([`held`]). It also
+/// of them: with one queue named, the count of its row, after that row's
+/// lock was granted, so the count sees every claim committed before the
+/// lock; with several, a later row's lock may be awaited after the view
+/// opened (at an earlier limited row's count, or at the subquery in the
+/// WHERE of an unlimited one, a paused queue's row), so the claim counts
+/// again ([`held`]). It also
 /// reads each queue's highest level of scheduled jobs (`top_priority`), the
 /// claim's first [`SCHEDULED_LEVEL`] probe, one round trip fewer.
 /// Binds: now, the queues.

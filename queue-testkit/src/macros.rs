@@ -126,6 +126,7 @@ macro_rules! for_each_case {
             flow::configure_queue_takes_effect_at_the_next_claim [FlowLimits],
             flow::a_claim_takes_one_token_per_job_it_claims [FlowLimits],
             flow::a_paused_queue_with_limits_yields_nothing [FlowLimits, Pause],
+            flow::racing_claims_over_a_paused_and_a_limited_queue_keep_the_limit [FlowLimits, Pause],
             flow::every_way_a_lease_ends_gives_its_slot_back [FlowLimits, Snooze, Cancel, Discard],
             groups::group_limit_of_one_runs_one_job_per_group [FlowLimits, GroupLimits],
             groups::group_limit_of_n_caps_each_group_of_each_queue [FlowLimits, GroupLimits],

@@ -262,3 +262,39 @@ pub async fn every_way_a_lease_ends_gives_its_slot_back<S: Storage>(ctx: Ctx<S>)
     ctx.storage.ack(&lease_of(&job), None).await.expect("ack");
     one("an ack").await;
 }
+
+/// Racing claims over a paused queue and a queue limited to 2 jobs at
+/// once hold the limit: a claim that waited while another took the 2
+/// counts them. (MariaDB counted the leases in a read view opened before
+/// the wait, by the paused queue's config row read first: a racer took a
+/// third job, every run.)
+pub async fn racing_claims_over_a_paused_and_a_limited_queue_keep_the_limit<S: Storage>(
+    ctx: Ctx<S>,
+) {
+    ctx.configure("b", concurrency_limit(2)).await;
+    ctx.storage.pause_queue(&queue("a")).await.expect("pause");
+    for round in 0..5 {
+        ctx.fill("a", 2).await;
+        ctx.fill("b", 4).await;
+        // Polled together on this task (see
+        // `concurrency::racing_claims_take_each_queues_jobs_in_order`).
+        let racers = (0..4).map(|n| {
+            let request = request(&["a", "b"], 2, &format!("c{n}"));
+            let storage = &ctx.storage;
+            async move { storage.dequeue(&request).await.expect("dequeue") }
+        });
+        let claimed: Vec<_> = futures_util::future::join_all(racers)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        assert!(
+            claimed.iter().all(|job| job.queue == queue("b")),
+            "round {round}: a job of the paused queue"
+        );
+        assert_eq!(claimed.len(), 2, "round {round}: the limit is 2");
+        (ctx.storage.ack_batch(&acks_of(&claimed)))
+            .await
+            .expect("ack");
+    }
+}
