@@ -17,6 +17,17 @@ use crate::sql::{
     RETRY_DEAD_LETTER_LOCK, RETRY_DEAD_LETTERS_LOCK,
 };
 
+/// A dead letter `retry_dead_letters` may move: its id, queue and key.
+#[derive(diesel::QueryableByName)]
+struct DeadLetterRow {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    id: i64,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    queue_name: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    unique_key: Option<String>,
+}
+
 impl MySqlStorage {
     /// Discard or cancel (`status`): the live job goes to history as
     /// `status`; its holder's later ack, nack or heartbeat finds no lease.
@@ -226,19 +237,9 @@ impl MySqlStorage {
                 .transaction(async |conn| {
                     guard.open(conn).await?;
                     let now = self.resolve_now(conn).await?;
-                    let params = vec![
-                        Param::OptText(queue.clone()),
-                        Param::OptText(queue.clone()),
-                        Param::OptInt(before),
-                        Param::OptInt(before),
-                        Param::Int(i64::from(filter.limit)),
-                    ];
-                    let ids: Vec<i64> = query(RETRY_DEAD_LETTERS_LOCK, params)
-                        .load::<IdRow>(conn)
-                        .await?
-                        .iter()
-                        .map(|row| row.id)
-                        .collect();
+                    let ids = self
+                        .movable_dead_letters(conn, queue.as_deref(), before, filter.limit)
+                        .await?;
                     if !ids.is_empty() {
                         let mut params = vec![Param::Time(now), Param::Time(now)];
                         params.extend(ids.iter().map(|id| Param::Int(*id)));
@@ -257,6 +258,49 @@ impl MySqlStorage {
             guard.finish(conn, outcome).await
         })
         .await
+    }
+
+    /// Up to `limit` dead letters of `queue` (any when `None`) below
+    /// `before`, newest first, locked, that can move back: their unique
+    /// key is not live, and not that of a newer one moving in the same
+    /// call (which stays behind, as a key live again does). Reads past
+    /// such duplicates until `limit` can move or none are left.
+    async fn movable_dead_letters(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        queue: Option<&str>,
+        mut before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<i64>, Failure> {
+        let mut ids = Vec::new();
+        let mut keys = std::collections::HashSet::new();
+        while ids.len() < limit as usize {
+            let wanted = limit as usize - ids.len();
+            let params = vec![
+                Param::OptText(queue.map(str::to_owned)),
+                Param::OptText(queue.map(str::to_owned)),
+                Param::OptInt(before),
+                Param::OptInt(before),
+                Param::Int(i64::try_from(wanted).unwrap_or(i64::MAX)),
+            ];
+            let rows = query(RETRY_DEAD_LETTERS_LOCK, params)
+                .load::<DeadLetterRow>(conn)
+                .await?;
+            for row in &rows {
+                let fresh = match &row.unique_key {
+                    Some(key) => keys.insert((row.queue_name.clone(), key.clone())),
+                    None => true,
+                };
+                if fresh {
+                    ids.push(row.id);
+                }
+            }
+            match rows.last() {
+                Some(last) if rows.len() == wanted => before = Some(last.id),
+                _ => break,
+            }
+        }
+        Ok(ids)
     }
 
     /// The database's now, and the ids `filter` selects at it, locked.

@@ -784,9 +784,11 @@ pub(crate) fn discard_jobs(ids: usize) -> String {
 }
 
 /// Locks dead letters of a queue below an id whose unique key is not live,
-/// newest first. Binds: queue, queue, before, before, limit.
+/// newest first, with their queue and key (two of one key are not both
+/// moved: `retry_dead_letters` keeps the newest). Binds: queue, queue,
+/// before, before, limit.
 pub(crate) const RETRY_DEAD_LETTERS_LOCK: &str = "
-SELECT h.id FROM job_history h
+SELECT h.id, h.queue_name, h.unique_key FROM job_history h
 WHERE h.status_final = 'dead_letter'
   AND (? IS NULL OR h.queue_name = ?)
   AND (? IS NULL OR h.id < ?)

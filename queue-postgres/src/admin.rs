@@ -129,17 +129,55 @@ impl PgStorage {
 
     pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {
         filter.validate()?;
-        let row = retrying(false, || {
-            self.db().fetch_one(
-                sqlx::query(self.sql.retry_dead_letters.clone())
-                    .bind(self.now_override())
-                    .bind(filter.queue.as_ref().map(|q| q.as_str()))
-                    .bind(filter.before.map(JobId::get))
-                    .bind(i64::from(filter.limit)),
-            )
+        let queue = filter.queue.as_ref().map(|q| q.as_str());
+        let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+        let moved = retrying(false, || async {
+            let mut tx = self.pool.begin().await?;
+            // The newest dead letter of each key moves; an older one of the
+            // same key stays, as one whose key is live again does, and the
+            // walk reads on until `limit` can move or none are left.
+            let mut ids: Vec<i64> = Vec::new();
+            let mut keys = std::collections::HashSet::new();
+            let mut before = filter.before.map(JobId::get);
+            while ids.len() < limit {
+                let wanted = limit - ids.len();
+                let rows = self
+                    .on(&mut tx)
+                    .fetch_all(
+                        sqlx::query(self.sql.retry_dead_letters_pick.clone())
+                            .bind(queue)
+                            .bind(before)
+                            .bind(i64::try_from(wanted).unwrap_or(i64::MAX)),
+                    )
+                    .await?;
+                for row in &rows {
+                    let key: Option<String> = row.try_get("unique_key")?;
+                    let fresh = match key {
+                        Some(key) => keys.insert((row.try_get::<String, _>("queue_name")?, key)),
+                        None => true,
+                    };
+                    if fresh {
+                        ids.push(row.try_get("id")?);
+                    }
+                }
+                match rows.last() {
+                    Some(last) if rows.len() == wanted => before = Some(last.try_get("id")?),
+                    _ => break,
+                }
+            }
+            let row = self
+                .on(&mut tx)
+                .fetch_one(
+                    sqlx::query(self.sql.retry_dead_letters.clone())
+                        .bind(self.now_override())
+                        .bind(&ids),
+                )
+                .await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(row)
         })
         .await?;
-        count(&row, "moved")
+        count(&moved, "moved")
     }
 }
 

@@ -154,13 +154,34 @@ impl SqliteStorage {
 
     pub(crate) async fn retry_dead_letters_pooled(&self, filter: &HistoryFilter) -> Result<u64> {
         filter.validate()?;
+        let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
         let queues: Vec<String> = write_tx!(self, |conn, now| async {
-            let picked: Vec<(i64, String)> = sqlx::query_as(sql::RETRY_DEAD_LETTERS_PICK)
-                .bind(filter.queue.as_ref().map(QueueName::as_str))
-                .bind(filter.before.map(JobId::get))
-                .bind(i64::from(filter.limit))
-                .fetch_all(&mut *conn)
-                .await?;
+            // The newest dead letter of each key moves; an older one of the
+            // same key stays, as one whose key is live again does, and the
+            // walk reads on until `limit` can move or none are left.
+            let mut picked: Vec<(i64, String)> = Vec::new();
+            let mut keys = std::collections::HashSet::new();
+            let mut before = filter.before.map(JobId::get);
+            while picked.len() < limit {
+                let wanted = limit - picked.len();
+                let rows: Vec<(i64, String, Option<String>)> =
+                    sqlx::query_as(sql::RETRY_DEAD_LETTERS_PICK)
+                        .bind(filter.queue.as_ref().map(QueueName::as_str))
+                        .bind(before)
+                        .bind(i64::try_from(wanted).unwrap_or(i64::MAX))
+                        .fetch_all(&mut *conn)
+                        .await?;
+                let read = rows.len();
+                before = rows.last().map(|(id, _, _)| *id);
+                for (id, queue, key) in rows {
+                    if key.is_none_or(|key| keys.insert((queue.clone(), key))) {
+                        picked.push((id, queue));
+                    }
+                }
+                if read < wanted {
+                    break;
+                }
+            }
             for (id, _) in &picked {
                 sqlx::query(sql::RETRY_DEAD_LETTER_RESTORE)
                     .bind(now)

@@ -374,8 +374,10 @@ pub(crate) const RUN_NOW: &str = concat!(
 );
 
 /// Up to ?3 dead letters (queue ?1, ids below ?2) whose unique key is not
-/// live, newest first.
-pub(crate) const RETRY_DEAD_LETTERS_PICK: &str = "SELECT h.id, h.queue_name FROM job_history h
+/// live, newest first, with their queue and key (of two with one key,
+/// `retry_dead_letters` moves the newest).
+pub(crate) const RETRY_DEAD_LETTERS_PICK: &str =
+    "SELECT h.id, h.queue_name, h.unique_key FROM job_history h
 WHERE h.status_final = 'dead_letter' AND (?1 IS NULL OR h.queue_name = ?1)
   AND (?2 IS NULL OR h.id < ?2)
   AND NOT EXISTS (SELECT 1 FROM job_queue j

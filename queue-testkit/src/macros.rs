@@ -111,6 +111,7 @@ macro_rules! for_each_case {
             bulk::discard_jobs_archives_what_the_filter_selects_in_batches [BulkActions],
             bulk::retry_dead_letters_moves_dead_letters_in_batches [BulkActions],
             bulk::retry_dead_letters_skips_those_whose_key_is_live [BulkActions],
+            bulk::retry_dead_letters_moves_one_of_two_with_one_key [BulkActions],
             bulk::run_now_moves_only_what_every_part_of_its_filter_selects [BulkActions],
             concurrency::concurrent_dequeuers_complete_every_job_exactly_once,
             concurrency::concurrent_enqueues_of_one_key_make_one_job,

@@ -79,21 +79,26 @@ SELECT id, queue_name, priority, unique_key, payload, 'discarded', NULL, last_er
        trace_context, group_key
 FROM gone";
 
-/// Moves up to $4 dead letters (queue $2, ids below $3) whose unique key is
-/// not live back to the live table, and wakes their queues.
+/// Locks up to $3 dead letters of queue $1 (any when NULL) below id $2
+/// (any when NULL) whose unique key is not live, newest first, with their
+/// queue and key: `retry_dead_letters` keeps the newest of a key and reads
+/// on past the others.
+pub(super) const RETRY_DEAD_LETTERS_PICK: &str = "
+SELECT h.id, h.queue_name, h.unique_key FROM {s}.job_history h
+WHERE h.status_final = 'dead_letter'
+  AND ($1::text IS NULL OR h.queue_name = $1)
+  AND ($2::bigint IS NULL OR h.id < $2)
+  AND NOT EXISTS (SELECT 1 FROM {s}.job_queue j
+                  WHERE j.queue_name = h.queue_name AND j.unique_key = h.unique_key)
+ORDER BY h.id DESC
+LIMIT $3
+FOR UPDATE SKIP LOCKED";
+
+/// Moves the dead letters $2 (ids, locked by [`RETRY_DEAD_LETTERS_PICK`])
+/// back to the live table, due now, and wakes their queues.
 pub(super) const RETRY_DEAD_LETTERS: &str = "
 WITH dl AS (
-    DELETE FROM {s}.job_history WHERE id IN (
-        SELECT h.id FROM {s}.job_history h
-        WHERE h.status_final = 'dead_letter'
-          AND ($2::text IS NULL OR h.queue_name = $2)
-          AND ($3::bigint IS NULL OR h.id < $3)
-          AND NOT EXISTS (SELECT 1 FROM {s}.job_queue j
-                          WHERE j.queue_name = h.queue_name AND j.unique_key = h.unique_key)
-        ORDER BY h.id DESC
-        LIMIT $4
-        FOR UPDATE SKIP LOCKED
-    )
+    DELETE FROM {s}.job_history WHERE id = ANY($2::bigint[]) AND status_final = 'dead_letter'
     RETURNING *
 ),
 {restore}

@@ -201,6 +201,40 @@ pub async fn retry_dead_letters_skips_those_whose_key_is_live<S: Storage>(ctx: C
     assert_eq!(ctx.live(taken).await.payload, json!(3));
 }
 
+/// Two dead letters of one unique key: one call moves the newer (highest
+/// ids first) and skips the older, whose key it made live, then moves
+/// the next dead letter in its place, up to its limit.
+pub async fn retry_dead_letters_moves_one_of_two_with_one_key<S: Storage>(ctx: Ctx<S>) {
+    let dead = |job: NewJob| async {
+        let id = ctx.enqueue(job.max_attempts(1)).await;
+        let claimed = ctx.claim("q", 1).await;
+        ctx.storage
+            .nack(&lease_of(&claimed[0]), json!("fatal"), Retry::Never)
+            .await
+            .expect("nack");
+        id
+    };
+    let plain = dead(NewJob::new("q", json!(0))).await;
+    let older = dead(NewJob::new("q", json!(1)).unique_key("k")).await;
+    let newer = dead(NewJob::new("q", json!(2)).unique_key("k")).await;
+    let two = HistoryFilter {
+        limit: 2,
+        ..HistoryFilter::default()
+    };
+    assert_eq!(
+        ctx.storage.retry_dead_letters(&two).await.expect("retry"),
+        2,
+        "the newer keyed one and the plain one"
+    );
+    assert_eq!(ctx.live(newer).await.payload, json!(2));
+    ctx.live(plain).await;
+    assert_eq!(ctx.archived(older).await.status, FinalStatus::DeadLetter);
+    assert_eq!(
+        ctx.storage.retry_dead_letters(&two).await.expect("retry"),
+        0
+    );
+}
+
 /// Run-now honours every part of its filter: queue, unique key, state and
 /// id each narrow what moves, in a storage holding jobs of two queues.
 pub async fn run_now_moves_only_what_every_part_of_its_filter_selects<S: Storage>(ctx: Ctx<S>) {
