@@ -178,6 +178,12 @@ pub(crate) enum Command {
         /// period, so no level starves; on storages with priority aging.
         #[arg(long, value_parser = humantime::parse_duration)]
         priority_aging: Option<Duration>,
+        /// Fair claiming between groups: within each priority level,
+        /// claims serve the queue's groups in turn (the group served longest
+        /// ago first), so one group's backlog cannot hold back the others;
+        /// on storages with fair groups.
+        #[arg(long)]
+        fair_groups: bool,
         /// At most this many jobs started per second (fractions allowed).
         #[arg(long)]
         rate: Option<f64>,

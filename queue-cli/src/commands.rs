@@ -200,6 +200,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             concurrency,
             group_concurrency,
             priority_aging,
+            fair_groups,
             rate,
             burst,
             lease,
@@ -218,6 +219,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             )?;
             limits.group_concurrency = group_concurrency;
             limits.priority_aging = priority_aging;
+            limits.fair_groups = fair_groups;
             limits.validate()?;
             let name = QueueName::new(queue.clone())?;
             storage.configure_queue(&name, &limits).await?;

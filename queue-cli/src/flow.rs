@@ -34,10 +34,11 @@ pub(crate) fn limits(
         .transpose()?;
     let limits = QueueLimits {
         concurrency,
-        // Set by `config --group-concurrency` and `--priority-aging` after
-        // this (see commands.rs).
+        // Set by `config --group-concurrency`, `--priority-aging` and
+        // `--fair-groups` after this (see commands.rs).
         group_concurrency: None,
         priority_aging: None,
+        fair_groups: false,
         rate,
         lease,
         backoff,
@@ -55,6 +56,7 @@ pub(crate) fn config_json(config: &QueueConfig) -> Value {
         "concurrency": limits.concurrency,
         "group_concurrency": limits.group_concurrency,
         "priority_aging_ms": limits.priority_aging.map(|p| p.as_millis() as u64),
+        "fair_groups": limits.fair_groups,
         "rate_per_second": limits.rate.map(|r| r.per_second),
         "burst": limits.rate.map(|r| r.burst),
         "lease_ms": limits.lease.map(|l| l.as_millis() as u64),

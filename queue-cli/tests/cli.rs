@@ -831,6 +831,33 @@ fn config_sets_a_group_concurrency() {
     assert_eq!(cleared.trim(), "no queue is paused or limited");
 }
 
+/// `config --fair-groups` on SQLite, which claims fairly between groups:
+/// set, listed and shown as JSON; a later `config` without it lifts it.
+#[test]
+fn config_sets_fair_groups() {
+    let path = format!("{}/fair-groups.db", env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::remove_file(&path);
+    let url = format!("sqlite://{path}?mode=rwc");
+    ok(&url, None, &["migrate"], None);
+    ok(
+        &url,
+        None,
+        &["config", "tenants", "--concurrency", "4", "--fair-groups"],
+        None,
+    );
+    let listed = ok(&url, None, &["queues"], None);
+    assert_eq!(
+        listed.trim(),
+        "tenants: concurrency 4, fair groups",
+        "{listed}"
+    );
+    let json = json_of(&ok(&url, None, &["queues", "--json"], None));
+    assert_eq!(json[0]["fair_groups"], json!(true));
+    ok(&url, None, &["config", "tenants"], None);
+    let cleared = ok(&url, None, &["queues"], None);
+    assert_eq!(cleared.trim(), "no queue is paused or limited");
+}
+
 /// `config --priority-aging` on SQLite, which has priority aging: set,
 /// listed and shown as JSON; a period under a second refused in one line
 /// naming the field, nothing changed; a later `config` without it lifts

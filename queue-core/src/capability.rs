@@ -78,6 +78,13 @@ pub enum Capability {
     /// Start lags and depths per queue and minute, as workers observe
     /// them, for the operator's charts: `record_samples`, `samples`.
     Samples,
+    /// Fair claiming between groups: a queue's
+    /// [`crate::QueueLimits::fair_groups`] makes its claims serve its
+    /// groups in turn within each priority level (see
+    /// [`crate::Storage::dequeue`]). Needs [`Capability::FlowLimits`]
+    /// (`configure_queue` sets it). A storage without it refuses a
+    /// `configure_queue` that sets it with `NotSupported`.
+    FairGroups,
 }
 
 impl Capability {
@@ -101,6 +108,7 @@ impl Capability {
         Capability::GroupLimits,
         Capability::PriorityAging,
         Capability::Samples,
+        Capability::FairGroups,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -124,6 +132,7 @@ impl Capability {
             Capability::GroupLimits => "group_limits",
             Capability::PriorityAging => "priority_aging",
             Capability::Samples => "samples",
+            Capability::FairGroups => "fair_groups",
         }
     }
 
@@ -149,6 +158,7 @@ impl Capability {
             Capability::GroupLimits => "group concurrency limits",
             Capability::PriorityAging => "priority aging",
             Capability::Samples => "start lag and depth samples",
+            Capability::FairGroups => "fair claiming between groups",
         }
     }
 
@@ -170,8 +180,8 @@ impl Capability {
             Capability::Transactions => &[],
             Capability::Workers => &["register_worker", "deregister_worker", "list_workers"],
             Capability::GroupLimits => &["set_group_limit", "group_limits"],
-            // A setting of `configure_queue`, no method of its own.
-            Capability::PriorityAging => &[],
+            // Settings of `configure_queue`, no method of their own.
+            Capability::PriorityAging | Capability::FairGroups => &[],
             Capability::Samples => &["record_samples", "samples"],
         }
     }

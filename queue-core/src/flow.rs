@@ -69,6 +69,18 @@ pub struct QueueLimits {
     /// takes it; the others refuse it with [`QueueError::NotSupported`]
     /// and change nothing.
     pub priority_aging: Option<Duration>,
+    /// Fair claiming between groups: within each (effective) priority
+    /// level, a claim serves the queue's groups in turn, one job each, the
+    /// group served longest ago first; jobs without a group key are one
+    /// group. One group's backlog then delays another group's next job by
+    /// at most one job per other group with jobs waiting at that level.
+    /// The order is stated in [`crate::Storage::dequeue`];
+    /// [`crate::backend::fair_order`] computes it.
+    ///
+    /// Only a storage that declares [`crate::Capability::FairGroups`]
+    /// takes it; the others refuse it with [`QueueError::NotSupported`]
+    /// and change nothing.
+    pub fair_groups: bool,
     /// How fast the queue's jobs may start.
     pub rate: Option<RateLimit>,
     /// The lease a worker asks for when it claims from this queue (stored
@@ -81,12 +93,13 @@ pub struct QueueLimits {
 
 impl QueueLimits {
     /// True when the claim must consult the queue's config row (priority
-    /// aging included: it changes the claim's order).
+    /// aging and fair groups included: they change the claim's order).
     pub fn limits_claims(&self) -> bool {
         self.concurrency.is_some()
             || self.rate.is_some()
             || self.group_concurrency.is_some()
             || self.priority_aging.is_some()
+            || self.fair_groups
     }
 
     /// Rejects limits no backend can honour.
@@ -143,8 +156,8 @@ impl QueueLimits {
 }
 
 impl std::fmt::Display for QueueLimits {
-    /// `concurrency 5, group concurrency 1, priority aging 60s, 50/s (burst 10), lease 45s,
-    /// backoff 2s..3600s ±20%`, or `no limits`.
+    /// `concurrency 5, group concurrency 1, priority aging 60s, fair groups, 50/s (burst 10),
+    /// lease 45s, backoff 2s..3600s ±20%`, or `no limits`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut parts = Vec::new();
         if let Some(limit) = self.concurrency {
@@ -155,6 +168,9 @@ impl std::fmt::Display for QueueLimits {
         }
         if let Some(period) = self.priority_aging {
             parts.push(format!("priority aging {period:?}"));
+        }
+        if self.fair_groups {
+            parts.push("fair groups".to_owned());
         }
         if let Some(rate) = self.rate {
             parts.push(format!("{}/s (burst {})", rate.per_second, rate.burst));
@@ -336,13 +352,15 @@ mod tests {
             concurrency: Some(5),
             group_concurrency: Some(1),
             priority_aging: Some(Duration::from_secs(60)),
+            fair_groups: true,
             rate: Some(RATE),
             lease: Some(Duration::from_secs(45)),
             backoff: None,
         };
         assert_eq!(
             limits.to_string(),
-            "concurrency 5, group concurrency 1, priority aging 60s, 50/s (burst 10), lease 45s"
+            "concurrency 5, group concurrency 1, priority aging 60s, fair groups, 50/s (burst 10), \
+             lease 45s"
         );
         assert_eq!(QueueLimits::default().to_string(), "no limits");
     }

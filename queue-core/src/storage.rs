@@ -118,6 +118,25 @@ pub trait Storage: Send + Sync + 'static {
     ///   plain priority, in the same order, so jobs of an aging and a plain
     ///   queue named together compare by effective priority. Lifting the
     ///   setting restores the plain order at the next claim.
+    /// - With [`Capability::FairGroups`], on a queue whose
+    ///   [`QueueLimits::fair_groups`] is set, the queue's jobs are taken
+    ///   as by claims of one job each, in turn: the next is the first, in
+    ///   the order above, of the best priority's jobs of the group whose
+    ///   *turn* is lowest (the first in the order above on a tie), skipping
+    ///   full groups ([`crate::backend::fair_order`]). Jobs without a group
+    ///   key are one group. A group's turn is 0 until a job of it is
+    ///   claimed from the queue; each job a claim takes from the queue, in
+    ///   the order the claim returns them, advances the queue's claim
+    ///   count by one and sets its group's turn to it, through every
+    ///   handle. So the groups with jobs waiting at the best priority are
+    ///   served one job each, the one served longest ago first, then again
+    ///   in the same turn; a group with nothing waiting keeps its old turn
+    ///   and is served first when a job of it arrives; a group's first
+    ///   waiting job is claimed after at most one job of each other group
+    ///   at its priority. A claim naming several queues takes, job by job,
+    ///   from the queue whose next job in its own order comes first in the
+    ///   order of the first bullet (without fair groups, that is the first
+    ///   bullet's order).
     /// - Takes at most `request.queue_limit(q)` jobs from each queue `q`
     ///   and at most `request.limit()` in all: the best jobs within those
     ///   caps.
@@ -533,6 +552,11 @@ pub trait Storage: Send + Sync + 'static {
     ///   ..= 30 days: `InvalidInput` (`priority_aging`), nothing changed;
     ///   on a storage that does not declare [`Capability::PriorityAging`]:
     ///   `NotSupported`, nothing changed.
+    /// - `fair_groups` applies from the next claim on (within the TTL above
+    ///   for other handles); unset, the plain order returns and the
+    ///   groups' turns are kept for when it is set again. On a storage
+    ///   that does not declare [`Capability::FairGroups`]: `NotSupported`,
+    ///   nothing changed.
     ///
     /// Capability [`Capability::FlowLimits`]: the default returns
     /// [`crate::QueueError::NotSupported`].

@@ -485,6 +485,8 @@ impl LockedRow {
                         "group_concurrency_limit",
                         self.group_concurrency_limit,
                     )?,
+                    // Not stored here yet: refused by `configure_queue`.
+                    fair_groups: false,
                     priority_aging: read_millis("priority_aging_ms", self.priority_aging_ms)?,
                     ..claim_limits(
                         self.concurrency_limit,
@@ -531,6 +533,8 @@ impl ConfigRow {
                     "group_concurrency_limit",
                     self.group_concurrency_limit,
                 )?,
+                // Not stored here yet: refused by `configure_queue`.
+                fair_groups: false,
                 priority_aging: read_millis("priority_aging_ms", self.priority_aging_ms)?,
                 ..claim_limits(
                     self.concurrency_limit,

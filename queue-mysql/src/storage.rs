@@ -239,6 +239,8 @@ impl Storage for MySqlStorage {
     }
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        // Fair claiming between groups is not built here yet.
+        queue_core::backend::refuse_fair_groups(limits)?;
         self.configure_queue_pooled(queue, limits).await
     }
 

@@ -180,6 +180,8 @@ fn claim_limits(row: &PgRow) -> Result<QueueLimits> {
             "group_concurrency_limit",
             get(row, "group_concurrency_limit")?,
         )?,
+        // Not stored here yet: refused by `configure_queue`.
+        fair_groups: false,
         priority_aging: read_millis("priority_aging_ms", get(row, "priority_aging_ms")?)?,
         ..QueueLimits::default()
     })

@@ -202,6 +202,8 @@ fn limits(fields: &[String]) -> Result<QueueLimits> {
         lease: millis("lease_ms")?,
         backoff,
         group_concurrency: count("group_concurrency")?,
+        // Not stored here yet: refused by `configure_queue`.
+        fair_groups: false,
         priority_aging: millis("priority_aging_ms")?,
     })
 }

@@ -8,7 +8,7 @@
 //! (priority, available_at, id) with `available_at <= now` as a filter
 //! walked every job not yet due whenever fewer than the limit were due.
 
-use queue_core::backend::{aged_claim_order, claim_order};
+use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, QueueName, Result};
 use sqlx::sqlite::SqliteRow;
@@ -21,8 +21,8 @@ impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let rows = if self.names_limited_queue(request).await? {
             let claim = self.dequeue_limited(request).await?;
-            if !claim.aging.is_empty() {
-                return aged_jobs(&claim);
+            if !claim.order.is_empty() {
+                return picked_jobs(&claim);
             }
             claim.rows
         } else if let [queue] = request.queues() {
@@ -49,27 +49,14 @@ impl SqliteStorage {
     }
 }
 
-/// The jobs of a limited claim naming aging queues, in the contract's
-/// order: by effective priority (each aging queue's period applied at the
-/// claim's now), then `available_at`, then id.
-fn aged_jobs(claim: &LimitedClaim) -> Result<Vec<Job>> {
+/// The jobs of a limited claim that picked them, in the order it picked
+/// them (the contract's, with effective priorities and fair orders).
+fn picked_jobs(claim: &LimitedClaim) -> Result<Vec<Job>> {
     let mut jobs = (claim.rows.iter())
         .map(rows::job)
         .collect::<Result<Vec<_>>>()?;
-    let period = |job: &Job| {
-        (claim.aging.iter())
-            .find(|(queue, _)| *queue == job.queue)
-            .map(|(_, period)| *period)
-    };
-    jobs.sort_by_key(|job| {
-        aged_claim_order(
-            job.priority,
-            job.available_at,
-            job.id.get(),
-            claim.now,
-            period(job),
-        )
-    });
+    let place = |job: &Job| claim.order.iter().position(|id| *id == job.id.get());
+    jobs.sort_by_key(place);
     Ok(jobs)
 }
 
@@ -130,7 +117,9 @@ async fn claim(
     let limit = usize::try_from(request.limit())
         .unwrap_or(usize::MAX)
         .saturating_sub(taken);
-    claim_candidates(conn, now, request, candidates, limit).await
+    candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
+    candidates.truncate(limit);
+    claim_candidates(conn, now, request, &candidates).await
 }
 
 /// A job a claim may take: `(priority, available_at, id)`; for a job of an
@@ -175,21 +164,18 @@ pub(crate) async fn pick_queue(
     Ok(candidates)
 }
 
-/// Leases the best `limit` of `candidates` (picked from each queue of
-/// `request`) in one statement.
+/// Leases `candidates` (picked from the queues of `request`, the best
+/// within its limits) in one statement.
 pub(crate) async fn claim_candidates(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
-    mut candidates: Vec<Candidate>,
-    limit: usize,
+    candidates: &[Candidate],
 ) -> Result<Vec<SqliteRow>, sqlx::Error> {
     if candidates.is_empty() {
         return Ok(Vec::new());
     }
     let lease_until = now.saturating_add(duration_micros(request.lease()));
-    candidates.sort_by_key(|&(priority, available_at, id)| claim_order(priority, available_at, id));
-    candidates.truncate(limit);
     let ids: Vec<i64> = candidates.iter().map(|&(_, _, id)| id).collect();
     let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     sqlx::query(sql::DEQUEUE_CLAIM_IDS)

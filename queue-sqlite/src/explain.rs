@@ -58,6 +58,46 @@ impl SqliteStorage {
         self.plan(query).await
     }
 
+    /// The plans of the statements a fair claim of `queue` reads each
+    /// group with (the skip scan listing its groups, the walk over a
+    /// group's levels, the read of a level's due jobs), for group `group`
+    /// (`None`: the jobs without a group key), in that order: for checking
+    /// that each is a range of `job_queue_fair`, never a read of a group's
+    /// whole backlog.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn explain_fair_claim(
+        &self,
+        queue: &queue_core::QueueName,
+        group: Option<&queue_core::GroupKey>,
+    ) -> Result<Vec<Vec<String>>> {
+        let explain = |statement: &str| {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "EXPLAIN QUERY PLAN {statement}"
+            )))
+        };
+        let name = group.map(queue_core::GroupKey::as_str);
+        let groups = explain(sql::FAIR_NEXT_GROUP).bind(queue.as_str()).bind("");
+        let levels = explain(sql::FAIR_GROUP_LEVEL)
+            .bind(queue.as_str())
+            .bind(name)
+            .bind(i64::from(i32::MAX) + 1);
+        let jobs = explain(sql::FAIR_LEVEL_PICK)
+            .bind(queue.as_str())
+            .bind(name)
+            .bind(0)
+            .bind(self.now_micros())
+            .bind(i64::MIN)
+            .bind(i64::MIN)
+            .bind(16);
+        Ok(vec![
+            self.plan(groups).await?,
+            self.plan(levels).await?,
+            self.plan(jobs).await?,
+        ])
+    }
+
     /// The `detail` column of an `EXPLAIN QUERY PLAN`'s rows.
     async fn plan(
         &self,

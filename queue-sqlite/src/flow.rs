@@ -21,14 +21,12 @@
 //! queue. Counting leased rows rather than keeping a counter means every
 //! way a lease ends gives its slot back by itself.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
 use queue_core::backend::{
-    GroupSlots, aged_claim_order, corrupt, stored, stored_count, stored_instant, stored_millis,
-    unconfigured_queue,
+    GroupSlots, aged_claim_order, claim_order, corrupt, stored, stored_count, stored_instant,
+    stored_millis, unconfigured_queue,
 };
 use queue_core::{
     Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits,
@@ -38,6 +36,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use crate::dequeue::{Candidate, claim_any, claim_candidates, pick_queue};
+use crate::fair::{advance_turns, pick_fair};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -87,6 +86,7 @@ impl SqliteStorage {
                 .bind(limits.rate.map(|r| f64::from(r.burst)))
                 .bind(limits.group_concurrency.map(i64::from))
                 .bind(limits.priority_aging.map(millis))
+                .bind(limits.fair_groups)
                 .execute(&mut *conn)
                 .await?;
             Ok::<_, sqlx::Error>(())
@@ -165,14 +165,15 @@ impl SqliteStorage {
 }
 
 /// What the limited claim leased, with what its caller needs to put the
-/// rows in claim order: the aging queues' periods and the claim's now.
+/// rows in claim order.
 pub(crate) struct LimitedClaim {
     /// The leased rows, in no particular order (RETURNING).
     pub(crate) rows: Vec<SqliteRow>,
-    /// The queues of the request with a priority aging period.
-    pub(crate) aging: Vec<(QueueName, Duration)>,
-    /// The claim's now.
-    pub(crate) now: DateTime<Utc>,
+    /// The ids in the order the claim returns them, when it picked them
+    /// (a queue with group limits, priority aging or fair groups): by
+    /// effective priority, a fair queue's jobs in its fair order. Empty:
+    /// the plain claim order.
+    pub(crate) order: Vec<i64>,
 }
 
 /// Reads the request's limited queues, claims what they allow, and takes
@@ -193,6 +194,7 @@ async fn claim_limited(
     let mut buckets: Vec<(QueueName, RateLimit, Option<Bucket>)> = Vec::new();
     let mut grouped: Vec<(QueueName, Option<u32>)> = Vec::new();
     let mut aging: Vec<(QueueName, Duration)> = Vec::new();
+    let mut fair: Vec<QueueName> = Vec::new();
     for row in &rows {
         let queue = QueueName::new(row.try_get::<String, _>("queue_name")?)
             .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
@@ -203,6 +205,9 @@ async fn claim_limited(
         if let Some(period) = limits.priority_aging {
             aging.push((queue.clone(), period));
         }
+        if limits.fair_groups {
+            fair.push(queue.clone());
+        }
         let held = u64::try_from(row.try_get::<i64, _>("held")?).unwrap_or(0);
         allowances.push((queue.clone(), limits.allowance(held, bucket, at)));
         if let Some(rate) = limits.rate {
@@ -212,14 +217,18 @@ async fn claim_limited(
     let Some(narrowed) = request.narrowed(&allowances) else {
         return Ok(LimitedClaim {
             rows: Vec::new(),
-            aging,
-            now: at,
+            order: Vec::new(),
         });
     };
-    let claimed = if grouped.is_empty() && aging.is_empty() {
-        claim_any(conn, now, &narrowed).await?
+    let (claimed, order) = if grouped.is_empty() && aging.is_empty() && fair.is_empty() {
+        (claim_any(conn, now, &narrowed).await?, Vec::new())
     } else {
-        claim_picked(conn, now, &narrowed, &grouped, &aging).await?
+        let picks = Picks {
+            grouped: &grouped,
+            aging: &aging,
+            fair: &fair,
+        };
+        claim_picked(conn, now, &narrowed, &picks).await?
     };
     for (queue, rate, bucket) in buckets {
         let mut taken = 0_u32;
@@ -242,9 +251,17 @@ async fn claim_limited(
     }
     Ok(LimitedClaim {
         rows: claimed,
-        aging,
-        now: at,
+        order,
     })
+}
+
+/// How a limited claim picks each queue's jobs: the grouped queues with
+/// their group concurrency, the aging queues with their period, the fair
+/// queues.
+struct Picks<'a> {
+    grouped: &'a [(QueueName, Option<u32>)],
+    aging: &'a [(QueueName, Duration)],
+    fair: &'a [QueueName],
 }
 
 /// Rows per page of a grouped queue's walk: enough that a few full groups
@@ -252,41 +269,75 @@ async fn claim_limited(
 /// little.
 const GROUP_PAGE: usize = 64;
 
-/// Leases the jobs of a request naming a queue whose groups are limited or
-/// whose priorities age: each queue's best jobs (a grouped queue's within
-/// its groups' slots, an aging queue's by effective priority), merged in
-/// claim order up to the limit, leased in one statement. `grouped` lists
-/// the grouped queues with their group concurrency, `aging` the aging
-/// queues with their period.
+/// Leases the jobs of a request naming a queue whose groups are limited,
+/// whose priorities age or whose groups are served fairly: each queue's
+/// best jobs in its own order (a grouped queue's within its groups'
+/// slots, an aging queue's by effective priority, a fair queue's in its
+/// fair order), merged job by job by the claim order of each queue's next
+/// job up to the limit, leased in one statement; a fair queue's groups'
+/// turns advance with what it took. Answers the rows and their ids in
+/// that order.
 async fn claim_picked(
     conn: &mut SqliteConnection,
     now: i64,
     request: &DequeueRequest,
-    grouped: &[(QueueName, Option<u32>)],
-    aging: &[(QueueName, Duration)],
-) -> Result<Vec<SqliteRow>, sqlx::Error> {
-    let mut candidates = Vec::new();
+    picks: &Picks<'_>,
+) -> Result<(Vec<SqliteRow>, Vec<i64>), sqlx::Error> {
+    let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(request.queues().len());
+    let mut fair_groups = HashMap::new();
     for queue in request.queues() {
         let cap = request.queue_limit(queue).min(request.limit()) as usize;
-        let groups = grouped.iter().find(|(q, _)| q == queue);
-        let period = aging.iter().find(|(q, _)| q == queue).map(|(_, p)| *p);
-        match (groups, period) {
-            (groups, Some(period)) => {
-                let slots = match groups {
-                    Some((_, default)) => group_slots(conn, queue, *default).await?,
-                    None => GroupSlots::new(None, []),
-                };
-                candidates.extend(pick_aged(conn, now, queue, cap, slots, period).await?);
+        let groups = picks.grouped.iter().find(|(q, _)| q == queue);
+        let period = (picks.aging.iter())
+            .find(|(q, _)| q == queue)
+            .map(|(_, p)| *p);
+        let slots = match groups {
+            Some((_, default)) => group_slots(conn, queue, *default).await?,
+            None => GroupSlots::new(None, []),
+        };
+        let list = if picks.fair.contains(queue) {
+            let picked = pick_fair(conn, now, queue, cap, slots, period).await?;
+            let mut list = Vec::with_capacity(picked.len());
+            for (candidate, group) in picked {
+                fair_groups.insert(candidate.2, (queue.clone(), group));
+                list.push(candidate);
             }
-            (Some((_, default)), None) => {
-                let slots = group_slots(conn, queue, *default).await?;
-                candidates.extend(pick_grouped(conn, now, queue, cap, slots).await?);
+            list
+        } else {
+            match (groups, period) {
+                (_, Some(period)) => pick_aged(conn, now, queue, cap, slots, period).await?,
+                (Some(_), None) => pick_grouped(conn, now, queue, cap, slots).await?,
+                (None, None) => pick_queue(conn, now, queue, cap).await?,
             }
-            (None, None) => candidates.extend(pick_queue(conn, now, queue, cap).await?),
-        }
+        };
+        lists.push(list);
     }
     let limit = usize::try_from(request.limit()).unwrap_or(usize::MAX);
-    claim_candidates(conn, now, request, candidates, limit).await
+    let merged = merge_by_next(lists, limit);
+    let rows = claim_candidates(conn, now, request, &merged).await?;
+    advance_turns(conn, &merged, &fair_groups).await?;
+    Ok((rows, merged.iter().map(|&(_, _, id)| id).collect()))
+}
+
+/// Up to `limit` of `lists` (each a queue's candidates in its own order),
+/// taken one at a time from the list whose next candidate comes first in
+/// the claim order: for lists in that order, the first `limit` of all.
+fn merge_by_next(lists: Vec<Vec<Candidate>>, limit: usize) -> Vec<Candidate> {
+    let mut lists: Vec<VecDeque<Candidate>> = lists.into_iter().map(VecDeque::from).collect();
+    let mut merged = Vec::new();
+    while merged.len() < limit {
+        let next = (lists.iter_mut())
+            .filter(|list| !list.is_empty())
+            .min_by_key(|list| {
+                let (priority, available_at, id) = list[0];
+                claim_order(priority, available_at, id)
+            });
+        match next.and_then(VecDeque::pop_front) {
+            Some(candidate) => merged.push(candidate),
+            None => break,
+        }
+    }
+    merged
 }
 
 /// The group slots of `queue` in this claim: the groups' limits
@@ -512,6 +563,7 @@ fn claim_limits(row: &SqliteRow) -> Result<(QueueLimits, Option<Bucket>), sqlx::
             .map(|c| stored_count("group_concurrency_limit", c))
             .transpose()
             .map_err(decode)?,
+        fair_groups: row.try_get("fair_groups")?,
         priority_aging: (row.try_get::<Option<i64>, _>("priority_aging_ms")?)
             .map(|ms| stored_millis("priority_aging_ms", ms))
             .transpose()
@@ -581,6 +633,7 @@ fn config(row: &SqliteRow) -> Result<QueueConfig> {
                 .map(|ms| stored_millis("lease_ms", ms))
                 .transpose()?,
             backoff,
+            fair_groups: row.try_get("fair_groups").map_err(interpret_error)?,
             priority_aging: get("priority_aging_ms")?
                 .map(|ms| stored_millis("priority_aging_ms", ms))
                 .transpose()?,

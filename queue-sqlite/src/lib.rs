@@ -17,6 +17,7 @@ mod checkpoint;
 mod complete;
 mod dequeue;
 mod enqueue;
+mod fair;
 mod flow;
 mod heartbeat;
 mod inspect;

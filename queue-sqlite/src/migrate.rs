@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "samples",
         sql: include_str!("../migrations/0009_samples.sql"),
     },
+    Migration {
+        version: 10,
+        name: "fair_groups",
+        sql: include_str!("../migrations/0010_fair_groups.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

@@ -407,11 +407,11 @@ SET lease_until = NULL, locked_by = NULL, attempts = attempts - 1, snoozes = sno
 WHERE id = ?2 AND locked_by = ?3 AND attempts = ?4 AND lease_until IS NOT NULL";
 
 /// The queues whose config limits claims (the limited claim path): a
-/// concurrency, a rate, a group concurrency, a group's own limit or a
-/// priority aging period (which changes the claim's order).
+/// concurrency, a rate, a group concurrency, a group's own limit, a
+/// priority aging period or fair groups (which change the claim's order).
 pub(crate) const LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config c
 WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
-   OR group_concurrency_limit IS NOT NULL OR priority_aging_ms IS NOT NULL
+   OR group_concurrency_limit IS NOT NULL OR priority_aging_ms IS NOT NULL OR fair_groups
    OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)";
 
 /// The claim limits, bucket and held leases (`held`, expired ones too
@@ -423,7 +423,7 @@ WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
 /// write transaction, nothing changes between this read and the claim.
 pub(crate) const FLOW_CLAIM_LIMITS: &str = "SELECT c.queue_name, c.concurrency_limit,
     c.rate_per_second, c.rate_burst, c.tokens, c.refilled_at, c.group_concurrency_limit,
-    c.priority_aging_ms,
+    c.priority_aging_ms, c.fair_groups,
     (c.group_concurrency_limit IS NOT NULL
      OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)) AS grouped,
     CASE WHEN c.concurrency_limit IS NULL THEN 0
@@ -433,6 +433,7 @@ FROM queue_config c
 WHERE c.queue_name IN (SELECT value FROM json_each(?1))
   AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
        OR c.group_concurrency_limit IS NOT NULL OR c.priority_aging_ms IS NOT NULL
+       OR c.fair_groups
        OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name))";
 
 /// The leases each group of queue ?1 holds (expired ones too, until
@@ -504,13 +505,13 @@ pub(crate) const FLOW_TAKE_TOKENS: &str =
 
 /// Sets queue ?2's limits (?3 concurrency, ?4 rate, ?5 burst, ?6 lease ms,
 /// ?7 backoff base ms, ?8 min ms, ?9 max ms, ?10 jitter, ?12 group
-/// concurrency, ?13 priority aging ms), its bucket full (?11 tokens, NULL
+/// concurrency, ?13 priority aging ms, ?14 fair groups), its bucket full (?11 tokens, NULL
 /// without a rate, refilled at ?1), keeping its paused flag. ?1 now.
 pub(crate) const CONFIGURE_QUEUE: &str = "INSERT INTO queue_config (queue_name, paused,
     concurrency_limit, rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms,
     backoff_max_ms, backoff_jitter, tokens, refilled_at, updated_at, group_concurrency_limit,
-    priority_aging_ms)
-VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1, ?12, ?13)
+    priority_aging_ms, fair_groups)
+VALUES (?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?1, ?1, ?12, ?13, ?14)
 ON CONFLICT (queue_name) DO UPDATE SET concurrency_limit = excluded.concurrency_limit,
     rate_per_second = excluded.rate_per_second, rate_burst = excluded.rate_burst,
     lease_ms = excluded.lease_ms, backoff_base_ms = excluded.backoff_base_ms,
@@ -518,16 +519,16 @@ ON CONFLICT (queue_name) DO UPDATE SET concurrency_limit = excluded.concurrency_
     backoff_jitter = excluded.backoff_jitter, tokens = excluded.tokens,
     refilled_at = excluded.refilled_at, updated_at = excluded.updated_at,
     group_concurrency_limit = excluded.group_concurrency_limit,
-    priority_aging_ms = excluded.priority_aging_ms";
+    priority_aging_ms = excluded.priority_aging_ms, fair_groups = excluded.fair_groups";
 
 /// Every queue's config row, by name.
 pub(crate) const QUEUE_CONFIGS: &str = "SELECT queue_name, paused, concurrency_limit,
     rate_per_second, rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms,
-    backoff_jitter, group_concurrency_limit, priority_aging_ms
+    backoff_jitter, group_concurrency_limit, priority_aging_ms, fair_groups
 FROM queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
-   OR priority_aging_ms IS NOT NULL
+   OR priority_aging_ms IS NOT NULL OR fair_groups
 ORDER BY queue_name";
 
 /// Records fire ?2 of schedule ?1 (next fire ?3) unless a fire at or after
@@ -593,3 +594,44 @@ GROUP BY minute, queue_name
 UNION ALL
 SELECT queue_name, minute, NULL, pending, scheduled, running
 FROM job_sample_depth WHERE minute > ?1 AND minute <= ?2";
+
+/// Each group's turn in fair queue ?1 (`''`: the jobs without a group key).
+pub(crate) const FAIR_TURNS: &str =
+    "SELECT group_key, turn FROM job_group_turn WHERE queue_name = ?1";
+
+/// The first group key of queue ?1 above ?2 among its unleased jobs (NULL
+/// past the last): one step of the skip scan of `job_queue_fair` that
+/// lists a fair queue's groups, one index probe per group.
+pub(crate) const FAIR_NEXT_GROUP: &str =
+    "SELECT min(group_key) FROM job_queue INDEXED BY job_queue_fair
+WHERE queue_name = ?1 AND lease_until IS NULL AND group_key > ?2";
+
+/// The highest priority below ?3 among the unleased jobs of group ?2 (NULL:
+/// no group key) of queue ?1: one step of the walk over a group's levels.
+pub(crate) const FAIR_GROUP_LEVEL: &str = "SELECT priority FROM job_queue INDEXED BY job_queue_fair
+WHERE queue_name = ?1 AND group_key IS ?2 AND lease_until IS NULL AND priority < ?3
+ORDER BY priority DESC
+LIMIT 1";
+
+/// Up to ?7 claimable jobs of group ?2 (NULL: no group key) of queue ?1 at
+/// priority ?3, due at ?4 (now), after the job (?5 available_at, ?6 id)
+/// the previous page ended at, oldest first: a range of `job_queue_fair`
+/// that ends at the first job not due yet.
+pub(crate) const FAIR_LEVEL_PICK: &str = "SELECT id, priority, available_at, group_key
+FROM job_queue INDEXED BY job_queue_fair
+WHERE queue_name = ?1 AND group_key IS ?2 AND lease_until IS NULL AND priority = ?3
+  AND available_at <= ?4 AND attempts < max_attempts
+  AND (available_at > ?5 OR (available_at = ?5 AND id > ?6))
+  AND NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ?1 AND p.paused)
+ORDER BY available_at, id
+LIMIT ?7";
+
+/// Advances fair queue ?1's claim count by ?2 (the jobs a claim took from
+/// it) and answers the new count.
+pub(crate) const FAIR_COUNT: &str = "UPDATE queue_config SET claim_count = claim_count + ?2
+WHERE queue_name = ?1 RETURNING claim_count";
+
+/// Sets group ?2's turn in queue ?1 to ?3.
+pub(crate) const FAIR_TURN: &str = "INSERT INTO job_group_turn (queue_name, group_key, turn)
+VALUES (?1, ?2, ?3)
+ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = excluded.turn";

@@ -299,6 +299,7 @@ impl Storage for SqliteStorage {
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::FairGroups)
             .with(Capability::Samples)
     }
 

@@ -177,3 +177,67 @@ async fn history_listings_read_their_queue_and_status_wherever_the_ids_sit() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_fair_claim_reads_each_group_s_head_not_its_backlog() {
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("open");
+    let tenants = QueueName::new("tenants").expect("valid");
+    let limits = queue_core::QueueLimits {
+        fair_groups: true,
+        ..queue_core::QueueLimits::default()
+    };
+    storage
+        .configure_queue(&tenants, &limits)
+        .await
+        .expect("configure");
+    for start in (0..5_000).step_by(1_000) {
+        let jobs = (start..start + 1_000)
+            .map(|i| NewJob::new("tenants", json!({ "i": i })).group_key("large"))
+            .collect();
+        storage.enqueue_batch(jobs).await.expect("enqueue");
+    }
+    let first = claim(&storage, "tenants", 2, Duration::from_secs(60)).await;
+    assert!(
+        first
+            .iter()
+            .all(|job| job.group_key.as_ref().map(|g| g.as_str()) == Some("large"))
+    );
+    storage
+        .enqueue(NewJob::new("tenants", json!({})).group_key("small"))
+        .await
+        .expect("enqueue small");
+    let next = claim(&storage, "tenants", 1, Duration::from_secs(60)).await;
+    assert_eq!(
+        next[0].group_key.as_ref().map(|g| g.as_str()),
+        Some("small"),
+        "behind 4,998 jobs of large"
+    );
+    for group in [Some("large"), Some("small"), None] {
+        let key = group.map(|g| queue_core::GroupKey::new(g).expect("valid"));
+        let plans = storage
+            .explain_fair_claim(&tenants, key.as_ref())
+            .await
+            .expect("explain");
+        for plan in plans {
+            // Every read of a job is a search of `job_queue_fair`; the
+            // paused check a search of `queue_config`'s key.
+            assert!(
+                plan.iter()
+                    .filter(|step| step.contains("job_queue"))
+                    .all(|step| step.starts_with("SEARCH job_queue USING")
+                        && step.contains("INDEX job_queue_fair (queue_name=?")),
+                "{group:?}: {plan:#?}"
+            );
+            assert!(
+                !plan.iter().any(|step| step.starts_with("SCAN")),
+                "{group:?}: {plan:#?}"
+            );
+            assert!(
+                !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+                "{group:?}: {plan:#?}"
+            );
+        }
+    }
+}

@@ -236,6 +236,9 @@ impl<S: Storage> Storage for Restricted<S> {
         if !self.offered.supports(Capability::PriorityAging) {
             queue_core::backend::refuse_priority_aging(limits)?;
         }
+        if !self.offered.supports(Capability::FairGroups) {
+            queue_core::backend::refuse_fair_groups(limits)?;
+        }
         self.inner.configure_queue(queue, limits).await
     }
 

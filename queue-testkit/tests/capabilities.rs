@@ -125,6 +125,16 @@ async fn a_storage_without_priority_aging_refuses_a_period() {
     suite::aging::priority_aging_is_refused_without_the_capability(&storage).await;
 }
 
+/// A storage without fair groups refuses the setting and writes nothing,
+/// as the backends without it call checks.
+#[tokio::test]
+async fn a_storage_without_fair_groups_refuses_the_setting() {
+    let offered = Capabilities::OPERATIONS.with(Capability::GroupLimits);
+    let storage =
+        queue_testkit::restricted::Restricted::new(queue_testkit::MemoryStorage::new(), offered);
+    suite::fairness::fair_groups_are_refused_without_the_capability(&storage).await;
+}
+
 /// A harness over a storage that does not declare transactions (the memory
 /// storage): the transactional suite refuses to run its cases.
 struct Undeclared(queue_testkit::MemoryStorage);

@@ -11,14 +11,15 @@
 //! small tenant enqueuing one job every `interval_ms`, `probes` in all,
 //! while the worker drains; the small tenant's start lag (from its
 //! enqueue's return to its handler's start) against the same probes on an
-//! empty queue. Without fair claiming between groups (issue 38, item 2)
-//! the small tenant waits behind the whole backlog.
+//! empty queue, and behind the backlog with the queue's fair groups set
+//! (`QueueLimits::fair_groups`) where the storage has them. Without fair
+//! claiming the small tenant waits behind the whole backlog.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use queue_core::{GroupKey, JobId, NewJob, QueueLimits, QueueName};
+use queue_core::{Capability, GroupKey, JobId, NewJob, QueueLimits, QueueName};
 use queue_worker::{JobContext, WorkerBuilder};
 use serde_json::json;
 
@@ -51,23 +52,33 @@ pub(crate) async fn run<T: Target>(
             )
             .figure("most_running_in_a_group", limited.most_running),
     );
-    let empty = tenant_lag::<T>(args, setup, 0).await?;
-    let behind = tenant_lag::<T>(args, setup, args.backlog).await?;
-    report.push(
-        Row::new("fairness_tenants")
-            .param("backlog", args.backlog)
-            .param("probes", args.probes)
-            .param("interval_ms", args.interval_ms)
-            .param("c", args.concurrency)
-            .ms("empty_p50_ms", empty.p50)
-            .ms("empty_p99_ms", empty.p99)
-            .ms("behind_p50_ms", behind.p50)
-            .ms("behind_p99_ms", behind.p99)
+    let plain = |backlog| tenant_lag::<T>(args, setup, backlog, false);
+    let empty = plain(0).await?.ok_or("no lag measured")?;
+    let behind = plain(args.backlog).await?.ok_or("no lag measured")?;
+    let fair = tenant_lag::<T>(args, setup, args.backlog, true).await?;
+    let mut row = Row::new("fairness_tenants")
+        .param("backlog", args.backlog)
+        .param("probes", args.probes)
+        .param("interval_ms", args.interval_ms)
+        .param("c", args.concurrency)
+        .ms("empty_p50_ms", empty.p50)
+        .ms("empty_p99_ms", empty.p99)
+        .ms("behind_p50_ms", behind.p50)
+        .ms("behind_p99_ms", behind.p99)
+        .figure(
+            "p99_ratio",
+            format!("{:.1}", behind.p99 / empty.p99.max(1e-9)),
+        );
+    if let Some(fair) = fair {
+        row = row
+            .ms("fair_p50_ms", fair.p50)
+            .ms("fair_p99_ms", fair.p99)
             .figure(
-                "p99_ratio",
-                format!("{:.1}", behind.p99 / empty.p99.max(1e-9)),
-            ),
-    );
+                "fair_p99_ratio",
+                format!("{:.1}", fair.p99 / empty.p99.max(1e-9)),
+            );
+    }
+    report.push(row);
     Ok(())
 }
 
@@ -184,13 +195,27 @@ fn lock(running: &Mutex<Running>) -> std::sync::MutexGuard<'_, Running> {
 
 /// The small tenant's start lag (from its enqueue's return to its
 /// handler's start), behind `backlog` jobs of the large tenant enqueued
-/// first.
+/// first, on a queue with fair groups when `fair` (`None` when the
+/// storage has none).
 async fn tenant_lag<T: Target>(
     args: &FairnessArgs,
     setup: &Setup,
     backlog: usize,
-) -> Result<Spread, BenchError> {
+    fair: bool,
+) -> Result<Option<Spread>, BenchError> {
     let storage = T::fresh(setup).await?;
+    if fair && !storage.capabilities().supports(Capability::FairGroups) {
+        return Ok(None);
+    }
+    if fair {
+        let limits = QueueLimits {
+            fair_groups: true,
+            ..QueueLimits::default()
+        };
+        storage
+            .configure_queue(&QueueName::new(QUEUE)?, &limits)
+            .await?;
+    }
     for start in (0..backlog).step_by(FILL_BATCH) {
         let jobs = (start..(start + FILL_BATCH).min(backlog))
             .map(|i| NewJob::new(QUEUE, json!({ "i": i })).group_key("large"))
@@ -242,5 +267,7 @@ async fn tenant_lag<T: Target>(
                 .map(|start| start.saturating_duration_since(*at))
         })
         .collect();
-    Spread::of(&lags).ok_or_else(|| "no probe started".into())
+    Spread::of(&lags)
+        .map(Some)
+        .ok_or_else(|| "no probe started".into())
 }

@@ -85,6 +85,74 @@ pub fn aged_claim_order(
     )
 }
 
+/// The positions of a fair queue's claimable jobs in the order of a fair
+/// claim ([`crate::QueueLimits::fair_groups`], stated in
+/// [`crate::Storage::dequeue`]). `jobs` are the queue's pending jobs in
+/// the claim order (effective priority descending, then `available_at`,
+/// then id), each as its effective priority and group (`None`: no group
+/// key, one group of its own); `turn` gives a group's turn (0 for a group
+/// never claimed from the queue). The order is that of claims of one job
+/// each: the next job is the first, in the claim order, of the best
+/// priority's jobs of the group whose turn is lowest, and taking it gives
+/// its group a turn above every other.
+///
+/// ```
+/// use queue_core::backend::fair_order;
+///
+/// // Group "a" was served at turn 7, "b" never; four jobs of "a" were
+/// // enqueued before two of "b", all at priority 0.
+/// let jobs = [(0, Some("a")), (0, Some("a")), (0, Some("a")), (0, Some("a")),
+///             (0, Some("b")), (0, Some("b"))];
+/// let turn = |group: Option<&&str>| if group == Some(&"a") { 7 } else { 0 };
+/// assert_eq!(fair_order(&jobs, turn), vec![4, 0, 5, 1, 2, 3]);
+/// ```
+pub fn fair_order<G: Ord>(
+    jobs: &[(i32, Option<G>)],
+    turn: impl Fn(Option<&G>) -> u64,
+) -> Vec<usize> {
+    // Each group's jobs, in the claim order, and its turn.
+    let mut groups: std::collections::BTreeMap<
+        Option<&G>,
+        (std::collections::VecDeque<usize>, u64),
+    > = Default::default();
+    for (place, (_, group)) in jobs.iter().enumerate() {
+        groups
+            .entry(group.as_ref())
+            .or_insert_with(|| (Default::default(), turn(group.as_ref())))
+            .0
+            .push_back(place);
+    }
+    let mut next_turn = groups.values().map(|(_, turn)| *turn).max().unwrap_or(0);
+    let mut order = Vec::with_capacity(jobs.len());
+    while let Some((places, group_turn)) = groups
+        .values_mut()
+        .filter(|(places, _)| !places.is_empty())
+        .min_by_key(|(places, group_turn)| (Reverse(jobs[places[0]].0), *group_turn, places[0]))
+    {
+        order.extend(places.pop_front());
+        next_turn += 1;
+        *group_turn = next_turn;
+    }
+    order
+}
+
+/// What a storage that does not declare
+/// [`crate::Capability::FairGroups`] returns from `configure_queue` with
+/// fair groups set: it must not store a setting it would not apply.
+///
+/// # Errors
+/// [`crate::QueueError::NotSupported`] when `limits.fair_groups` is set.
+pub fn refuse_fair_groups(limits: &crate::QueueLimits) -> crate::Result<()> {
+    if limits.fair_groups {
+        Err(crate::QueueError::not_supported(
+            crate::Capability::FairGroups,
+            "configure_queue",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// What a storage that does not declare
 /// [`crate::Capability::PriorityAging`] returns from `configure_queue`
 /// with a priority aging period: it must not store a setting it would not
@@ -109,6 +177,32 @@ mod tests {
 
     fn at(secs: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_900_000_000 + secs, 0).expect("in range")
+    }
+
+    #[test]
+    fn fair_order_serves_groups_in_turn_within_each_priority() {
+        // Priority 5: "a" twice. Priority 0: "a" three times, "b", none
+        // twice. "a" was served at turn 9, jobs without a group at 4, "b"
+        // never.
+        let jobs = [
+            (5, Some("a")),
+            (5, Some("a")),
+            (0, Some("a")),
+            (0, Some("a")),
+            (0, None),
+            (0, Some("a")),
+            (0, Some("b")),
+            (0, None),
+        ];
+        let turn = |group: Option<&&str>| match group {
+            Some(&"a") => 9,
+            Some(_) => 0,
+            None => 4,
+        };
+        assert_eq!(fair_order(&jobs, turn), vec![0, 1, 6, 4, 2, 7, 3, 5]);
+        // With every turn equal, the groups first come in the claim order
+        // of their jobs; "a", served at priority 5, then waits its turn.
+        assert_eq!(fair_order(&jobs, |_| 0), vec![0, 1, 4, 6, 2, 7, 3, 5]);
     }
 
     #[test]

@@ -207,6 +207,16 @@ pub enum Bug {
     /// so two hosts together run more of one group than its limit. Caught
     /// by `groups::group_limit_holds_across_handles`.
     GroupLimitCountedPerHandle,
+    /// A fair queue's claims order each round's groups by their jobs' age,
+    /// never by when each group was last served (turns not kept), so the
+    /// group whose jobs are oldest is served at every claim. Caught by
+    /// `fairness::fair_claims_serve_each_group_in_turn`.
+    FairTurnsForgotten,
+    /// A fair queue's turns are kept per handle (a per-process round
+    /// robin), so claims through two hosts serve one group twice while
+    /// another waits. Caught by
+    /// `fairness::fair_turns_bind_claims_through_another_handle`.
+    FairTurnsPerHandle,
     /// Recording a queue's lags for a minute replaces what the minute held
     /// (an upsert that sets the count rather than adding to it), so two
     /// workers' samples keep only the last one's. Caught by
@@ -220,7 +230,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 54] = [
+    pub const ALL: [Bug; 56] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -273,6 +283,8 @@ impl Bug {
         Bug::ClaimReturnsInIdOrder,
         Bug::WorkerHeartbeatKeepsLastSeen,
         Bug::GroupLimitCountedPerHandle,
+        Bug::FairTurnsForgotten,
+        Bug::FairTurnsPerHandle,
         Bug::LagSamplesOverwritten,
         Bug::SamplesIgnoreTheWindow,
     ];
@@ -371,6 +383,8 @@ impl Bug {
                 "workers::registering_again_replaces_the_record_and_moves_last_seen"
             }
             Bug::GroupLimitCountedPerHandle => "groups::group_limit_holds_across_handles",
+            Bug::FairTurnsForgotten => "fairness::fair_claims_serve_each_group_in_turn",
+            Bug::FairTurnsPerHandle => "fairness::fair_turns_bind_claims_through_another_handle",
             Bug::LagSamplesOverwritten => "samples::recorded_lags_add_up_per_queue_and_minute",
             Bug::SamplesIgnoreTheWindow => {
                 "samples::samples_answer_their_window_by_queue_then_minute"
@@ -388,7 +402,16 @@ pub struct BrokenStorage {
     claimed_here: std::sync::Mutex<std::collections::HashSet<queue_core::JobId>>,
     /// Slots snoozed jobs still take, per queue ([`Bug::SnoozeKeepsTheSlot`]).
     snoozed_slots: std::sync::Mutex<std::collections::HashMap<queue_core::QueueName, u64>>,
+    /// This handle's own fair-queue claim counts and turns
+    /// ([`Bug::FairTurnsPerHandle`]).
+    turns_here: std::sync::Mutex<FairTurns>,
 }
+
+/// A memory storage's fair-queue claim counts and groups' turns.
+type FairTurns = (
+    std::collections::BTreeMap<queue_core::QueueName, u64>,
+    std::collections::BTreeMap<(queue_core::QueueName, Option<queue_core::GroupKey>), u64>,
+);
 
 impl BrokenStorage {
     /// An empty storage reading `clock`, broken by `bug`.
@@ -398,6 +421,7 @@ impl BrokenStorage {
             bug,
             claimed_here: std::sync::Mutex::default(),
             snoozed_slots: std::sync::Mutex::default(),
+            turns_here: std::sync::Mutex::default(),
         }
     }
 
@@ -409,6 +433,7 @@ impl BrokenStorage {
             bug: self.bug,
             claimed_here: std::sync::Mutex::default(),
             snoozed_slots: std::sync::Mutex::default(),
+            turns_here: std::sync::Mutex::default(),
         }
     }
 }

@@ -192,6 +192,34 @@ impl Storage for BrokenStorage {
                 mine.extend(claimed.iter().map(|job| job.id));
                 Ok(claimed)
             }
+            Bug::FairTurnsForgotten => {
+                let mut state = self.inner.lock();
+                let kept = std::mem::take(&mut state.turns);
+                let Some(request) = state.within_limits(request, now) else {
+                    state.turns = kept;
+                    return Ok(Vec::new());
+                };
+                let claimed = state.claim_within(&request, now);
+                state.turns = kept;
+                Ok(claimed)
+            }
+            Bug::FairTurnsPerHandle => {
+                let mut mine = self
+                    .turns_here
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                let mut state = self.inner.lock();
+                // The shared counts and turns swapped for this handle's.
+                std::mem::swap(&mut state.claim_counts, &mut mine.0);
+                std::mem::swap(&mut state.turns, &mut mine.1);
+                let claimed = match state.within_limits(request, now) {
+                    Some(request) => state.claim_within(&request, now),
+                    None => Vec::new(),
+                };
+                std::mem::swap(&mut state.claim_counts, &mut mine.0);
+                std::mem::swap(&mut state.turns, &mut mine.1);
+                Ok(claimed)
+            }
             Bug::GroupLimitCountedPerHandle => {
                 let mut mine = self
                     .claimed_here

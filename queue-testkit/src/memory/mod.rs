@@ -49,6 +49,10 @@ pub(crate) struct State {
     pub(crate) workers: BTreeMap<WorkerId, (WorkerInfo, DateTime<Utc>)>,
     /// What workers recorded per queue and minute (`record_samples`).
     pub(crate) samples: BTreeMap<(QueueName, DateTime<Utc>), QueueSample>,
+    /// Fair groups: each queue's claim count, and each group's turn (the
+    /// count when a job of it was last claimed; `None`: no group key).
+    pub(crate) claim_counts: BTreeMap<QueueName, u64>,
+    pub(crate) turns: BTreeMap<(QueueName, Option<GroupKey>), u64>,
 }
 
 impl MemoryStorage {

@@ -2,12 +2,13 @@
 //! listings from; the crate's broken storages recombine them.
 
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, VecDeque};
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{GroupSlots, aged_claim_order};
+use queue_core::backend::{GroupSlots, aged_claim_order, fair_order};
 use queue_core::{
-    DequeueRequest, FinalStatus, HistoryFilter, HistoryRecord, Job, JobFilter, JobId, JobState,
-    QueueError, QueueName, ReclaimOutcome, Result,
+    DequeueRequest, FinalStatus, GroupKey, HistoryFilter, HistoryRecord, Job, JobFilter, JobId,
+    JobState, QueueError, QueueName, ReclaimOutcome, Result,
 };
 use serde_json::json;
 
@@ -28,14 +29,7 @@ impl State {
         now: DateTime<Utc>,
         slots: impl Fn(&QueueName) -> GroupSlots,
     ) -> Vec<JobId> {
-        let mut ready: Vec<&Job> = self
-            .jobs
-            .values()
-            .filter(|job| request.queues().contains(&job.queue))
-            .filter(|job| !self.paused.contains(&job.queue))
-            .filter(|job| job.state(now) == JobState::Pending)
-            .collect();
-        ready.sort_by_key(|job| self.claim_key(job, now));
+        let ready = self.claim_order(request, now);
         let mut taken: std::collections::HashMap<&QueueName, u32> = Default::default();
         let mut groups: std::collections::HashMap<&QueueName, GroupSlots> = Default::default();
         ready
@@ -58,6 +52,47 @@ impl State {
             .take(request.limit() as usize)
             .map(|job| job.id)
             .collect()
+    }
+
+    /// The pending jobs of `request`'s unpaused queues in the order a
+    /// claim at `now` considers them: each queue's in its own order (a
+    /// fair queue's by [`fair_order`]), merged job by job by the plain
+    /// order of each queue's next job.
+    fn claim_order(&self, request: &DequeueRequest, now: DateTime<Utc>) -> Vec<&Job> {
+        let mut queues: BTreeMap<&QueueName, Vec<&Job>> = BTreeMap::new();
+        for job in self.jobs.values() {
+            if request.queues().contains(&job.queue)
+                && !self.paused.contains(&job.queue)
+                && job.state(now) == JobState::Pending
+            {
+                queues.entry(&job.queue).or_default().push(job);
+            }
+        }
+        let mut heads: Vec<VecDeque<&Job>> = Vec::with_capacity(queues.len());
+        for (queue, mut jobs) in queues {
+            jobs.sort_by_key(|job| self.claim_key(job, now));
+            if self.limits.get(queue).is_some_and(|l| l.fair_groups) {
+                let keyed: Vec<(i32, Option<&GroupKey>)> = jobs
+                    .iter()
+                    .map(|job| (self.claim_key(job, now).0.0, job.group_key.as_ref()))
+                    .collect();
+                let turn = |group: Option<&&GroupKey>| {
+                    let key = (queue.clone(), group.map(|g| (*g).clone()));
+                    self.turns.get(&key).copied().unwrap_or(0)
+                };
+                let order = fair_order(&keyed, turn);
+                jobs = order.into_iter().map(|place| jobs[place]).collect();
+            }
+            heads.push(jobs.into());
+        }
+        let mut merged = Vec::new();
+        while let Some(next) = (heads.iter_mut())
+            .filter(|jobs| !jobs.is_empty())
+            .min_by_key(|jobs| self.claim_key(jobs[0], now))
+        {
+            merged.extend(next.pop_front());
+        }
+        merged
     }
 
     /// `job`'s place in the claim order at `now`: the contract's order,
@@ -121,6 +156,14 @@ impl State {
                 job.first_locked_at.get_or_insert(now);
                 job.updated_at = now;
                 claimed.push(job.clone());
+            }
+        }
+        for job in &claimed {
+            if self.limits.get(&job.queue).is_some_and(|l| l.fair_groups) {
+                let count = self.claim_counts.entry(job.queue.clone()).or_default();
+                *count += 1;
+                self.turns
+                    .insert((job.queue.clone(), job.group_key.clone()), *count);
             }
         }
         claimed

@@ -56,6 +56,7 @@ impl Storage for MemoryStorage {
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::FairGroups)
             .with(Capability::Samples)
     }
 

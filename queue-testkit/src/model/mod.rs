@@ -45,13 +45,14 @@ pub struct ModelConfig {
 }
 
 impl Default for ModelConfig {
-    /// 64 sequences per seed (256 in all) of up to 100 steps: about a
-    /// second on `MemoryStorage`, two or three minutes on a database. The
+    /// 96 sequences per seed (384 in all) of up to 100 steps: about a
+    /// second on `MemoryStorage`, three or four minutes on a database. The
     /// configuration to use on every backend: a test checks that it rejects
-    /// every storage of [`crate::broken`], and smaller ones miss some.
+    /// every storage of [`crate::broken`], and smaller ones miss some (64
+    /// per seed did once fair groups joined the operations).
     fn default() -> Self {
         Self {
-            cases: 64,
+            cases: 96,
             max_ops: 100,
         }
     }

@@ -169,6 +169,10 @@ pub enum Op {
     /// handle; the clock steps (`Advance`, `AdvanceMillis`) then age its
     /// jobs between claims.
     ConfigureAging(usize, Option<u64>),
+    /// Give a queue (index into [`QUEUES`]) fair groups, or take them
+    /// away, and no other limit, through every handle; claims through the
+    /// handles in turn then serve its groups by their turns.
+    ConfigureFair(usize, bool),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -208,6 +212,7 @@ impl Op {
                 Some(Capability::GroupLimits)
             }
             Op::ConfigureAging(..) => Some(Capability::PriorityAging),
+            Op::ConfigureFair(..) => Some(Capability::FairGroups),
             _ => None,
         }
     }
@@ -346,6 +351,8 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(q, g, limit)| Op::SetGroupLimit(q, g, limit)),
         1 => (0..QUEUES.len(), proptest::option::weighted(0.8, 1u64..=4))
             .prop_map(|(q, period)| Op::ConfigureAging(q, period)),
+        4 => (0..QUEUES.len(), proptest::bool::weighted(0.9))
+            .prop_map(|(q, fair)| Op::ConfigureFair(q, fair)),
     ]
 }
 

@@ -456,6 +456,22 @@ impl<S: Storage> Pair<S> {
                 let backend = kind(self.backend().queue_configs().await);
                 same("queue_configs", model, backend)
             }
+            Op::ConfigureFair(q, fair) => {
+                let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
+                let limits = QueueLimits {
+                    fair_groups: *fair,
+                    ..QueueLimits::default()
+                };
+                let model = kind(self.model.configure_queue(&queue, &limits).await);
+                // Through every handle, as `Op::Configure` explains.
+                for handle in &self.handles {
+                    let backend = kind(handle.configure_queue(&queue, &limits).await);
+                    same("configure_queue (fair)", model.clone(), backend)?;
+                }
+                let model = kind(self.model.queue_configs().await);
+                let backend = kind(self.backend().queue_configs().await);
+                same("queue_configs", model, backend)
+            }
             Op::ConfigureAging(q, period) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
                 let limits = QueueLimits {

@@ -238,6 +238,10 @@ impl<S: Storage> Pair<S> {
             let job = &state.jobs[id];
             (state.claim_key(job, now), job.queue.clone())
         };
+        // Within a fair queue, better is sooner in its fair order (the
+        // order `eligible` lists its jobs in), not the plain order.
+        let place = |id: &JobId| eligible.iter().position(|e| e == id);
+        let fair = |queue: &QueueName| state.limits.get(queue).is_some_and(|l| l.fair_groups);
         let taken: HashSet<JobId> = claims
             .iter()
             .flat_map(|(_, jobs)| jobs.iter().map(|j| j.id))
@@ -265,7 +269,12 @@ impl<S: Storage> Pair<S> {
                 let (mine, queue) = order(&job.id);
                 for left in eligible.iter().filter(|id| !taken.contains(id)) {
                     let (theirs, left_queue) = order(left);
-                    if theirs > mine {
+                    let worse = if left_queue == queue && fair(&queue) {
+                        place(left) > place(&job.id)
+                    } else {
+                        theirs > mine
+                    };
+                    if worse {
                         continue;
                     }
                     if left_queue == queue {

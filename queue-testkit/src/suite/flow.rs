@@ -19,6 +19,7 @@ pub async fn configure_queue_reads_back_and_keeps_the_paused_flag<S: Storage>(ct
         concurrency: Some(3),
         group_concurrency: None,
         priority_aging: None,
+        fair_groups: false,
         rate: Some(RateLimit {
             per_second: 2.5,
             burst: 4,

@@ -16,6 +16,7 @@ mod case;
 pub mod concurrency;
 pub mod dequeue;
 pub mod enqueue;
+pub mod fairness;
 pub mod flow;
 pub mod groups;
 pub mod handles;
