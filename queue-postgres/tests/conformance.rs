@@ -14,11 +14,5 @@ queue_testkit::conformance_tests!(async_claims: common::PgAsyncClaimsFactory);
 /// setting is refused with `NotSupported` and nothing is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_groups_are_refused_until_built_here() {
-    use queue_testkit::suite::StorageFactory as _;
-    let fixture = common::PgFactory.create(queue_core::Clock::default()).await;
-    let (storage, teardown) = fixture.into_parts();
-    queue_testkit::suite::fairness::fair_groups_are_refused_without_the_capability(&storage).await;
-    if let Some(teardown) = teardown {
-        teardown.await;
-    }
+    queue_testkit::suite::fairness::fair_groups_are_refused_by(&common::PgFactory).await;
 }

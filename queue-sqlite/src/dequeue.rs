@@ -127,6 +127,16 @@ async fn claim(
 /// across queues sorts by).
 pub(crate) type Candidate = (i32, i64, i64);
 
+/// The candidate a picked row (`id, priority, available_at`) stands for,
+/// its priority as stored.
+pub(crate) fn candidate_of(row: &SqliteRow) -> Result<Candidate, sqlx::Error> {
+    Ok((
+        row.try_get("priority")?,
+        row.try_get("available_at")?,
+        row.try_get("id")?,
+    ))
+}
+
 /// The best `cap` claimable jobs of `queue`, walking its priority levels
 /// from the highest.
 pub(crate) async fn pick_queue(
@@ -154,11 +164,7 @@ pub(crate) async fn pick_queue(
             .fetch_all(&mut *conn)
             .await?;
         for row in picked {
-            candidates.push((
-                row.try_get("priority")?,
-                row.try_get("available_at")?,
-                row.try_get("id")?,
-            ));
+            candidates.push(candidate_of(&row)?);
         }
     }
     Ok(candidates)

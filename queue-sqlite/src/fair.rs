@@ -22,7 +22,7 @@ use queue_core::backend::{GroupSlots, aged_priority, stored_instant};
 use queue_core::{GroupKey, QueueError, QueueName};
 use sqlx::{Row, SqliteConnection};
 
-use crate::dequeue::Candidate;
+use crate::dequeue::{Candidate, candidate_of};
 use crate::sql;
 
 /// The most rows one read of a level takes (the first read takes one).
@@ -208,11 +208,7 @@ async fn read_level(
         .await?;
     level.done = read.len() < rows;
     for row in read {
-        let stored: Candidate = (
-            row.try_get("priority")?,
-            row.try_get("available_at")?,
-            row.try_get("id")?,
-        );
+        let stored = candidate_of(&row)?;
         level.after = (stored.1, stored.2);
         level.rows.push_back(keyed(stored)?);
     }

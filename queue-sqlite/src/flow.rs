@@ -35,7 +35,7 @@ use queue_core::{
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
-use crate::dequeue::{Candidate, claim_any, claim_candidates, pick_queue};
+use crate::dequeue::{Candidate, candidate_of, claim_any, claim_candidates, pick_queue};
 use crate::fair::{advance_turns, pick_fair};
 use crate::{SqliteStorage, interpret_error, sql};
 
@@ -415,11 +415,7 @@ async fn pick_grouped(
             .await?;
         let read = rows.len();
         for row in rows {
-            let candidate: Candidate = (
-                row.try_get("priority")?,
-                row.try_get("available_at")?,
-                row.try_get("id")?,
-            );
+            let candidate = candidate_of(&row)?;
             after = (i64::from(candidate.0), candidate.1, candidate.2);
             let key = group_of(&row)?;
             // A job of a group that filled up on this page is skipped.
@@ -515,11 +511,7 @@ async fn pick_aged(
                 .await?;
             level.done = rows.len() < page;
             for row in rows {
-                let candidate: Candidate = (
-                    row.try_get("priority")?,
-                    row.try_get("available_at")?,
-                    row.try_get("id")?,
-                );
+                let candidate = candidate_of(&row)?;
                 level.after = (candidate.1, candidate.2);
                 level.rows.push_back((candidate, group_of(&row)?));
             }
