@@ -97,17 +97,16 @@ impl PgStorage {
         self.rotate_ready_ring();
         // RETURNING has no order; the claim's order is the contract's.
         if limited {
-            // By effective priority: the limited statement gives it
-            // (`claim_priority`, an aging queue's jobs lifted by their wait).
+            // The limited statement gives each job's place (`claim_rank`:
+            // an aging queue's jobs lifted by their wait, a fair queue's
+            // groups in turn).
             let mut jobs = (rows.iter())
                 .map(|row| {
-                    let priority: i32 = row.try_get("claim_priority").map_err(interpret_error)?;
-                    Ok((priority, rows::job(row)?))
+                    let rank: i64 = row.try_get("claim_rank").map_err(interpret_error)?;
+                    Ok((rank, rows::job(row)?))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            jobs.sort_by_key(|(priority, job)| {
-                claim_order(*priority, job.available_at, job.id.get())
-            });
+            jobs.sort_by_key(|(rank, _)| *rank);
             return Ok(jobs.into_iter().map(|(_, job)| job).collect());
         }
         let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;

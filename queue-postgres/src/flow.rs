@@ -71,7 +71,8 @@ impl PgStorage {
                     .bind(backoff.map(|b| millis(b.max())))
                     .bind(backoff.map(|b| b.jitter()))
                     .bind(limits.group_concurrency.map(limit_int))
-                    .bind(limits.priority_aging.map(millis)),
+                    .bind(limits.priority_aging.map(millis))
+                    .bind(limits.fair_groups),
             )
         })
         .await?;
@@ -180,8 +181,7 @@ fn claim_limits(row: &PgRow) -> Result<QueueLimits> {
             "group_concurrency_limit",
             get(row, "group_concurrency_limit")?,
         )?,
-        // Not stored here yet: refused by `configure_queue`.
-        fair_groups: false,
+        fair_groups: get(row, "fair_groups")?,
         priority_aging: read_millis("priority_aging_ms", get(row, "priority_aging_ms")?)?,
         ..QueueLimits::default()
     })

@@ -104,6 +104,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "samples",
         sql: include_str!("../migrations/0019_samples.sql"),
     },
+    Migration {
+        version: 20,
+        name: "fair_groups",
+        sql: include_str!("../migrations/0020_fair_groups.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

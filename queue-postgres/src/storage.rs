@@ -408,7 +408,8 @@ impl Storage for PgStorage {
             .with(Capability::Workers)
             .with(Capability::Samples)
             .with(Capability::GroupLimits)
-            .with(Capability::PriorityAging);
+            .with(Capability::PriorityAging)
+            .with(Capability::FairGroups);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)
@@ -467,8 +468,6 @@ impl Storage for PgStorage {
     }
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        // Fair claiming between groups is not built here yet.
-        queue_core::backend::refuse_fair_groups(limits)?;
         self.configure_queue_pooled(queue, limits).await
     }
 

@@ -56,6 +56,7 @@ async fn migrations_apply_to_an_empty_schema() {
     assert_eq!(
         tables(&pool, schema.name()).await,
         [
+            "job_group_turn",
             "job_history",
             "job_queue",
             "job_ready",
@@ -376,11 +377,11 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    // 0017 (listing by queue), 0018 (priority aging) and 0019 (samples)
-    // come with it, and change none of this.
+    // 0017 (listing by queue), 0018 (priority aging), 0019 (samples) and
+    // 0020 (fair groups) come with it, and change none of this.
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![16, 17, 18, 19]
+        vec![16, 17, 18, 19, 20]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| {
@@ -480,7 +481,10 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![17, 18, 19]);
+    assert_eq!(
+        storage.migrate().await.expect("migrate"),
+        vec![17, 18, 19, 20]
+    );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| {
         DequeueRequest::new(
@@ -544,6 +548,101 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
     assert_eq!(
         payloads(&second),
         vec![json!("new high a2"), json!("new mid")]
+    );
+    finish(schema, pool).await;
+}
+
+/// A schema of the release before fair groups (migration 0019) holding a
+/// backlog of group a, one job of group b, one without a group, a leased
+/// job of a and a scheduled one of b, in a queue with a concurrency limit:
+/// after migration 0020 the jobs are claimed in plain order until the
+/// queue is made fair, then a, b and the jobs without a group in turn
+/// (a served longest ago: never), within the same limit; the previous
+/// release's pick (0018's `queue_pick_limited`, which its workers call) is
+/// still there and answers in plain order; the leased and scheduled jobs
+/// are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
+    use std::time::Duration;
+
+    use queue_core::{DequeueRequest, Job, JobFilter, QueueLimits, QueueName, Storage, WorkerId};
+    use queue_postgres::PgStorage;
+    use serde_json::json;
+
+    let (schema, pool) = common::schema_at(
+        19,
+        "INSERT INTO job_queue (queue_name, payload, group_key, available_at, updated_at)
+             VALUES ('q', '\"a1\"', 'a', now() - interval '5 minutes', now() - interval '5 minutes'),
+                    ('q', '\"a2\"', 'a', now() - interval '4 minutes', now() - interval '4 minutes'),
+                    ('q', '\"a3\"', 'a', now() - interval '3 minutes', now() - interval '3 minutes'),
+                    ('q', '\"b1\"', 'b', now() - interval '2 minutes', now() - interval '2 minutes'),
+                    ('q', '\"none\"', NULL, now() - interval '1 minute', now() - interval '1 minute');
+         INSERT INTO job_queue (queue_name, payload, group_key, available_at, updated_at,
+                                lease_until, locked_by, attempts)
+             VALUES ('q', '\"a leased\"', 'a', now() - interval '9 minutes',
+                     now() - interval '9 minutes', now() + interval '1 hour', 'old', 1);
+         INSERT INTO job_queue (queue_name, payload, group_key, available_at)
+             VALUES ('q', '\"b later\"', 'b', now() + interval '1 hour');
+         INSERT INTO queue_config (queue_name, concurrency_limit) VALUES ('q', 4);",
+    )
+    .await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid");
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![20]);
+    let queue = QueueName::new("q").expect("valid");
+    let claim = |n: u32| {
+        DequeueRequest::new(
+            vec![queue.clone()],
+            n,
+            Duration::from_secs(60),
+            WorkerId::new("w").expect("valid"),
+        )
+        .expect("valid request")
+    };
+    let payloads = |jobs: &[Job]| jobs.iter().map(|j| j.payload.clone()).collect::<Vec<_>>();
+    // The previous release's pick, as its workers call it: plain order.
+    let old_pick: Vec<String> = sqlx::query_scalar(
+        "SELECT j.payload::text FROM queue_pick_limited('q', 3, now(), FALSE, FALSE, NULL, NULL) p
+         JOIN job_queue j ON j.id = p.pick_id ORDER BY p.pick_available_at",
+    )
+    .fetch_all(&pool)
+    .await
+    .expect("the 0018 pick");
+    assert_eq!(old_pick, vec!["\"a1\"", "\"a2\"", "\"a3\""]);
+
+    let limits = QueueLimits {
+        concurrency: Some(4),
+        fair_groups: true,
+        ..QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &limits)
+        .await
+        .expect("configure");
+    let configs = storage.queue_configs().await.expect("configs");
+    assert_eq!(configs[0].limits, limits);
+    // Three slots left of four: a, b and the jobs without a group, oldest
+    // head first (no group has been served yet).
+    let first = storage.dequeue(&claim(10)).await.expect("dequeue");
+    assert_eq!(
+        payloads(&first),
+        vec![json!("a1"), json!("b1"), json!("none")]
+    );
+    for job in &first {
+        let lease = job.lease().expect("leased");
+        storage.ack(&lease, None).await.expect("ack");
+    }
+    let second = storage.dequeue(&claim(10)).await.expect("dequeue");
+    assert_eq!(payloads(&second), vec![json!("a2"), json!("a3")]);
+    let live = storage
+        .list_jobs(&JobFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(
+        live.jobs.len(),
+        4,
+        "the two just claimed, the leased one and the scheduled one"
     );
     finish(schema, pool).await;
 }

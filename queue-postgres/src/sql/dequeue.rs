@@ -29,16 +29,26 @@ pub(super) const DEQUEUE_PICK: &str = "
 const PICK_PLAIN: (&str, &str) = ("queue_pick", "");
 
 /// The limited claim's pick function: `queue_pick_limited` (its overload
-/// of migration 0018), which is `queue_pick` for a queue without group
-/// limits or aging, otherwise keeps each group within its slots and
-/// orders an aging queue's jobs by effective priority (its `pick_priority`),
-/// given whether the queue has group limits (`{grouped}`), its group
-/// concurrency (`{group_default}`) and its aging period in ms
-/// (`{aging}`), all from `limits`.
+/// of migration 0020), which is `queue_pick` for a queue without group
+/// limits, aging or fair groups, otherwise keeps each group within its
+/// slots, orders an aging queue's jobs by effective priority (its
+/// `pick_priority`) and a fair queue's in its fair order, given whether
+/// the queue has group limits (`{grouped}`), its group concurrency
+/// (`{group_default}`), its aging period in ms (`{aging}`) and whether
+/// its groups are fair (`{fair}`), all from `limits`.
 const PICK_LIMITED: (&str, &str) = (
     "queue_pick_limited",
-    ", {grouped}, {group_default}, {aging}",
+    ", {grouped}, {group_default}, {aging}, {fair}",
 );
+
+/// [`DEQUEUE_PICK`] with each job's place in its queue's claim order
+/// (`rank`, from 1): the limited claim's, whose picks are not always in
+/// the order of the contract's key (a fair queue's).
+const DEQUEUE_PICK_RANKED: &str = "
+        SELECT p.pick_id AS id, p.pick_priority AS priority, p.pick_available_at AS available_at,
+               p.pick_slot AS slot, p.rank
+        FROM {s}.{pick_function}({queue}, {cap}, COALESCE($1::timestamptz, now()), {lock}{group_args})
+             WITH ORDINALITY AS p(pick_id, pick_priority, pick_available_at, pick_slot, rank)";
 
 /// The one-queue claim's cap: $3 behind a subquery, so that the planner
 /// prices every call alike and keeps the generic plan. Bound as such, a
@@ -92,21 +102,66 @@ picked AS (
     FOR UPDATE OF j SKIP LOCKED
 )";
 
-/// The candidates' columns in [`DEQUEUE_MANY_QUEUES_OVER`], and the
-/// limited claim's (with the pick's priority).
-const OVER_CANDIDATE_COLUMNS: &str = "candidates AS (
-    SELECT c.id, c.slot
-";
-const LIMITED_OVER_CANDIDATE_COLUMNS: &str = "candidates AS (
-    SELECT c.id, c.slot, c.priority
-";
+/// The limited claim of one queue: its pick ([`DEQUEUE_PICK_RANKED`]) in
+/// its order.
+const LIMITED_ONE_QUEUE: &str = "
+WITH {limits}picked AS (
+    SELECT c.id, c.slot, c.rank AS merge_rank, c.rank FROM ({pick}) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p
+                       WHERE p.queue_name = ($2::text[])[1] AND p.paused)
+)";
 
-/// The final order of [`DEQUEUE_MANY_QUEUES_OVER`], and the limited
-/// claim's: by the candidate's priority as its pick gave it.
-const OVER_ORDER: &str = "ORDER BY j.priority DESC, j.available_at, j.id";
-const LIMITED_OVER_ORDER: &str =
-    "ORDER BY (SELECT c.priority FROM candidates c WHERE c.id = j.id LIMIT 1) DESC,
-             j.available_at, j.id";
+/// The limited claim's candidates from the queues in `limits`, each
+/// queue's ([`DEQUEUE_PICK_RANKED`], `{pick}` or `{pick_unlocked}`) in its
+/// claim order, and `merged`: their merge, the contract's (the next job
+/// is the best by effective priority, available_at, id of each queue's
+/// next one), as `(merge_rank, rank)`. A job comes out of such a merge
+/// when the worst key of its queue up to it is the best left, so
+/// `merge_rank` is that worst key's place among all candidates (a queue
+/// whose pick is in key order has each job's own place).
+const LIMITED_CANDIDATES: &str = "candidates AS (
+    SELECT c.id, c.slot, c.priority, c.available_at, c.rank, q.name
+    FROM {queues}
+    CROSS JOIN LATERAL ({pick}) c
+    WHERE NOT EXISTS (SELECT 1 FROM {s}.queue_config p WHERE p.queue_name = q.name AND p.paused)
+),
+merged AS (
+    SELECT k.id, k.slot, k.rank,
+           max(k.key_rank) OVER (PARTITION BY k.name ORDER BY k.rank) AS merge_rank
+    FROM (SELECT c.*, row_number() OVER (ORDER BY c.priority DESC, c.available_at, c.id)
+                 AS key_rank
+          FROM candidates c) k
+)";
+
+/// The limited claim of several queues whose caps add up to at most $3:
+/// each pick locks what it returns, and the merge keeps them all.
+const LIMITED_MANY_QUEUES: &str = "
+WITH {limits}{candidates},
+picked AS (
+    SELECT m.id, m.slot, m.merge_rank, m.rank FROM merged m
+    ORDER BY m.merge_rank, m.rank
+    LIMIT $3
+)";
+
+/// [`LIMITED_MANY_QUEUES`] when the caps add up to more than $3: the
+/// picks only read, and the best $3 of the merge still claimable are
+/// locked last (as [`DEQUEUE_MANY_QUEUES_OVER`]).
+const LIMITED_MANY_QUEUES_OVER: &str = "
+WITH {limits}{candidates},
+picked AS (
+    SELECT j.id,
+           (SELECT m.slot FROM merged m WHERE m.id = j.id LIMIT 1) AS slot,
+           (SELECT m.merge_rank FROM merged m WHERE m.id = j.id LIMIT 1) AS merge_rank,
+           (SELECT m.rank FROM merged m WHERE m.id = j.id LIMIT 1) AS rank
+    FROM {s}.job_queue j
+    WHERE j.id = ANY(ARRAY(SELECT id FROM merged))
+      AND j.lease_until IS NULL
+      AND j.available_at <= COALESCE($1::timestamptz, now())
+      AND j.attempts < j.max_attempts
+    ORDER BY merge_rank, rank
+    LIMIT $3
+    FOR UPDATE OF j SKIP LOCKED
+)";
 
 /// Leases the picked jobs for $4 microseconds to worker $5, through
 /// `queue_lease` (migration 0011, first written in 0009), which reads them
@@ -146,13 +201,13 @@ WHERE {limited}";
 /// The config rows that make a queue's claims limited: a concurrency, a
 /// rate, a group concurrency, a group's own limit (`group_limits`, the
 /// count of the queue's rows in `queue_group_limit`, kept by a trigger:
-/// migration 0016) or a priority aging period (migration 0018: it changes
-/// the claim's order). Columns of the row alone: a subquery here made the
+/// migration 0016), a priority aging period (migration 0018) or fair
+/// groups (migration 0020): the last two change the claim's order. Columns of the row alone: a subquery here made the
 /// limited claim's generic plan look dearer than its custom ones, and it
 /// was planned again on every call.
 pub(super) const LIMITED: &str = "(c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
        OR c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0
-       OR c.priority_aging_ms IS NOT NULL)";
+       OR c.priority_aging_ms IS NOT NULL OR c.fair_groups)";
 
 /// The queues a claim takes from and their caps: $2 and $6 as given, for
 /// the plain claim ([`DEQUEUE_MANY_QUEUES`], [`DEQUEUE_MANY_QUEUES_OVER`]),
@@ -162,7 +217,8 @@ pub(super) const QUEUES_AS_GIVEN: &str =
     "{s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)";
 
 /// The limited claim's caps: [`LIMITS_MANY`]' `limits`.
-pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap, grouped, group_default, aging)";
+pub(super) const QUEUES_LIMITED: &str =
+    "limits AS q(name, cap, grouped, group_default, aging, fair)";
 
 /// The limited claim's first CTEs: lock the config rows of the limited
 /// queues among $2 in name order (so concurrent claims over several
@@ -177,8 +233,8 @@ pub(super) const QUEUES_LIMITED: &str = "limits AS q(name, cap, grouped, group_d
 /// allow (`queue_core::QueueLimits::allowance`).
 pub(super) const LOCKED: &str = "locked AS MATERIALIZED (
     SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens,
-           c.refilled_at, c.group_concurrency_limit, c.priority_aging_ms,
-           (c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0) AS grouped
+           c.refilled_at, c.group_concurrency_limit, c.priority_aging_ms, c.fair_groups,
+           c.claim_count, (c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0) AS grouped
     FROM {s}.queue_config c
     WHERE c.queue_name = ANY($2::text[])
       AND {limited}
@@ -187,7 +243,7 @@ pub(super) const LOCKED: &str = "locked AS MATERIALIZED (
 ),
 buckets AS MATERIALIZED (
     SELECT l.queue_name, l.concurrency_limit, l.grouped, l.group_concurrency_limit,
-           l.priority_aging_ms,
+           l.priority_aging_ms, l.fair_groups, l.claim_count,
            CASE WHEN l.concurrency_limit IS NOT NULL
                 THEN {s}.queue_held_leases(l.queue_name, l.concurrency_limit) END AS held,
            CASE WHEN l.rate_per_second IS NULL THEN NULL
@@ -206,7 +262,7 @@ pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
     SELECT GREATEST(LEAST($3::bigint, b.concurrency_limit - b.held,
                           floor(b.tokens + 1e-9)::bigint), 0) AS cap,
            COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default,
-           b.priority_aging_ms AS aging
+           b.priority_aging_ms AS aging, COALESCE(b.fair_groups, FALSE) AS fair
     FROM (SELECT 1) o LEFT JOIN buckets b ON TRUE
 ),
 ";
@@ -215,11 +271,11 @@ pub(super) const LIMITS_ONE: &str = "limits AS MATERIALIZED (
 /// `buckets` row keep theirs), dropping the queues left with none (the
 /// queues through `queue_claim_queues`, as in [`QUEUES_AS_GIVEN`]).
 pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
-    SELECT name, cap, grouped, group_default, aging FROM (
+    SELECT name, cap, grouped, group_default, aging, fair FROM (
         SELECT q.name, LEAST(q.cap, b.concurrency_limit - b.held,
                              floor(b.tokens + 1e-9)::bigint) AS cap,
                COALESCE(b.grouped, FALSE) AS grouped, b.group_concurrency_limit AS group_default,
-               b.priority_aging_ms AS aging
+               b.priority_aging_ms AS aging, COALESCE(b.fair_groups, FALSE) AS fair
         FROM {s}.queue_claim_queues($2::text[], $6::bigint[]) AS q(name, cap)
         LEFT JOIN buckets b ON b.queue_name = q.name
     ) n
@@ -227,31 +283,43 @@ pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
 ),
 ";
 
-/// The limited claim's end: [`DEQUEUE_LEASE`] as the CTE `claimed`, then
-/// the buckets of rate-limited queues stored less what the claim took
-/// (`queue_core::Bucket::after`), under the lock taken in [`LOCKED`]. Each
-/// claimed job comes with `claim_priority`, its effective priority at the
-/// claim's now (its priority when its queue has no aging period:
-/// `queue_core::backend::aged_priority`), by which the caller puts the
-/// rows in claim order.
+/// The limited claim's end: [`DEQUEUE_LEASE`] as the CTE `claimed`, then,
+/// under the lock taken in [`LOCKED`], the buckets of rate-limited queues
+/// stored less what the claim took (`queue_core::Bucket::after`) and the
+/// claim count of fair queues advanced by it, and each fair queue's
+/// groups' turns: a group's is the claim count at its last job the claim
+/// took (`queue_core::backend::fair_order`). Each claimed job comes with
+/// `claim_rank`, its place in the claim's order (`picked`'s merge), by
+/// which the caller puts the rows in order.
 pub(super) const CHARGE: &str = ",
 claimed AS ({claim}),
 charged AS (
     UPDATE {s}.queue_config c
-    SET tokens = GREATEST(b.tokens - (SELECT count(*) FROM claimed k
-                                       WHERE k.queue_name = b.queue_name), 0),
-        refilled_at = b.refilled_at
+    SET tokens = CASE WHEN b.tokens IS NULL THEN c.tokens
+                      ELSE GREATEST(b.tokens - (SELECT count(*) FROM claimed k
+                                                 WHERE k.queue_name = b.queue_name), 0) END,
+        refilled_at = CASE WHEN b.tokens IS NULL THEN c.refilled_at ELSE b.refilled_at END,
+        claim_count = c.claim_count
+                      + CASE WHEN b.fair_groups THEN (SELECT count(*) FROM claimed k
+                                                      WHERE k.queue_name = b.queue_name)
+                             ELSE 0 END
     FROM buckets b
-    WHERE c.queue_name = b.queue_name AND b.tokens IS NOT NULL
+    WHERE c.queue_name = b.queue_name AND (b.tokens IS NOT NULL OR b.fair_groups)
+),
+turned AS (
+    INSERT INTO {s}.job_group_turn (queue_name, group_key, turn)
+    SELECT f.queue_name, f.group_key, max(f.turn)
+    FROM (SELECT k.queue_name, COALESCE(k.group_key, '') AS group_key,
+                 b.claim_count + row_number() OVER (PARTITION BY k.queue_name ORDER BY p.rank)
+                     AS turn
+          FROM claimed k
+          JOIN picked p ON p.id = k.id
+          JOIN buckets b ON b.queue_name = k.queue_name AND b.fair_groups) f
+    GROUP BY f.queue_name, f.group_key
+    ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = EXCLUDED.turn
 )
-SELECT k.*,
-       CASE WHEN l.priority_aging_ms IS NULL THEN k.priority
-            ELSE LEAST(k.priority::bigint
-                       + GREATEST((EXTRACT(EPOCH FROM COALESCE($1::timestamptz, now())
-                                                      - k.available_at) * 1000000)::bigint, 0)
-                         / (l.priority_aging_ms * 1000),
-                       2147483647)::integer END AS claim_priority
-FROM claimed k LEFT JOIN locked l ON l.queue_name = k.queue_name";
+SELECT k.*, row_number() OVER (ORDER BY p.merge_rank, p.rank) AS claim_rank
+FROM claimed k JOIN picked p ON p.id = k.id";
 
 /// Makes the ready ring's next slot current if the current one is $1 ms
 /// old and holds $3 bytes, or is $2 ms old, waiting $4 ms for the next
@@ -263,55 +331,66 @@ pub(super) const ROTATE_READY: &str =
 /// A claim: `template` with [`DEQUEUE_PICK`] for the queue
 /// and cap expressions given, then [`DEQUEUE_LEASE`].
 pub(super) fn dequeue_plain(template: &str, queue: &str, cap: &str) -> String {
-    let body = dequeue_template(template, PICK_PLAIN, queue, cap)
+    let body = dequeue_template(template, DEQUEUE_PICK, PICK_PLAIN, queue, cap)
         .replace("{limits}", "")
         .replace("{queues}", QUEUES_AS_GIVEN);
     format!("{body}{DEQUEUE_LEASE}")
 }
 
-/// The limited claim of a several-queue `template`: [`LOCKED`] and
+/// The limited claim of several queues: [`LIMITED_MANY_QUEUES`], or
+/// [`LIMITED_MANY_QUEUES_OVER`] when `over`, with [`LOCKED`] and
 /// [`LIMITS_MANY`] first, [`CHARGE`] last.
-pub(super) fn dequeue_limited(template: &str) -> String {
-    let body = dequeue_template(template, PICK_LIMITED, "q.name", "q.cap")
+pub(super) fn dequeue_limited(over: bool) -> String {
+    let (template, pick) = if over {
+        (LIMITED_MANY_QUEUES_OVER, "{pick_unlocked}")
+    } else {
+        (LIMITED_MANY_QUEUES, "{pick}")
+    };
+    let template = template.replace("{candidates}", &LIMITED_CANDIDATES.replace("{pick}", pick));
+    limited(&template, "q.name", "q.cap")
         .replace("{limits}", &format!("{LOCKED}{LIMITS_MANY}"))
         .replace("{queues}", QUEUES_LIMITED)
         .replace("{grouped}", "q.grouped")
         .replace("{group_default}", "q.group_default")
         .replace("{aging}", "q.aging")
-        // The over-subscribed claim's last pick orders the candidates by
-        // their pick's priority, an aging queue's effective one, not by
-        // the stored priority.
-        .replace(OVER_CANDIDATE_COLUMNS, LIMITED_OVER_CANDIDATE_COLUMNS)
-        .replace(OVER_ORDER, LIMITED_OVER_ORDER);
-    format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
+        .replace("{fair}", "q.fair")
 }
 
-/// The limited claim of one queue: [`DEQUEUE_ONE_QUEUE`] with [`LOCKED`] and
+/// The limited claim of one queue: [`LIMITED_ONE_QUEUE`] with [`LOCKED`] and
 /// [`LIMITS_ONE`] first, [`CHARGE`] last.
 pub(super) fn dequeue_limited_one_queue() -> String {
-    let body = dequeue_template(
-        DEQUEUE_ONE_QUEUE,
-        PICK_LIMITED,
+    limited(
+        LIMITED_ONE_QUEUE,
         "($2::text[])[1]",
         "(SELECT cap FROM limits)",
     )
     .replace("{limits}", &format!("{LOCKED}{LIMITS_ONE}"))
     .replace("{grouped}", "(SELECT grouped FROM limits)")
     .replace("{group_default}", "(SELECT group_default FROM limits)")
-    .replace("{aging}", "(SELECT aging FROM limits)");
+    .replace("{aging}", "(SELECT aging FROM limits)")
+    .replace("{fair}", "(SELECT fair FROM limits)")
+}
+
+/// A limited claim: `template` with [`DEQUEUE_PICK_RANKED`] through
+/// [`PICK_LIMITED`] for the queue and cap expressions given, then
+/// [`CHARGE`].
+fn limited(template: &str, queue: &str, cap: &str) -> String {
+    let body = dequeue_template(template, DEQUEUE_PICK_RANKED, PICK_LIMITED, queue, cap);
     format!("{body}{}", CHARGE.replace("{claim}", DEQUEUE_LEASE))
 }
 
-/// `template` with the pick ([`DEQUEUE_PICK`] through `function`,
-/// [`PICK_PLAIN`] or [`PICK_LIMITED`], locking and not) for the queue and
-/// cap expressions given.
+/// `template` with the pick (`pick`, [`DEQUEUE_PICK`] or
+/// [`DEQUEUE_PICK_RANKED`], through `function`, [`PICK_PLAIN`] or
+/// [`PICK_LIMITED`], locking and not) for the queue and cap expressions
+/// given.
 pub(super) fn dequeue_template(
     template: &str,
+    pick: &str,
     (function, group_args): (&str, &str),
     queue: &str,
     cap: &str,
 ) -> String {
-    let pick = DEQUEUE_PICK
+    let pick = pick
         .replace("{pick_function}", function)
         .replace("{group_args}", group_args);
     template
@@ -326,16 +405,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_limited_over_subscribed_claim_orders_by_the_picks_priority() {
-        let limited = dequeue_limited(DEQUEUE_MANY_QUEUES_OVER);
-        assert!(
-            limited.contains(LIMITED_OVER_CANDIDATE_COLUMNS),
-            "{limited}"
-        );
-        assert!(limited.contains(LIMITED_OVER_ORDER), "{limited}");
-        assert!(!limited.contains(OVER_ORDER), "{limited}");
-        let plain = dequeue_plain(DEQUEUE_MANY_QUEUES_OVER, "q.name", "q.cap");
-        assert!(plain.contains(OVER_ORDER), "the plain claim is unchanged");
-        assert!(!limited.contains("{aging}") && !dequeue_limited_one_queue().contains("{aging}"));
+    fn every_limited_claim_fills_each_placeholder() {
+        for statement in [
+            dequeue_limited(false),
+            dequeue_limited(true),
+            dequeue_limited_one_queue(),
+        ] {
+            for placeholder in [
+                "{pick",
+                "{queue",
+                "{cap}",
+                "{grouped}",
+                "{group_default}",
+                "{aging}",
+                "{fair}",
+                "{limits}",
+                "{candidates}",
+                "{claim}",
+            ] {
+                assert!(
+                    !statement.contains(placeholder),
+                    "{placeholder}: {statement}"
+                );
+            }
+            assert!(statement.contains("WITH ORDINALITY"), "{statement}");
+        }
+        assert!(dequeue_limited(true).contains("FOR UPDATE OF j SKIP LOCKED"));
     }
 }

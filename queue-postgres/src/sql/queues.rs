@@ -25,11 +25,12 @@ WITH up AS (
     INSERT INTO {s}.queue_config (queue_name, paused, updated_at, concurrency_limit,
                                   rate_per_second, rate_burst, tokens, refilled_at, lease_ms,
                                   backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
-                                  group_concurrency_limit, priority_aging_ms)
+                                  group_concurrency_limit, priority_aging_ms, fair_groups)
     VALUES ($2, FALSE, COALESCE($1::timestamptz, now()), $3::int, $4::float8, $5::int,
             $5::int::float8,
             CASE WHEN $4::float8 IS NULL THEN NULL ELSE COALESCE($1::timestamptz, now()) END,
-            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8, $11::int, $12::bigint)
+            $6::bigint, $7::bigint, $8::bigint, $9::bigint, $10::float8, $11::int, $12::bigint,
+            $13::boolean)
     ON CONFLICT (queue_name) DO UPDATE
     SET concurrency_limit = EXCLUDED.concurrency_limit, rate_per_second = EXCLUDED.rate_per_second,
         rate_burst = EXCLUDED.rate_burst, tokens = EXCLUDED.tokens,
@@ -37,7 +38,7 @@ WITH up AS (
         backoff_base_ms = EXCLUDED.backoff_base_ms, backoff_min_ms = EXCLUDED.backoff_min_ms,
         backoff_max_ms = EXCLUDED.backoff_max_ms, backoff_jitter = EXCLUDED.backoff_jitter,
         group_concurrency_limit = EXCLUDED.group_concurrency_limit,
-        priority_aging_ms = EXCLUDED.priority_aging_ms,
+        priority_aging_ms = EXCLUDED.priority_aging_ms, fair_groups = EXCLUDED.fair_groups,
         updated_at = EXCLUDED.updated_at
     RETURNING queue_name
 )
@@ -47,11 +48,11 @@ SELECT pg_notify('{chan}', queue_name)::text FROM up";
 pub(super) const QUEUE_CONFIGS: &str = "
 SELECT queue_name, paused, concurrency_limit, rate_per_second, rate_burst, lease_ms,
        backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter, group_concurrency_limit,
-       priority_aging_ms
+       priority_aging_ms, fair_groups
 FROM {s}.queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
-   OR priority_aging_ms IS NOT NULL";
+   OR priority_aging_ms IS NOT NULL OR fair_groups";
 
 /// Gives group $2 of queue $1 its own limit $3 if the queue has a config
 /// row, or removes the group's limit when $3 is NULL. One row, `configured`:
