@@ -56,6 +56,9 @@ impl PgStorage {
         limits: &QueueLimits,
     ) -> Result<()> {
         limits.validate()?;
+        if limits.fair_groups {
+            self.ensure_fair_index().await?;
+        }
         let backoff = limits.backoff;
         retrying(true, || {
             self.db().execute(
@@ -78,6 +81,46 @@ impl PgStorage {
         .await?;
         self.limited.invalidate();
         Ok(())
+    }
+
+    /// Builds `job_queue_fair` if the schema has no valid one (migration
+    /// 0020): in a transaction of its own, one build at a time per schema,
+    /// waiting at most 5 s for `job_queue`'s lock. The build blocks writes
+    /// to `job_queue` while it reads the table (docs/operations.md, "Fair
+    /// groups on PostgreSQL": build it beforehand on a large table).
+    async fn ensure_fair_index(&self) -> Result<()> {
+        let exists = |row: PgRow| row.try_get::<bool, _>(0);
+        let present = retrying(true, || {
+            self.db()
+                .fetch_one(sqlx::query(self.sql.fair_index_exists.clone()))
+        })
+        .await
+        .map(exists)?
+        .map_err(interpret_error)?;
+        if present {
+            return Ok(());
+        }
+        retrying(true, || async {
+            let mut tx = self.pool.begin().await?;
+            self.on(&mut tx)
+                .execute(sqlx::query(self.sql.fair_index_lock.clone()))
+                .await?;
+            let row = self
+                .on(&mut tx)
+                .fetch_one(sqlx::query(self.sql.fair_index_exists.clone()))
+                .await?;
+            if !exists(row)? {
+                self.on(&mut tx)
+                    .execute(sqlx::query(self.sql.fair_index_drop.clone()))
+                    .await?;
+                self.on(&mut tx)
+                    .execute(sqlx::query(self.sql.fair_index_create.clone()))
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok::<_, crate::error::Failure>(())
+        })
+        .await
     }
 
     pub(crate) async fn set_group_limit_pooled(

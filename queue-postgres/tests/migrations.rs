@@ -611,6 +611,15 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     .expect("the 0018 pick");
     assert_eq!(old_pick, vec!["\"a1\"", "\"a2\"", "\"a3\""]);
 
+    // The fair index is built by the first configure_queue that makes a
+    // queue fair, not by the migration: enqueues pay for it only then.
+    let fair_index = || async {
+        sqlx::query_scalar::<_, bool>("SELECT to_regclass('job_queue_fair') IS NOT NULL")
+            .fetch_one(&pool)
+            .await
+            .expect("the index's presence")
+    };
+    assert!(!fair_index().await, "migration 0020 built job_queue_fair");
     let limits = QueueLimits {
         concurrency: Some(4),
         fair_groups: true,
@@ -620,6 +629,10 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
         .configure_queue(&queue, &limits)
         .await
         .expect("configure");
+    assert!(
+        fair_index().await,
+        "configure_queue did not build job_queue_fair"
+    );
     let configs = storage.queue_configs().await.expect("configs");
     assert_eq!(configs[0].limits, limits);
     // Three slots left of four: a, b and the jobs without a group, oldest

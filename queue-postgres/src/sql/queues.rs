@@ -54,6 +54,29 @@ WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
    OR priority_aging_ms IS NOT NULL OR fair_groups";
 
+/// Whether the schema has a valid `job_queue_fair` (migration 0020: the
+/// index a fair claim reads, made by the first `configure_queue` that
+/// makes a queue fair).
+pub(super) const FAIR_INDEX_EXISTS: &str = "
+SELECT EXISTS (SELECT 1 FROM pg_index i
+               WHERE i.indexrelid = to_regclass('{s}.job_queue_fair') AND i.indisvalid)";
+
+/// Serializes the builds of `job_queue_fair` of one schema (a transaction
+/// lock), and gives up waiting for `job_queue`'s lock after 5 s.
+pub(super) const FAIR_INDEX_LOCK: &str = "
+SELECT pg_advisory_xact_lock(hashtext('{s}.job_queue_fair')::bigint),
+       set_config('lock_timeout', '5s', true)";
+
+/// Drops a `job_queue_fair` left invalid (by a concurrent build an
+/// operator started and that failed).
+pub(super) const FAIR_INDEX_DROP: &str = "DROP INDEX IF EXISTS {s}.job_queue_fair";
+
+/// Builds `job_queue_fair` (migration 0020 says what it serves).
+pub(super) const FAIR_INDEX_CREATE: &str = "
+CREATE INDEX job_queue_fair ON {s}.job_queue
+    (queue_name, (COALESCE(group_key, '')), priority DESC, available_at, id)
+    WHERE lease_until IS NULL";
+
 /// Gives group $2 of queue $1 its own limit $3 if the queue has a config
 /// row, or removes the group's limit when $3 is NULL. One row, `configured`:
 /// whether the queue has a config row (nothing is written when it has
