@@ -146,6 +146,11 @@ DECLARE
     s_aged integer[] := '{}';
     s_at timestamptz[] := '{}';
     ord integer[] := '{}';
+    -- The jobs taken, in order.
+    t_id bigint[] := '{}';
+    t_priority integer[] := '{}';
+    t_aged integer[] := '{}';
+    t_at timestamptz[] := '{}';
     v_taken bigint := 0;
     v_g integer;
     v_n integer;
@@ -154,8 +159,6 @@ DECLARE
     v_mid integer;
     v_limit integer;
     v_count integer;
-    v_slot smallint;
-    v_ok boolean;
     r record;
 BEGIN
     IF p_cap IS NULL OR p_cap <= 0 THEN
@@ -213,30 +216,15 @@ BEGIN
             v_count := COALESCE((v_held ->> g_key[v_g])::integer, 0);
             CONTINUE WHEN v_limit IS NOT NULL AND v_count >= v_limit;
         END IF;
-        v_ok := TRUE;
-        IF p_lock THEN
-            PERFORM 1 FROM job_queue j
-             WHERE j.id = g_id[v_g] AND j.lease_until IS NULL AND j.available_at = g_at[v_g]
-               AND j.attempts < j.max_attempts
-             FOR UPDATE SKIP LOCKED;
-            v_ok := FOUND;
+        IF p_grouped AND g_key[v_g] <> '' THEN
+            v_held := jsonb_set(v_held, ARRAY[g_key[v_g]], to_jsonb(v_count + 1));
         END IF;
-        IF v_ok THEN
-            IF p_grouped AND g_key[v_g] <> '' THEN
-                v_held := jsonb_set(v_held, ARRAY[g_key[v_g]], to_jsonb(v_count + 1));
-            END IF;
-            SELECT r2.slot INTO v_slot FROM job_ready r2
-             WHERE r2.queue_name = p_queue AND r2.priority = g_priority[v_g]
-               AND r2.available_at = g_at[v_g] AND r2.id = g_id[v_g]
-             LIMIT 1;
-            pick_id := g_id[v_g];
-            pick_priority := g_aged[v_g];
-            pick_available_at := g_at[v_g];
-            pick_slot := v_slot;
-            RETURN NEXT;
-            v_taken := v_taken + 1;
-            EXIT WHEN v_taken >= p_cap;
-        END IF;
+        t_id := t_id || g_id[v_g];
+        t_priority := t_priority || g_priority[v_g];
+        t_aged := t_aged || g_aged[v_g];
+        t_at := t_at || g_at[v_g];
+        v_taken := v_taken + 1;
+        EXIT WHEN v_taken >= p_cap;
         -- The group's next job: its jobs after the one just served, read
         -- once, as many as the claim can still take.
         IF g_next[v_g] = 0 THEN
@@ -273,6 +261,22 @@ BEGIN
         END LOOP;
         ord := ord[1:v_lo - 1] || v_g || ord[v_lo:];
     END LOOP;
+    -- The jobs taken, locked (SKIP LOCKED: one a claim by hand or a
+    -- worker of the previous release leased meanwhile is left out), each
+    -- with its ring entry's slot, in one statement.
+    RETURN QUERY
+    SELECT t.id, t.aged, t.at,
+           (SELECT r2.slot FROM job_ready r2
+             WHERE r2.queue_name = p_queue AND r2.priority = t.priority
+               AND r2.available_at = t.at AND r2.id = t.id
+             LIMIT 1)
+    FROM unnest(t_id, t_priority, t_aged, t_at) WITH ORDINALITY AS t(id, priority, aged, at, n)
+    WHERE NOT p_lock
+       OR EXISTS (SELECT 1 FROM job_queue j
+                   WHERE j.id = t.id AND j.lease_until IS NULL AND j.available_at = t.at
+                     AND j.attempts < j.max_attempts
+                   FOR UPDATE SKIP LOCKED)
+    ORDER BY t.n;
 END
 $$;
 
