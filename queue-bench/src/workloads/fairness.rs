@@ -13,7 +13,10 @@
 //! enqueue's return to its handler's start) against the same probes on an
 //! empty queue, and behind the backlog with the queue's fair groups set
 //! (`QueueLimits::fair_groups`) where the storage has them. Without fair
-//! claiming the small tenant waits behind the whole backlog.
+//! claiming the small tenant waits behind the whole backlog. A last run
+//! gives the small tenant's jobs a higher priority on the plain queue: each
+//! is the next job any claim takes, the least a probe can wait behind a
+//! busy worker, whatever the claim order (the floor for the fair run).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -52,10 +55,13 @@ pub(crate) async fn run<T: Target>(
             )
             .figure("most_running_in_a_group", limited.most_running),
     );
-    let plain = |backlog| tenant_lag::<T>(args, setup, backlog, false);
+    let plain = |backlog| tenant_lag::<T>(args, setup, backlog, Probes::Plain);
     let empty = plain(0).await?.ok_or("no lag measured")?;
     let behind = plain(args.backlog).await?.ok_or("no lag measured")?;
-    let fair = tenant_lag::<T>(args, setup, args.backlog, true).await?;
+    let fair = tenant_lag::<T>(args, setup, args.backlog, Probes::Fair).await?;
+    let first = tenant_lag::<T>(args, setup, args.backlog, Probes::First)
+        .await?
+        .ok_or("no lag measured")?;
     let mut row = Row::new("fairness_tenants")
         .param("backlog", args.backlog)
         .param("probes", args.probes)
@@ -78,7 +84,14 @@ pub(crate) async fn run<T: Target>(
                 format!("{:.1}", fair.p99 / empty.p99.max(1e-9)),
             );
     }
-    report.push(row);
+    report.push(
+        row.ms("first_p50_ms", first.p50)
+            .ms("first_p99_ms", first.p99)
+            .figure(
+                "first_p99_ratio",
+                format!("{:.1}", first.p99 / empty.p99.max(1e-9)),
+            ),
+    );
     Ok(())
 }
 
@@ -193,17 +206,29 @@ fn lock(running: &Mutex<Running>) -> std::sync::MutexGuard<'_, Running> {
     running.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How the small tenant's jobs meet the backlog.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Probes {
+    /// On the plain queue, at the backlog's priority.
+    Plain,
+    /// On a queue with fair groups.
+    Fair,
+    /// On the plain queue, one priority level above the backlog.
+    First,
+}
+
 /// The small tenant's start lag (from its enqueue's return to its
 /// handler's start), behind `backlog` jobs of the large tenant enqueued
-/// first, on a queue with fair groups when `fair` (`None` when the
-/// storage has none).
+/// first, as `probes` says (`None` for [`Probes::Fair`] when the storage
+/// has no fair groups).
 async fn tenant_lag<T: Target>(
     args: &FairnessArgs,
     setup: &Setup,
     backlog: usize,
-    fair: bool,
+    probes: Probes,
 ) -> Result<Option<Spread>, BenchError> {
     let storage = T::fresh(setup).await?;
+    let fair = probes == Probes::Fair;
     if fair && !storage.capabilities().supports(Capability::FairGroups) {
         return Ok(None);
     }
@@ -249,7 +274,10 @@ async fn tenant_lag<T: Target>(
     let mut ticks = tokio::time::interval(Duration::from_millis(args.interval_ms.max(1)));
     for i in 0..args.probes {
         ticks.tick().await;
-        let job = NewJob::new(QUEUE, json!({ "probe": i })).group_key("small");
+        let mut job = NewJob::new(QUEUE, json!({ "probe": i })).group_key("small");
+        if probes == Probes::First {
+            job = job.priority(1);
+        }
         let outcome = storage.enqueue(job).await?;
         sent.insert(outcome.id, Instant::now());
     }
