@@ -37,6 +37,22 @@ fn all_versions() -> Vec<u32> {
     MIGRATIONS.iter().map(|m| m.version).collect()
 }
 
+/// A claim of up to `n` jobs of `queue` for a minute, by worker "w".
+fn claim_of(queue: &queue_core::QueueName, n: u32) -> queue_core::DequeueRequest {
+    queue_core::DequeueRequest::new(
+        vec![queue.clone()],
+        n,
+        std::time::Duration::from_secs(60),
+        queue_core::WorkerId::new("w").expect("valid"),
+    )
+    .expect("valid request")
+}
+
+/// The payloads of `jobs`, in order.
+fn payloads(jobs: &[queue_core::Job]) -> Vec<serde_json::Value> {
+    jobs.iter().map(|j| j.payload.clone()).collect()
+}
+
 #[test]
 fn every_migration_file_is_embedded_unchanged() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
@@ -353,11 +369,7 @@ async fn a_read_only_database_refuses_writes_with_a_typed_error() {
 /// claims keep.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
-    use std::time::Duration;
-
-    use queue_core::{
-        DequeueRequest, GroupKey, JobFilter, NewJob, QueueLimits, QueueName, Storage, WorkerId,
-    };
+    use queue_core::{GroupKey, JobFilter, NewJob, QueueLimits, QueueName, Storage};
     use queue_postgres::PgStorage;
     use serde_json::json;
 
@@ -384,15 +396,7 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
         vec![16, 17, 18, 19, 20]
     );
     let queue = QueueName::new("q").expect("valid");
-    let claim = |n: u32| {
-        DequeueRequest::new(
-            vec![queue.clone()],
-            n,
-            Duration::from_secs(60),
-            WorkerId::new("w").expect("valid"),
-        )
-        .expect("valid request")
-    };
+    let claim = |n: u32| claim_of(&queue, n);
     let history = storage
         .get_history(queue_core::JobId(1000))
         .await
@@ -462,7 +466,7 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
 async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
     use std::time::Duration;
 
-    use queue_core::{DequeueRequest, Job, QueueLimits, QueueName, Storage, WorkerId};
+    use queue_core::{QueueLimits, QueueName, Storage};
     use queue_postgres::PgStorage;
     use serde_json::json;
 
@@ -486,16 +490,7 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
         vec![17, 18, 19, 20]
     );
     let queue = QueueName::new("q").expect("valid");
-    let claim = |n: u32| {
-        DequeueRequest::new(
-            vec![queue.clone()],
-            n,
-            Duration::from_secs(60),
-            WorkerId::new("w").expect("valid"),
-        )
-        .expect("valid request")
-    };
-    let payloads = |jobs: &[Job]| jobs.iter().map(|j| j.payload.clone()).collect::<Vec<_>>();
+    let claim = |n: u32| claim_of(&queue, n);
     // The previous release's pick, as its workers call it: plain order,
     // group a held to one (nothing claimed, nothing locked: no lock).
     let old_pick: Vec<String> = sqlx::query_scalar(
@@ -563,9 +558,7 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
 /// are kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
-    use std::time::Duration;
-
-    use queue_core::{DequeueRequest, Job, JobFilter, QueueLimits, QueueName, Storage, WorkerId};
+    use queue_core::{JobFilter, QueueLimits, QueueName, Storage};
     use queue_postgres::PgStorage;
     use serde_json::json;
 
@@ -591,16 +584,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
         .expect("valid");
     assert_eq!(storage.migrate().await.expect("migrate"), vec![20]);
     let queue = QueueName::new("q").expect("valid");
-    let claim = |n: u32| {
-        DequeueRequest::new(
-            vec![queue.clone()],
-            n,
-            Duration::from_secs(60),
-            WorkerId::new("w").expect("valid"),
-        )
-        .expect("valid request")
-    };
-    let payloads = |jobs: &[Job]| jobs.iter().map(|j| j.payload.clone()).collect::<Vec<_>>();
+    let claim = |n: u32| claim_of(&queue, n);
     // The previous release's pick, as its workers call it: plain order.
     let old_pick: Vec<String> = sqlx::query_scalar(
         "SELECT j.payload::text FROM queue_pick_limited('q', 3, now(), FALSE, FALSE, NULL, NULL) p
