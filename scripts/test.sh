@@ -42,7 +42,7 @@ if [ -z "${QUEUE_TEST_PGBOUNCER_URL:-}" ] || [ -z "${QUEUE_TEST_PGBOUNCER_SESSIO
     scripts/pgbouncer.sh start || echo "no local PgBouncer: the queue-postgres PgBouncer tests will fail naming it"
 fi
 
-# The Galera tests (queue-mysql/tests/galera.rs): a local three-node
+# The Galera tests (queue-mysql/tests/galera.rs, galera_node_kill.rs): a local three-node
 # cluster unless its nodes are named.
 # It is stopped again after `cargo test`: its nodes are mariadbd processes
 # too, and the restart commands below find the test server's by that name.

@@ -60,3 +60,44 @@ pub(crate) async fn connect(db: &TestDatabase) -> diesel_async::AsyncMysqlConnec
         .await
         .expect("connect to the test database")
 }
+
+/// The first two nodes' server URLs of the Galera cluster in
+/// `QUEUE_TEST_GALERA_URLS` (galera.rs, galera_node_kill.rs).
+pub(crate) fn galera_nodes() -> (String, String) {
+    let urls = std::env::var("QUEUE_TEST_GALERA_URLS").unwrap_or_else(|_| {
+        panic!(
+            "QUEUE_TEST_GALERA_URLS is not set: the URLs of a Galera cluster's nodes, \
+             comma-separated (scripts/galera.sh start; scripts/test.sh sets it)"
+        )
+    });
+    let mut nodes = urls.split(',').map(str::to_owned);
+    match (nodes.next(), nodes.next()) {
+        (Some(first), Some(second)) => (first, second),
+        _ => panic!("QUEUE_TEST_GALERA_URLS names fewer than two nodes: {urls}"),
+    }
+}
+
+/// A new database on the cluster: the storage on node 1, the second
+/// handle on node 2.
+pub(crate) struct GaleraFactory;
+
+#[async_trait]
+impl StorageFactory for GaleraFactory {
+    type Storage = MySqlStorage;
+
+    async fn create(&self, clock: Clock) -> Fixture<MySqlStorage> {
+        let (first, second) = galera_nodes();
+        let db = TestDatabase::create_on(first).await;
+        let storage = MySqlStorage::connect_with_size(&db.url(), 4).expect("pool on node 1");
+        storage.migrate().await.expect("migrate on node 1");
+        let other = queue_core::with_database(&second, db.name());
+        let second_clock = clock.clone();
+        Fixture::new(storage.with_clock(clock))
+            .with_teardown(db.drop_database())
+            .with_second_handle(async move {
+                MySqlStorage::connect_with_size(&other, 4)
+                    .expect("a second pool, on node 2")
+                    .with_clock(second_clock)
+            })
+    }
+}
