@@ -36,7 +36,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
 
 use crate::dequeue::{Candidate, candidate_of, claim_any, claim_candidates, pick_queue};
-use crate::fair::{advance_turns, pick_fair};
+use crate::fair::{advance_turns, fair_candidates};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -296,7 +296,7 @@ async fn claim_picked(
             None => GroupSlots::new(None, []),
         };
         let list = if picks.fair.contains(queue) {
-            let picked = pick_fair(conn, now, queue, cap, slots, period).await?;
+            let picked = fair_candidates(conn, now, queue, cap, slots, period).await?;
             let mut list = Vec::with_capacity(picked.len());
             for (candidate, group) in picked {
                 fair_groups.insert(candidate.2, (queue.clone(), group));
