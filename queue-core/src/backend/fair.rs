@@ -259,11 +259,13 @@ mod tests {
     use super::*;
     use crate::backend::fair_order;
 
+    /// A job held in memory: id, priority, available_at, group, leased.
+    type Stored = (i64, i32, DateTime<Utc>, Option<GroupKey>, bool);
+
     /// A fair queue held in memory: what each read answers, and how many
     /// reads the pick made.
     struct Jobs {
-        /// (id, priority, available_at, group, leased)
-        rows: Vec<(i64, i32, DateTime<Utc>, Option<GroupKey>, bool)>,
+        rows: Vec<Stored>,
         turns: Vec<(Option<GroupKey>, i64)>,
         now: DateTime<Utc>,
         reads: usize,
