@@ -12,12 +12,13 @@ use chrono::NaiveDateTime;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Integer, Nullable, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{GroupSlots, aged_priority, claim_order};
+use queue_core::backend::{GroupSlots, aged_priority, claim_order, merge_by_next};
 use queue_core::{DequeueRequest, GroupKey, Job, Result};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, id_list};
 use crate::error::Failure;
+use crate::fair::fair_picks;
 use crate::lease::later;
 use crate::rows::JobRow;
 use crate::sql::{
@@ -100,23 +101,39 @@ struct NextLevel {
 /// The claim order's sort key.
 type Order = (Reverse<i32>, NaiveDateTime, i64);
 
-/// The priority aging periods of a claim's queues that have one (by name;
-/// `QueueLimits::priority_aging`, read under the limited claim's lock) and
-/// the claim's now: a candidate of such a queue is ordered by its
-/// effective priority ([`aged_priority`]), any other by its own.
+/// How a claim orders each queue's candidates, read under the limited
+/// claim's lock: the priority aging periods of its queues that have one
+/// (by name; `QueueLimits::priority_aging`), its fair queues
+/// (`QueueLimits::fair_groups`), and the claim's now. A candidate of an
+/// aging queue is ordered by its effective priority ([`aged_priority`]),
+/// any other by its own; a fair queue's candidates come in its fair order
+/// (`fair.rs`), merged with the other queues' by the claim order of each
+/// list's next.
 #[derive(Debug, Default)]
-pub(crate) struct Aging {
+pub(crate) struct Orders {
     periods: HashMap<String, Duration>,
+    fair: HashSet<String>,
     now: Option<NaiveDateTime>,
 }
 
-impl Aging {
-    /// The periods of the aging queues among a claim's, at `now`.
-    pub(crate) fn new(periods: HashMap<String, Duration>, now: NaiveDateTime) -> Self {
+impl Orders {
+    /// The periods of the aging queues and the fair queues among a
+    /// claim's, at `now`.
+    pub(crate) fn new(
+        periods: HashMap<String, Duration>,
+        fair: HashSet<String>,
+        now: NaiveDateTime,
+    ) -> Self {
         Self {
             periods,
+            fair,
             now: Some(now),
         }
+    }
+
+    /// Whether the claim names a fair queue.
+    fn any_fair(&self) -> bool {
+        !self.fair.is_empty()
     }
 
     fn ages(&self, queue: &str) -> bool {
@@ -139,6 +156,38 @@ impl Aging {
 
     fn entry_order(&self, queue: &str, entry: &Entry) -> Order {
         self.order(queue, entry.priority, entry.available_at, entry.id)
+    }
+
+    /// Fair `queue`'s best `room` jobs in its fair order within its
+    /// groups' `slots` (`fair.rs`), each with its claim order by
+    /// effective priority, as entries of no ring source.
+    async fn fair_list(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        queue: &str,
+        room: usize,
+        slots: GroupSlots,
+    ) -> Result<Vec<(Order, String, Entry)>, Failure> {
+        let now = (self.now).ok_or(Failure::Invariant("a fair claim without its now"))?;
+        let period = self.periods.get(queue).copied();
+        let picks = fair_picks(conn, queue, now, room, slots, period).await?;
+        Ok(picks
+            .into_iter()
+            .map(|pick| {
+                let available_at = pick.available_at.naive_utc();
+                let entry = Entry {
+                    src: i64::from(SCHEDULED_SOURCE),
+                    id: pick.id,
+                    priority: pick.priority,
+                    available_at,
+                    group_key: pick.group.map(|g| g.as_str().to_owned()),
+                    claimable: 1,
+                    stale: 0,
+                };
+                let order = claim_order(pick.priority, available_at, pick.id);
+                (order, queue.to_owned(), entry)
+            })
+            .collect())
     }
 }
 
@@ -185,8 +234,8 @@ impl MySqlStorage {
                             self.dequeue_limited_on(conn, request).await?
                         } else {
                             let mut groups = Groups::new();
-                            let (top, aging) = (TopLevels::new(), Aging::default());
-                            self.dequeue_on(conn, request, &top, &mut groups, &aging)
+                            let (top, orders) = (TopLevels::new(), Orders::default());
+                            self.dequeue_on(conn, request, &top, &mut groups, &orders)
                                 .await?
                         };
                         guard.close(conn).await?;
@@ -223,22 +272,28 @@ impl MySqlStorage {
     /// statement: their first probe is skipped. `groups` holds the group
     /// slots of the queues with group limits (empty for others): a pick
     /// takes its group's slot, and a job whose group has none left is
-    /// passed over. `aging` holds the aging queues' periods (empty for
+    /// passed over. `orders` holds the aging queues' periods (empty for
     /// others): their candidates are read level by level and ordered by
-    /// effective priority.
+    /// effective priority; and the fair queues, whose candidates the first
+    /// round picks in their fair order (`fair.rs`; their claims are
+    /// serialized by their config rows' locks, so only a claim that has
+    /// not seen the setting yet races them, and later rounds pass them
+    /// over), and whose jobs the claim returns in the order picked.
     pub(crate) async fn dequeue_on(
         &self,
         conn: &mut AsyncMysqlConnection,
         request: &DequeueRequest,
         top: &TopLevels,
         groups: &mut Groups,
-        aging: &Aging,
+        orders: &Orders,
     ) -> Result<Vec<Job>, Failure> {
         let fixed = self.now_override();
         let mut locked: Vec<Candidate> = Vec::new();
         let mut tried: HashSet<i64> = HashSet::new();
         let mut taken: HashMap<String, usize> = HashMap::new();
         let mut leased: Vec<(u8, i64)> = Vec::new();
+        // Every pick's id, in the order picked.
+        let mut picked: Vec<i64> = Vec::new();
         for round in 0..ROUNDS {
             let wanted = (request.limit() as usize).saturating_sub(locked.len());
             if wanted == 0 {
@@ -253,7 +308,7 @@ impl MySqlStorage {
                     &tried,
                     &taken,
                     groups,
-                    aging,
+                    orders,
                     1 << round,
                 )
                 .await?;
@@ -261,6 +316,7 @@ impl MySqlStorage {
             let stale: Vec<(u8, i64)> = found.stale.iter().map(|e| (e.source(), e.id)).collect();
             delete_entries(conn, stale.clone()).await?;
             let picks: Vec<(String, Entry)> = found.picks.into_iter().take(wanted).collect();
+            picked.extend(picks.iter().map(|(_, e)| e.id));
             let short = picks.len() < wanted;
             let mut raced = false;
             if !picks.is_empty() {
@@ -292,14 +348,21 @@ impl MySqlStorage {
             }
         }
         let mut candidates = locked;
-        candidates.sort_by_key(|c| {
-            aging.order(
-                &c.job.queue_name,
-                c.job.priority,
-                c.job.available_at,
-                c.job.id,
-            )
-        });
+        if orders.any_fair() {
+            // In the order picked: rounds after the first add to the end.
+            let place: HashMap<i64, usize> =
+                picked.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+            candidates.sort_by_key(|c| place.get(&c.job.id).copied());
+        } else {
+            candidates.sort_by_key(|c| {
+                orders.order(
+                    &c.job.queue_name,
+                    c.job.priority,
+                    c.job.available_at,
+                    c.job.id,
+                )
+            });
+        }
         let result = self.lease(conn, request, candidates).await?;
         delete_entries(conn, leased).await?;
         Ok(result)
@@ -372,7 +435,7 @@ impl MySqlStorage {
         tried: &HashSet<i64>,
         taken: &HashMap<String, usize>,
         groups: &mut Groups,
-        aging: &Aging,
+        orders: &Orders,
         depth: usize,
     ) -> Result<Found, Failure> {
         let mut found = Found {
@@ -380,13 +443,23 @@ impl MySqlStorage {
             stale: Vec::new(),
             sources: HashMap::new(),
         };
-        let mut picks: Vec<(String, Entry)> = Vec::new();
+        // Each queue's picks in its own order, with their claim order.
+        let mut lists: Vec<Vec<(Order, String, Entry)>> = Vec::new();
         for (queue, cap) in request.queues().iter().zip(request.queue_limits()) {
             let queue = queue.as_str();
             let room = (*cap as usize).saturating_sub(taken.get(queue).copied().unwrap_or(0));
             if room == 0 {
                 continue;
             }
+            if orders.fair.contains(queue) {
+                // The first round only (see `dequeue_on`).
+                if depth == 1 {
+                    let slots = groups.get(queue).cloned().unwrap_or_default();
+                    lists.push(orders.fair_list(conn, queue, room, slots).await?);
+                }
+                continue;
+            }
+            let mut picks = Vec::new();
             let window = Window {
                 queue,
                 room,
@@ -394,7 +467,7 @@ impl MySqlStorage {
                 slots: groups.get(queue),
                 depth,
             };
-            let ages = aging.ages(queue);
+            let ages = orders.ages(queue);
             let (mut entries, limit) = if ages {
                 self.levels(conn, &window).await?
             } else {
@@ -411,7 +484,7 @@ impl MySqlStorage {
                 self.scheduled(conn, queue, scheduled_room, top, ages)
                     .await?,
             );
-            entries.sort_by_key(|e| aging.entry_order(queue, e));
+            entries.sort_by_key(|e| orders.entry_order(queue, e));
             let mut seen = HashSet::new();
             let mut kept = 0;
             for entry in entries {
@@ -434,12 +507,15 @@ impl MySqlStorage {
                         continue;
                     }
                     kept += 1;
-                    picks.push((queue.to_owned(), entry));
+                    picks.push((orders.entry_order(queue, &entry), queue.to_owned(), entry));
                 }
             }
+            lists.push(picks);
         }
-        picks.sort_by_key(|(queue, e)| aging.entry_order(queue, e));
-        found.picks = picks;
+        found.picks = merge_by_next(lists, usize::MAX, |(order, _, _)| *order)
+            .into_iter()
+            .map(|(_, queue, entry)| (queue, entry))
+            .collect();
         Ok(found)
     }
 

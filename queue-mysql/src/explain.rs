@@ -243,7 +243,7 @@ impl MySqlStorage {
             request,
             &crate::dequeue::TopLevels::new(),
             &mut crate::dequeue::Groups::new(),
-            &crate::dequeue::Aging::default(),
+            &crate::dequeue::Orders::default(),
         )
         .await
     }

@@ -29,8 +29,9 @@ use queue_core::{
 
 use crate::MySqlStorage;
 use crate::bind::{Param, cached, naive, query};
-use crate::dequeue::{Aging, Groups, TopLevels};
+use crate::dequeue::{Groups, Orders, TopLevels};
 use crate::error::Failure;
+use crate::fair::advance_turns;
 use crate::rows::utc;
 use crate::sql::{self, BUCKET_STORE, CONFIGURE_QUEUE, LIMITED_QUEUES, QUEUE_CONFIGS};
 
@@ -59,6 +60,11 @@ struct LockedRow {
     group_concurrency_limit: Option<i32>,
     #[diesel(sql_type = Nullable<BigInt>)]
     priority_aging_ms: Option<i64>,
+    #[diesel(sql_type = BigInt)]
+    fair_groups: i64,
+    /// The jobs claims have taken from the queue while it was fair.
+    #[diesel(sql_type = BigInt)]
+    claim_count: i64,
     /// 1 when some group of the queue is limited.
     #[diesel(sql_type = BigInt)]
     grouped: i64,
@@ -124,6 +130,8 @@ struct ConfigRow {
     group_concurrency_limit: Option<i32>,
     #[diesel(sql_type = Nullable<BigInt>)]
     priority_aging_ms: Option<i64>,
+    #[diesel(sql_type = BigInt)]
+    fair_groups: i64,
 }
 
 /// A limited queue as the claim sees it under the lock.
@@ -133,6 +141,8 @@ struct Locked {
     bucket: Option<Bucket>,
     /// Some group of the queue is limited.
     grouped: bool,
+    /// The jobs claims have taken from it while it was fair.
+    claim_count: i64,
 }
 
 impl MySqlStorage {
@@ -177,9 +187,9 @@ impl MySqlStorage {
         let Some(mut now) = <[LockedRow]>::first(&rows).map(|row| row.now_ts) else {
             // The limits were removed since the cache was read.
             let mut groups = Groups::new();
-            let (top, aging) = (TopLevels::new(), Aging::default());
+            let (top, orders) = (TopLevels::new(), Orders::default());
             return self
-                .dequeue_on(conn, request, &top, &mut groups, &aging)
+                .dequeue_on(conn, request, &top, &mut groups, &orders)
                 .await;
         };
         if rows.iter().any(|row| row.rate_per_second.is_some()) {
@@ -263,10 +273,17 @@ impl MySqlStorage {
         let periods = (locked.iter())
             .filter_map(|l| Some((l.queue.as_str().to_owned(), l.limits.priority_aging?)))
             .collect();
-        let aging = Aging::new(periods, now);
+        let fair = (locked.iter())
+            .filter(|l| l.limits.fair_groups)
+            .map(|l| l.queue.as_str().to_owned())
+            .collect();
+        let orders = Orders::new(periods, fair, now);
         let jobs = self
-            .dequeue_on(conn, &narrowed, &top, &mut groups, &aging)
+            .dequeue_on(conn, &narrowed, &top, &mut groups, &orders)
             .await?;
+        for l in locked.iter().filter(|l| l.limits.fair_groups) {
+            advance_turns(conn, &l.queue, l.claim_count, &jobs).await?;
+        }
         for l in &locked {
             let Some(rate) = l.limits.rate else {
                 continue;
@@ -315,6 +332,7 @@ impl MySqlStorage {
                 Param::OptDouble(backoff.map(|b| b.jitter())),
                 int(limits.group_concurrency),
                 ms(limits.priority_aging),
+                Param::Int(i64::from(limits.fair_groups)),
             ];
             query(CONFIGURE_QUEUE, params).execute(&mut conn).await?;
             Ok(())
@@ -485,8 +503,7 @@ impl LockedRow {
                         "group_concurrency_limit",
                         self.group_concurrency_limit,
                     )?,
-                    // Not stored here yet: refused by `configure_queue`.
-                    fair_groups: false,
+                    fair_groups: self.fair_groups != 0,
                     priority_aging: read_millis("priority_aging_ms", self.priority_aging_ms)?,
                     ..claim_limits(
                         self.concurrency_limit,
@@ -495,6 +512,7 @@ impl LockedRow {
                     )?
                 },
                 grouped: self.grouped != 0,
+                claim_count: self.claim_count,
                 bucket: self
                     .tokens
                     .zip(self.refilled_at)
@@ -533,8 +551,7 @@ impl ConfigRow {
                     "group_concurrency_limit",
                     self.group_concurrency_limit,
                 )?,
-                // Not stored here yet: refused by `configure_queue`.
-                fair_groups: false,
+                fair_groups: self.fair_groups != 0,
                 priority_aging: read_millis("priority_aging_ms", self.priority_aging_ms)?,
                 ..claim_limits(
                     self.concurrency_limit,

@@ -29,6 +29,7 @@ mod dequeue;
 mod enqueue;
 mod error;
 mod explain;
+mod fair;
 mod flow;
 mod galera;
 mod heartbeat;

@@ -70,6 +70,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "samples",
         sql: include_str!("../migrations/0012_samples.sql"),
     },
+    Migration {
+        version: 13,
+        name: "fair_groups",
+        sql: include_str!("../migrations/0013_fair_groups.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

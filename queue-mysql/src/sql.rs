@@ -16,9 +16,11 @@ use crate::rows::{HISTORY_SELECT, JOB_SELECT};
 
 #[cfg(test)]
 mod by_id_plans;
+mod fair;
 mod ready;
 mod samples;
 
+pub(crate) use fair::*;
 pub(crate) use ready::*;
 pub(crate) use samples::*;
 
@@ -170,7 +172,7 @@ WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
 pub(crate) const LIMITED_QUEUES: &str = "
 SELECT c.queue_name FROM queue_config c
 WHERE c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
-   OR c.group_concurrency_limit IS NOT NULL OR c.priority_aging_ms IS NOT NULL
+   OR c.group_concurrency_limit IS NOT NULL OR c.priority_aging_ms IS NOT NULL OR c.fair_groups
    OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)";
 
 /// The limited claim's first statement: locks the config rows of the
@@ -191,6 +193,7 @@ pub(crate) fn limits_lock(queues: usize) -> String {
     format!(
         "SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens, \
                 c.refilled_at, c.group_concurrency_limit, c.priority_aging_ms, \
+                CAST(c.fair_groups AS SIGNED) AS fair_groups, c.claim_count, \
                 CAST(c.group_concurrency_limit IS NOT NULL OR EXISTS \
                      (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name) \
                      AS SIGNED) AS grouped, \
@@ -204,7 +207,7 @@ pub(crate) fn limits_lock(queues: usize) -> String {
          WHERE c.queue_name IN {} \
            AND (c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL \
                 OR c.group_concurrency_limit IS NOT NULL OR c.priority_aging_ms IS NOT NULL \
-                OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)) \
+                OR c.fair_groups OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)) \
          ORDER BY c.queue_name \
          FOR UPDATE",
         placeholders(queues)
@@ -279,13 +282,13 @@ UPDATE queue_config SET tokens = ?, refilled_at = ? WHERE queue_name = ?";
 /// starts with a full bucket (tokens = burst, refilled now).
 /// Binds: queue, now, concurrency, rate, burst, tokens, refilled_at,
 /// lease ms, backoff base, min, max ms, jitter, group concurrency, priority
-/// aging ms.
+/// aging ms, fair groups.
 pub(crate) const CONFIGURE_QUEUE: &str = "
 INSERT INTO queue_config (queue_name, paused, updated_at, concurrency_limit, rate_per_second,
                           rate_burst, tokens, refilled_at, lease_ms, backoff_base_ms,
                           backoff_min_ms, backoff_max_ms, backoff_jitter, group_concurrency_limit,
-                          priority_aging_ms)
-VALUES (?, FALSE, COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                          priority_aging_ms, fair_groups)
+VALUES (?, FALSE, COALESCE(?, UTC_TIMESTAMP(6)), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     concurrency_limit = VALUES(concurrency_limit), rate_per_second = VALUES(rate_per_second),
     rate_burst = VALUES(rate_burst), tokens = VALUES(tokens), refilled_at = VALUES(refilled_at),
@@ -293,17 +296,18 @@ ON DUPLICATE KEY UPDATE
     backoff_min_ms = VALUES(backoff_min_ms), backoff_max_ms = VALUES(backoff_max_ms),
     backoff_jitter = VALUES(backoff_jitter),
     group_concurrency_limit = VALUES(group_concurrency_limit),
-    priority_aging_ms = VALUES(priority_aging_ms), updated_at = VALUES(updated_at)";
+    priority_aging_ms = VALUES(priority_aging_ms), fair_groups = VALUES(fair_groups),
+    updated_at = VALUES(updated_at)";
 
 /// Every queue that is paused or has a setting.
 pub(crate) const QUEUE_CONFIGS: &str = "
 SELECT queue_name, CAST(paused AS SIGNED) AS paused, concurrency_limit, rate_per_second,
        rate_burst, lease_ms, backoff_base_ms, backoff_min_ms, backoff_max_ms, backoff_jitter,
-       group_concurrency_limit, priority_aging_ms
+       group_concurrency_limit, priority_aging_ms, CAST(fair_groups AS SIGNED) AS fair_groups
 FROM queue_config
 WHERE paused OR concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR lease_ms IS NOT NULL OR backoff_base_ms IS NOT NULL OR group_concurrency_limit IS NOT NULL
-   OR priority_aging_ms IS NOT NULL";
+   OR priority_aging_ms IS NOT NULL OR fair_groups";
 
 /// Locks a schedule's row and reads its latest fire. Binds: schedule.
 pub(crate) const ENQUEUE_PERIODIC_LOCK: &str =

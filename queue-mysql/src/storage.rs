@@ -188,6 +188,7 @@ impl Storage for MySqlStorage {
             .with(Capability::Samples)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::FairGroups)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -239,8 +240,6 @@ impl Storage for MySqlStorage {
     }
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        // Fair claiming between groups is not built here yet.
-        queue_core::backend::refuse_fair_groups(limits)?;
         self.configure_queue_pooled(queue, limits).await
     }
 

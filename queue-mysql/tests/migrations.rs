@@ -74,6 +74,7 @@ async fn migrations_apply_to_an_empty_database() {
     assert_eq!(
         tables(&mut conn).await,
         [
+            "job_group_turn",
             "job_history",
             "job_queue",
             "job_ready_0",

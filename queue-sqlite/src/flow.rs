@@ -25,8 +25,8 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use queue_core::backend::{
-    GroupSlots, aged_claim_order, claim_order, corrupt, stored, stored_count, stored_instant,
-    stored_millis, unconfigured_queue,
+    GroupSlots, aged_claim_order, claim_order, corrupt, merge_by_next, stored, stored_count,
+    stored_instant, stored_millis, unconfigured_queue,
 };
 use queue_core::{
     Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits,
@@ -313,31 +313,12 @@ async fn claim_picked(
         lists.push(list);
     }
     let limit = usize::try_from(request.limit()).unwrap_or(usize::MAX);
-    let merged = merge_by_next(lists, limit);
+    let merged = merge_by_next(lists, limit, |&(priority, available_at, id)| {
+        claim_order(priority, available_at, id)
+    });
     let rows = claim_candidates(conn, now, request, &merged).await?;
     advance_turns(conn, &merged, &fair_groups).await?;
     Ok((rows, merged.iter().map(|&(_, _, id)| id).collect()))
-}
-
-/// Up to `limit` of `lists` (each a queue's candidates in its own order),
-/// taken one at a time from the list whose next candidate comes first in
-/// the claim order: for lists in that order, the first `limit` of all.
-fn merge_by_next(lists: Vec<Vec<Candidate>>, limit: usize) -> Vec<Candidate> {
-    let mut lists: Vec<VecDeque<Candidate>> = lists.into_iter().map(VecDeque::from).collect();
-    let mut merged = Vec::new();
-    while merged.len() < limit {
-        let next = (lists.iter_mut())
-            .filter(|list| !list.is_empty())
-            .min_by_key(|list| {
-                let (priority, available_at, id) = list[0];
-                claim_order(priority, available_at, id)
-            });
-        match next.and_then(VecDeque::pop_front) {
-            Some(candidate) => merged.push(candidate),
-            None => break,
-        }
-    }
-    merged
 }
 
 /// The group slots of `queue` in this claim: the groups' limits

@@ -246,6 +246,32 @@ async fn read_level<R: FairReader>(
     Ok(())
 }
 
+/// Up to `limit` of `lists` (each a queue's candidates in its own order:
+/// a fair queue's fair order, any other's claim order), taken one at a
+/// time from the list whose next candidate comes first by `order` (the
+/// claim order, by effective priority): how a claim over several queues
+/// merges them, job by job, as [`crate::Storage::dequeue`] states. For
+/// lists each sorted by `order`, the first `limit` of them all.
+pub fn merge_by_next<T, K: Ord>(
+    lists: Vec<Vec<T>>,
+    limit: usize,
+    order: impl Fn(&T) -> K,
+) -> Vec<T> {
+    let mut lists: Vec<VecDeque<T>> = lists.into_iter().map(VecDeque::from).collect();
+    let mut merged = Vec::new();
+    while merged.len() < limit {
+        let next = (lists.iter_mut())
+            .filter(|list| !list.is_empty())
+            .min_by_key(|list| list.front().map(&order))
+            .and_then(VecDeque::pop_front);
+        match next {
+            Some(candidate) => merged.push(candidate),
+            None => break,
+        }
+    }
+    merged
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -429,6 +455,21 @@ mod tests {
         // groups: none, big, small), a first page per group with jobs and
         // one more page of "big"'s.
         assert!(reader.reads <= 14, "{} reads", reader.reads);
+    }
+
+    #[test]
+    fn lists_merge_by_their_next_candidate() {
+        // A fair list out of claim order beside a sorted one.
+        let fair = vec![5, 1, 6];
+        let plain = vec![2, 3, 7];
+        assert_eq!(
+            merge_by_next(vec![fair, plain], 5, |n| *n),
+            vec![2, 3, 5, 1, 6]
+        );
+        assert_eq!(
+            merge_by_next(vec![vec![1, 4], vec![2, 3]], 9, |n| *n),
+            vec![1, 2, 3, 4]
+        );
     }
 
     #[test]

@@ -1,0 +1,212 @@
+//! Fair claiming between groups ([`queue_core::QueueLimits::fair_groups`],
+//! migration 0013): the reads [`queue_core::backend::pick_fair`] makes of a
+//! fair queue in the limited claim's transaction (ranges of
+//! `job_queue_group_leased`: the groups by a skip scan, one probe per
+//! group, each group's levels and due jobs), and the turns a claim leaves.
+//!
+//! A fair queue's claims hold its config row's lock (it is a limited
+//! queue), so two of them never pick at once; only a claim that has not
+//! yet seen the setting (`LimitedQueues` is read at most once a second)
+//! takes its jobs in plain order meanwhile. The pick reads `job_queue`,
+//! not the ready ring: it steps over the entries InnoDB's purge has not
+//! removed yet of its groups' jobs claimed lately, and the ring entries of
+//! the jobs it takes are left for the ring's rotation to delete as stale.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Datetime, Integer, Text};
+use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
+use queue_core::backend::{FairPick, FairReader, FairRow, GroupSlots, pick_fair};
+use queue_core::{GroupKey, Job, QueueName, async_trait};
+
+use crate::bind::{Param, cached, naive, query};
+use crate::dequeue::Level;
+use crate::error::Failure;
+use crate::sql;
+
+/// The `group_key` of `job_group_turn` for the jobs without a group.
+const NO_GROUP: &str = "";
+
+/// Before every `available_at` a job can have (DATETIME's least value):
+/// the first page's bound.
+fn first() -> (NaiveDateTime, i64) {
+    let least = chrono::NaiveDate::from_ymd_opt(1000, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0));
+    (least.unwrap_or(NaiveDateTime::MIN), i64::MIN)
+}
+
+#[derive(QueryableByName)]
+struct TurnRow {
+    #[diesel(sql_type = Text)]
+    group_key: String,
+    #[diesel(sql_type = BigInt)]
+    turn: i64,
+}
+
+#[derive(QueryableByName)]
+struct GroupRow {
+    #[diesel(sql_type = Text)]
+    group_key: String,
+}
+
+#[derive(QueryableByName)]
+struct PickRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = Integer)]
+    priority: i32,
+    #[diesel(sql_type = Datetime)]
+    available_at: NaiveDateTime,
+}
+
+fn group_key(name: String) -> Result<GroupKey, Failure> {
+    GroupKey::new(name).map_err(|_| Failure::Invariant("a stored group key is not valid"))
+}
+
+/// One fair queue's reads in the claim's transaction, at the claim's now.
+struct Reads<'c> {
+    conn: &'c mut AsyncMysqlConnection,
+    queue: &'c str,
+    now: NaiveDateTime,
+}
+
+impl Reads<'_> {
+    fn name(&self) -> Param {
+        Param::Text(self.queue.to_owned())
+    }
+}
+
+#[async_trait]
+impl FairReader for Reads<'_> {
+    type Error = Failure;
+
+    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, i64)>, Failure> {
+        let rows = cached(sql::FAIR_TURNS, vec![self.name()])
+            .load::<TurnRow>(self.conn)
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                let group = (row.group_key != NO_GROUP)
+                    .then(|| group_key(row.group_key))
+                    .transpose()?;
+                Ok((group, row.turn))
+            })
+            .collect()
+    }
+
+    async fn next_group(&mut self, after: Option<&GroupKey>) -> Result<Option<GroupKey>, Failure> {
+        let after = after.map_or(NO_GROUP, GroupKey::as_str).to_owned();
+        let rows = cached(sql::FAIR_NEXT_GROUP, vec![self.name(), Param::Text(after)])
+            .load::<GroupRow>(self.conn)
+            .await?;
+        rows.into_iter()
+            .next()
+            .map(|row| group_key(row.group_key))
+            .transpose()
+    }
+
+    async fn next_level(
+        &mut self,
+        group: Option<&GroupKey>,
+        below: i64,
+    ) -> Result<Option<i32>, Failure> {
+        let (statement, mut params) = match group {
+            Some(group) => (
+                sql::FAIR_GROUP_LEVEL,
+                vec![self.name(), Param::Text(group.as_str().to_owned())],
+            ),
+            None => (sql::FAIR_NO_GROUP_LEVEL, vec![self.name()]),
+        };
+        params.push(Param::Int(below));
+        let rows = cached(statement, params).load::<Level>(self.conn).await?;
+        Ok(rows.into_iter().next().map(|level| level.priority))
+    }
+
+    async fn level_page(
+        &mut self,
+        group: Option<&GroupKey>,
+        priority: i32,
+        after: Option<(DateTime<Utc>, i64)>,
+        rows: usize,
+    ) -> Result<Vec<FairRow>, Failure> {
+        let (after_at, after_id) = after.map_or_else(first, |(at, id)| (naive(at), id));
+        let (statement, mut params) = match group {
+            Some(group) => (
+                sql::FAIR_LEVEL_PICK,
+                vec![self.name(), Param::Text(group.as_str().to_owned())],
+            ),
+            None => (sql::FAIR_NO_GROUP_LEVEL_PICK, vec![self.name()]),
+        };
+        params.extend([
+            Param::Int(i64::from(priority)),
+            Param::Time(self.now),
+            Param::Time(after_at),
+            Param::Time(after_at),
+            Param::Int(after_id),
+            self.name(),
+            Param::Int(i64::try_from(rows).unwrap_or(i64::MAX)),
+        ]);
+        let read = cached(statement, params).load::<PickRow>(self.conn).await?;
+        Ok(read
+            .into_iter()
+            .map(|row| FairRow {
+                id: row.id,
+                priority: row.priority,
+                available_at: row.available_at.and_utc(),
+            })
+            .collect())
+    }
+}
+
+/// The best `cap` claimable jobs of fair `queue` at `now`, in its fair
+/// order, within its groups' `slots`; with `period`, by effective
+/// priority.
+pub(crate) async fn fair_picks(
+    conn: &mut AsyncMysqlConnection,
+    queue: &str,
+    now: NaiveDateTime,
+    cap: usize,
+    slots: GroupSlots,
+    period: Option<Duration>,
+) -> Result<Vec<FairPick>, Failure> {
+    let mut reads = Reads { conn, queue, now };
+    pick_fair(&mut reads, now.and_utc(), cap, slots, period).await
+}
+
+/// Advances fair `queue`'s claim count from `count` by the jobs of it in
+/// `claimed` (in the order the claim returns them), and sets the turn of
+/// each of their groups to the count its last job took.
+pub(crate) async fn advance_turns(
+    conn: &mut AsyncMysqlConnection,
+    queue: &QueueName,
+    count: i64,
+    claimed: &[Job],
+) -> Result<(), Failure> {
+    let mut turns: HashMap<&str, i64> = HashMap::new();
+    let mut taken = 0;
+    for job in claimed.iter().filter(|job| &job.queue == queue) {
+        taken += 1;
+        let group = job.group_key.as_ref().map_or(NO_GROUP, GroupKey::as_str);
+        turns.insert(group, count + taken);
+    }
+    if taken == 0 {
+        return Ok(());
+    }
+    let name = || Param::Text(queue.as_str().to_owned());
+    cached(sql::FAIR_COUNT, vec![Param::Int(count + taken), name()])
+        .execute(conn)
+        .await?;
+    let mut turns: Vec<(&str, i64)> = turns.into_iter().collect();
+    // In key order, so that two claims' upserts lock the rows in one order.
+    turns.sort_unstable();
+    let mut params = Vec::with_capacity(turns.len() * 3);
+    for (group, turn) in &turns {
+        params.extend([name(), Param::Text((*group).to_owned()), Param::Int(*turn)]);
+    }
+    query(&sql::fair_turns(turns.len()), params)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
