@@ -873,22 +873,14 @@ async fn config_sets_fair_groups_on_postgres() {
     schema.drop_schema().await;
 }
 
-/// MySQL / MariaDB does not claim fairly yet: `config --fair-groups` is
-/// refused in one line naming the capability, and nothing is written.
+/// On MySQL / MariaDB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn config_refuses_fair_groups_on_mysql() {
+async fn config_sets_fair_groups_on_mysql() {
     let db = TestDatabase::create().await;
     let url = db.url();
-    let refused = tokio::task::spawn_blocking(move || {
-        ok(&url, None, &["migrate"], None);
-        let refused = fails(&url, None, &["config", "tenants", "--fair-groups"], 1);
-        let listed = ok(&url, None, &["queues"], None);
-        (refused, listed)
-    })
-    .await
-    .expect("the commands");
-    assert!(refused.0.contains("fair_groups"), "{}", refused.0);
-    assert_eq!(refused.1.trim(), "no queue is paused or limited");
+    tokio::task::spawn_blocking(move || fair_groups_tour(&url, None))
+        .await
+        .expect("the tour");
     db.drop_database().await;
 }
 

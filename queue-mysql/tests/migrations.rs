@@ -231,3 +231,117 @@ async fn unique_key_allows_many_nulls_but_one_key_per_queue() {
     drop(conn);
     db.drop_database().await;
 }
+
+/// Migration 0013 (fair groups) on a database the previous release left
+/// holding pending, leased and scheduled jobs of two groups and of none,
+/// with a concurrency limit: nothing moves, the group limits still count
+/// the leased job, and once the queue is made fair its claims take the
+/// groups in turn.
+#[tokio::test]
+async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
+    use diesel_async::SimpleAsyncConnection;
+    use queue_core::{DequeueRequest, GroupKey, QueueLimits, QueueName, Storage, WorkerId};
+    use queue_mysql::MySqlStorage;
+    use serde_json::{Value, json};
+
+    let db = TestDatabase::create().await;
+    let mut conn = connect(&db).await;
+    conn.batch_execute(
+        "CREATE TABLE queue_schema_migrations (version INT NOT NULL PRIMARY KEY, \
+         name VARCHAR(191) NOT NULL, checksum BIGINT NOT NULL, applied_at DATETIME(6) NOT NULL)",
+    )
+    .await
+    .expect("ledger");
+    let before = MIGRATIONS.iter().position(|m| m.version == 13).expect("0013");
+    for migration in &MIGRATIONS[..before] {
+        for statement in migration.statements() {
+            conn.batch_execute(statement).await.expect("old migration");
+        }
+        conn.batch_execute(&format!(
+            "INSERT INTO queue_schema_migrations VALUES ({}, '{}', {}, UTC_TIMESTAMP(6))",
+            migration.version,
+            migration.name,
+            migration.checksum()
+        ))
+        .await
+        .expect("record it");
+    }
+    // Rows as plain SQL writes them (migration 0006's trigger adds the
+    // ring entries of the jobs due now).
+    let pending = [("a1", "'a'", 5), ("a2", "'a'", 4), ("a3", "'a'", 3)]
+        .into_iter()
+        .chain([("b1", "'b'", 2), ("none", "NULL", 1)]);
+    for (payload, group, minutes) in pending {
+        conn.batch_execute(&format!(
+            "INSERT INTO job_queue (queue_name, priority, payload, max_attempts, available_at, \
+                                    attempts, created_at, updated_at, group_key) \
+             VALUES ('q', 0, '\"{payload}\"', 5, UTC_TIMESTAMP(6) - INTERVAL {minutes} MINUTE, 0, \
+                     UTC_TIMESTAMP(6) - INTERVAL {minutes} MINUTE, \
+                     UTC_TIMESTAMP(6) - INTERVAL {minutes} MINUTE, {group})"
+        ))
+        .await
+        .expect("a pending job of the old schema");
+    }
+    conn.batch_execute(
+        "INSERT INTO job_queue (queue_name, priority, payload, max_attempts, available_at, \
+                                lease_until, locked_by, attempts, created_at, updated_at, group_key) \
+         VALUES ('q', 0, '\"a leased\"', 5, UTC_TIMESTAMP(6) - INTERVAL 9 MINUTE, \
+                 UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, 'old', 1, \
+                 UTC_TIMESTAMP(6) - INTERVAL 9 MINUTE, UTC_TIMESTAMP(6), 'a'), \
+                ('q', 0, '\"b later\"', 5, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, NULL, NULL, 0, \
+                 UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 'b'); \
+         INSERT INTO queue_config (queue_name, paused, updated_at, concurrency_limit, \
+                                   group_concurrency_limit) \
+         VALUES ('q', FALSE, UTC_TIMESTAMP(6), 4, 3)",
+    )
+    .await
+    .expect("leased and scheduled jobs, the queue's limits");
+    drop(conn);
+
+    let storage = MySqlStorage::connect(&db.url()).expect("pool");
+    assert_eq!(storage.migrate().await.expect("upgrade"), vec![13]);
+    let queue = QueueName::new("q").expect("valid");
+    let limits = QueueLimits {
+        concurrency: Some(4),
+        group_concurrency: Some(3),
+        fair_groups: true,
+        ..QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &limits)
+        .await
+        .expect("configure");
+    assert_eq!(storage.queue_configs().await.expect("configs")[0].limits, limits);
+    let claim = || {
+        DequeueRequest::new(
+            vec![queue.clone()],
+            10,
+            std::time::Duration::from_secs(30),
+            WorkerId::new("upgraded").expect("valid"),
+        )
+        .expect("a valid request")
+    };
+    let payloads = |jobs: &[queue_core::Job]| -> Vec<Value> {
+        jobs.iter().map(|job| job.payload.clone()).collect()
+    };
+    // Three slots left of four; group "a" holds one lease of its three.
+    // No group has been served yet: the oldest head first, then each
+    // group in turn (in plain order: a1, a2, b1).
+    let first = storage.dequeue(&claim()).await.expect("dequeue");
+    assert_eq!(payloads(&first), vec![json!("a1"), json!("b1"), json!("none")]);
+    for job in &first {
+        storage.ack(&job.lease().expect("leased"), None).await.expect("ack");
+    }
+    let second = storage.dequeue(&claim()).await.expect("dequeue");
+    assert_eq!(payloads(&second), vec![json!("a2"), json!("a3")]);
+    let group_a = GroupKey::new("a").expect("valid");
+    assert!(second.iter().all(|job| job.group_key.as_ref() == Some(&group_a)));
+    let third = storage.dequeue(&claim()).await.expect("dequeue");
+    assert!(third.is_empty(), "a holds its three leases: {third:?}");
+    let live = storage
+        .list_jobs(&queue_core::JobFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(live.jobs.len(), 4, "a2, a3 and the leased job, the scheduled b");
+    db.drop_database().await;
+}
