@@ -294,3 +294,61 @@ async fn history_listings_read_their_queue_and_status_wherever_the_ids_sit() {
         assert!(read <= 100, "{what} read {read} rows");
     }
 }
+
+/// A fair claim reads a row or two of each group and level, and the jobs
+/// it takes: beside 100,000 jobs of one group it reads about what it
+/// reads beside 1,000, and serves the other groups' jobs in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_claims_read_each_group_not_its_backlog() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let mut reads = Vec::new();
+    for (queue, backlog) in [("fair_small", 1_000), ("fair_big", BACKLOG)] {
+        for start in (0..backlog).step_by(5_000) {
+            let jobs = (start..(start + 5_000).min(backlog))
+                .map(|i| NewJob::new(queue, json!({ "i": i })).group_key("tenant-a"))
+                .collect();
+            storage.enqueue_batch(jobs).await.expect("enqueue");
+        }
+        let others = ["tenant-b", "tenant-b", "tenant-c"]
+            .into_iter()
+            .map(|g| NewJob::new(queue, json!("small")).group_key(g))
+            .chain([NewJob::new(queue, json!("none"))])
+            .collect();
+        storage.enqueue_batch(others).await.expect("enqueue");
+        let limits = queue_core::QueueLimits {
+            fair_groups: true,
+            ..queue_core::QueueLimits::default()
+        };
+        let name = QueueName::new(queue).expect("valid");
+        storage
+            .configure_queue(&name, &limits)
+            .await
+            .expect("configure");
+        reads.push(
+            storage
+                .rows_read_by_claim(&request(queue, 8))
+                .await
+                .expect("reads"),
+        );
+        let claimed = storage.dequeue(&request(queue, 8)).await.expect("dequeue");
+        let groups: Vec<_> = claimed
+            .iter()
+            .map(|j| j.group_key.as_ref().map_or("", |g| g.as_str()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                "tenant-a", "tenant-b", "tenant-c", "", "tenant-a", "tenant-b", "tenant-a",
+                "tenant-a"
+            ],
+            "{queue}"
+        );
+    }
+    let (small, big) = (reads[0], reads[1]);
+    eprintln!("fair claim of 8: {small} rows read beside 1,000 jobs, {big} beside 100,000");
+    assert!(
+        small > 0 && big <= small + small / 5 + 40,
+        "a fair claim read {big} rows beside 100,000 jobs, {small} beside 1,000"
+    );
+    db.drop_database().await;
+}
