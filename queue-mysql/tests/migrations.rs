@@ -252,7 +252,10 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     )
     .await
     .expect("ledger");
-    let before = MIGRATIONS.iter().position(|m| m.version == 13).expect("0013");
+    let before = MIGRATIONS
+        .iter()
+        .position(|m| m.version == 13)
+        .expect("0013");
     for migration in &MIGRATIONS[..before] {
         for statement in migration.statements() {
             conn.batch_execute(statement).await.expect("old migration");
@@ -311,7 +314,10 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
         .configure_queue(&queue, &limits)
         .await
         .expect("configure");
-    assert_eq!(storage.queue_configs().await.expect("configs")[0].limits, limits);
+    assert_eq!(
+        storage.queue_configs().await.expect("configs")[0].limits,
+        limits
+    );
     let claim = || {
         DequeueRequest::new(
             vec![queue.clone()],
@@ -328,20 +334,34 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     // No group has been served yet: the oldest head first, then each
     // group in turn (in plain order: a1, a2, b1).
     let first = storage.dequeue(&claim()).await.expect("dequeue");
-    assert_eq!(payloads(&first), vec![json!("a1"), json!("b1"), json!("none")]);
+    assert_eq!(
+        payloads(&first),
+        vec![json!("a1"), json!("b1"), json!("none")]
+    );
     for job in &first {
-        storage.ack(&job.lease().expect("leased"), None).await.expect("ack");
+        storage
+            .ack(&job.lease().expect("leased"), None)
+            .await
+            .expect("ack");
     }
     let second = storage.dequeue(&claim()).await.expect("dequeue");
     assert_eq!(payloads(&second), vec![json!("a2"), json!("a3")]);
     let group_a = GroupKey::new("a").expect("valid");
-    assert!(second.iter().all(|job| job.group_key.as_ref() == Some(&group_a)));
+    assert!(
+        second
+            .iter()
+            .all(|job| job.group_key.as_ref() == Some(&group_a))
+    );
     let third = storage.dequeue(&claim()).await.expect("dequeue");
     assert!(third.is_empty(), "a holds its three leases: {third:?}");
     let live = storage
         .list_jobs(&queue_core::JobFilter::default())
         .await
         .expect("list");
-    assert_eq!(live.jobs.len(), 4, "a2, a3 and the leased job, the scheduled b");
+    assert_eq!(
+        live.jobs.len(),
+        4,
+        "a2, a3 and the leased job, the scheduled b"
+    );
     db.drop_database().await;
 }

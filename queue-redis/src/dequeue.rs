@@ -9,6 +9,7 @@ use std::cmp::Reverse;
 use std::time::Duration;
 
 use futures_util::future::try_join_all;
+use queue_core::backend::merge_by_next;
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, QueueError, QueueName, Result};
 
@@ -24,7 +25,8 @@ type Candidate = (i64, i64, i64, usize, String, String);
 /// dequeuers took the jobs it chose, before it returns what it has.
 const MAX_ROUNDS: usize = 8;
 
-/// One queue's share of a dequeue: how many jobs, and the worst one chosen.
+/// One queue's share of a dequeue: how many jobs, and the worst one chosen
+/// in the claim order (on a fair queue not always the last).
 #[derive(Debug, Clone, Default)]
 struct Share {
     count: u32,
@@ -40,13 +42,14 @@ impl RedisStorage {
             .map(|q| request.queue_limit(q).min(request.limit()))
             .collect();
         let mut left = request.limit();
-        let mut jobs: Vec<(i64, Job)> = Vec::new();
+        // Each claim's jobs, in its queue's order.
+        let mut lists: Vec<Vec<(i64, Job)>> = Vec::new();
         if queues.len() == 1 {
             let share = Share {
                 count: caps[0],
                 bound: None,
             };
-            jobs = self.claim(&queues[0], &share, request, &now).await?;
+            lists.push(self.claim(&queues[0], &share, request, &now).await?);
         } else {
             for _ in 0..MAX_ROUNDS {
                 let shares = self.choose(queues, &caps, left, &now).await?;
@@ -68,15 +71,18 @@ impl RedisStorage {
                     short |= got < share.count;
                     *cap = cap.saturating_sub(got);
                     left = left.saturating_sub(got);
-                    jobs.extend(claimed);
+                    lists.push(claimed);
                 }
                 if !short || left == 0 {
                     break;
                 }
             }
         }
-        // By effective priority: on an aging queue, not the stored one.
-        jobs.sort_by_key(|(effective, job)| (Reverse(*effective), job.available_at, job.id));
+        // By effective priority (on an aging queue, not the stored one),
+        // each list's next job at a time: a fair queue's come in its order.
+        let jobs = merge_by_next(lists, usize::MAX, |(effective, job)| {
+            (Reverse(*effective), job.available_at, job.id)
+        });
         Ok(jobs.into_iter().map(|(_, job)| job).collect())
     }
 
@@ -130,19 +136,26 @@ impl RedisStorage {
                 .await
             }
         });
-        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut lists: Vec<Vec<Candidate>> = Vec::new();
         for (slot, answer) in try_join_all(peeks).await?.into_iter().enumerate() {
-            for triple in answer.chunks_exact(3) {
-                candidates.push(candidate(triple, slot)?);
-            }
+            let list = (answer.chunks_exact(3))
+                .map(|triple| candidate(triple, slot))
+                .collect::<Result<_>>()?;
+            lists.push(list);
         }
-        candidates.sort_by_key(|c| (Reverse(c.0), c.1, c.2));
-        candidates.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        // Each queue's candidates come in its order (a fair queue's is not
+        // the claim order): merged by each one's next.
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let candidates = merge_by_next(lists, limit, |c| (Reverse(c.0), c.1, c.2));
         let mut shares = vec![Share::default(); queues.len()];
-        // Best first: the last one seen per queue is its worst.
-        for (_, _, _, slot, score, member) in candidates {
+        let mut worst: Vec<Option<(Reverse<i64>, i64, i64)>> = vec![None; queues.len()];
+        for (effective, available_at, id, slot, score, member) in candidates {
             shares[slot].count += 1;
-            shares[slot].bound = Some((score, member));
+            let order = (Reverse(effective), available_at, id);
+            if worst[slot].is_none_or(|w| order > w) {
+                worst[slot] = Some(order);
+                shares[slot].bound = Some((score, member));
+            }
         }
         Ok(shares)
     }

@@ -47,6 +47,7 @@ impl RedisStorage {
             text(backoff.map(|b| b.jitter().to_string())),
             text(limits.group_concurrency.map(|c| c.to_string())),
             text(limits.priority_aging.map(millis)),
+            if limits.fair_groups { "1" } else { "" }.to_owned(),
         ];
         let _: i64 = self
             .invoke(
@@ -202,8 +203,7 @@ fn limits(fields: &[String]) -> Result<QueueLimits> {
         lease: millis("lease_ms")?,
         backoff,
         group_concurrency: count("group_concurrency")?,
-        // Not stored here yet: refused by `configure_queue`.
-        fair_groups: false,
+        fair_groups: get("fair_groups").is_some(),
         priority_aging: millis("priority_aging_ms")?,
     })
 }

@@ -135,6 +135,7 @@ impl Storage for RedisStorage {
             .with(Capability::Workers)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
+            .with(Capability::FairGroups)
             .with(Capability::Samples)
     }
 
@@ -190,8 +191,6 @@ impl Storage for RedisStorage {
     }
 
     async fn configure_queue(&self, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        // Fair claiming between groups is not built here yet.
-        queue_core::backend::refuse_fair_groups(limits)?;
         self.configure_queue_scripted(queue, limits).await
     }
 

@@ -3,11 +3,3 @@
 mod common;
 
 queue_testkit::conformance_tests!(common::RedisFactory::STANDALONE);
-
-/// Fair claiming between groups is not built on this storage yet: the
-/// setting is refused with `NotSupported` and nothing is written.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fair_groups_are_refused_until_built_here() {
-    queue_testkit::suite::fairness::fair_groups_are_refused_by(&common::RedisFactory::STANDALONE)
-        .await;
-}

@@ -4,10 +4,12 @@
 -- bound, only jobs ranked no worse than it (a dequeue over several queues
 -- chose them by peeking: a job worse than the chosen ones is not taken in
 -- their place when another dequeuer took those first; on an aging queue
--- worse by effective priority at this claim's now).
+-- worse by effective priority at this claim's now; on a fair queue, its
+-- jobs in its fair order up to the first one worse than the bound).
 -- ARGV: now, n, lease (micros), worker id, bound score ('' for none),
 -- bound member. Returns {} when it claimed nothing, else {{now,
--- lease_until}, job, ...} with the jobs best first, each as the fields
+-- lease_until}, job, ...} with the jobs best first (a fair queue's in its
+-- fair order), each as the fields
 -- of its row that the caller does not know (it knows the worker, and the
 -- header gives updated_at and lease_until), by position: {id, priority,
 -- unique_key, payload, attempts, max_attempts, snoozes, available_at,
@@ -32,14 +34,20 @@ if n <= 0 then
 end
 local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
-local picked = pick_ready(n, group_slots(), now)
+local fair = is_fair()
+local picked
+if fair then
+  picked = pick_fair(n, group_slots(), now)
+else
+  picked = pick_ready(n, group_slots(), now)
+end
 local bound = false
 if ARGV[5] ~= '' then
   bound = {member = ARGV[6], eff = effective(ARGV[6], ARGV[5], now, aging_period())}
 end
 local now_text = fmt(now)
 local out = {{now_text, until_at}}
-local members, taken, ids, leased, levels = {}, {}, {}, {}, {}
+local members, taken, ids, leased, levels, groups = {}, {}, {}, {}, {}, {}
 for i = 1, #picked, 3 do
   local member, eff = picked[i], tonumber(picked[i + 2])
   if bound and before(bound, {member = member, eff = eff}) then
@@ -64,6 +72,10 @@ for i = 1, #picked, 3 do
     'updated_at', now_text, 'first_locked_at', first)
   out[#out + 1] = {id, f[1], f[2] or '', f[3], attempts, f[5], f[6] or '0', f[7], first,
     f[9] or '', f[10], f[11] or '', f[12] or '', picked[i + 2]}
+  if fair then
+    fair_remove(f[12], member)
+    groups[#groups + 1] = f[12] or ''
+  end
 end
 if #out == 1 then
   return {}
@@ -78,4 +90,5 @@ bulk('ZADD', LEASED, leased)
 bulk('ZREM', IDS_READY, taken)
 bulk('ZADD', IDS_LEASED, ids)
 take_tokens(bucket, #out - 1)
+advance_turns(groups)
 return out

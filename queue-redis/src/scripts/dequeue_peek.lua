@@ -5,7 +5,8 @@
 -- A dequeue over several queues peeks each, picks the best overall, then
 -- claims the chosen count from each queue.
 -- ARGV: now, n. Returns {member, score, effective priority, ...} best
--- first (the effective priority is the priority but on an aging queue).
+-- first (the effective priority is the priority but on an aging queue; a
+-- fair queue's in its fair order).
 local now = clock(ARGV[1])
 if redis.call('EXISTS', PAUSED) == 1 then
   return {}
@@ -18,5 +19,8 @@ if allowed and allowed < n then
 end
 if n <= 0 then
   return {}
+end
+if is_fair() then
+  return pick_fair(n, group_slots(), now)
 end
 return pick_ready(n, group_slots(), now)

@@ -14,6 +14,8 @@ local now_text = fmt(now)
 local out = {}
 local added = false
 local ready, delayed, ready_ids, delayed_ids = {}, {}, {}, {}
+-- A fair queue's pending jobs per group ('' for none), as READY entries.
+local fair = is_fair() and {}
 -- Per-job work is what a batch costs the server: each priority's ready
 -- score and level are worked out once (with the oldest available_at
 -- among its jobs, for LEVELS), a job due now reuses the padded clock, and
@@ -81,6 +83,12 @@ while i <= #ARGV do
       else
         ready[#ready + 1] = ready_member(at, id)
       end
+      if fair then
+        local list = fair[group] or {}
+        fair[group] = list
+        list[#list + 1] = level.score
+        list[#list + 1] = ready[#ready]
+      end
     else
       delayed[#delayed + 1] = at
       delayed[#delayed + 1] = id
@@ -92,6 +100,9 @@ while i <= #ARGV do
 end
 bulk('ZADD', READY, ready)
 bulk('ZADD', IDS_READY, ready_ids)
+for group, list in pairs(fair or {}) do
+  fair_add(group ~= '' and group, list)
+end
 for _, level in pairs(levels) do
   level_add(level.name, level.oldest)
 end

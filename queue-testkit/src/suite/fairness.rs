@@ -265,17 +265,3 @@ pub async fn fair_groups_are_refused_without_the_capability<S: Storage>(storage:
         assert!(configs.is_empty(), "a config row was written: {configs:?}");
     }
 }
-
-/// [`fair_groups_are_refused_without_the_capability`] on a fresh storage
-/// of `factory`, torn down after: the one line of a backend's own test.
-///
-/// # Panics
-/// As that check.
-pub async fn fair_groups_are_refused_by<F: super::StorageFactory>(factory: &F) {
-    let fixture = factory.create(queue_core::Clock::default()).await;
-    let (storage, teardown) = fixture.into_parts();
-    fair_groups_are_refused_without_the_capability(&storage).await;
-    if let Some(teardown) = teardown {
-        teardown.await;
-    }
-}
