@@ -1,7 +1,8 @@
 //! The Lua scripts, one file per operation under `scripts/`, each run
 //! with EVALSHA (reloaded by the client on NOSCRIPT). Every script is
 //! prefixed with `scripts/clock.lua` (its time); per-queue scripts also
-//! with `scripts/common.lua`, their shared helpers.
+//! with `scripts/common.lua`, their shared helpers, and those that claim
+//! or configure with `scripts/fair.lua`, the fair pick.
 
 use std::sync::LazyLock;
 
@@ -14,6 +15,23 @@ macro_rules! queue_script {
             Script::new(concat!(
                 include_str!("scripts/clock.lua"),
                 include_str!("scripts/common.lua"),
+                include_str!(concat!("scripts/", $file))
+            ))
+        });
+    };
+}
+
+/// A per-queue script that also claims fairly between groups:
+/// `scripts/fair.lua` after `scripts/common.lua` (the other scripts leave
+/// it out: Lua builds every function of a script at each call).
+macro_rules! fair_script {
+    ($name:ident, $file:literal, $doc:literal) => {
+        #[doc = $doc]
+        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("scripts/clock.lua"),
+                include_str!("scripts/common.lua"),
+                include_str!("scripts/fair.lua"),
                 include_str!(concat!("scripts/", $file))
             ))
         });
@@ -35,8 +53,8 @@ macro_rules! global_script {
 }
 
 queue_script!(ENQUEUE, "enqueue.lua", "Adds jobs to one queue.");
-queue_script!(DEQUEUE, "dequeue.lua", "Claims the best jobs of one queue.");
-queue_script!(
+fair_script!(DEQUEUE, "dequeue.lua", "Claims the best jobs of one queue.");
+fair_script!(
     DEQUEUE_PEEK,
     "dequeue_peek.lua",
     "The best pending jobs of one queue, unclaimed."
@@ -70,7 +88,7 @@ queue_script!(
     "snooze.lua",
     "Puts a running job off without counting the attempt."
 );
-queue_script!(
+fair_script!(
     CONFIGURE_QUEUE,
     "configure_queue.lua",
     "Sets one queue's limits."

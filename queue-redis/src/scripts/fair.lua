@@ -1,0 +1,166 @@
+-- Fair claiming between groups: the pick, the turns, and the per-group
+-- files' build and drop (prepended after common.lua to the scripts that
+-- use them: dequeue, dequeue_peek, configure_queue; the filing itself is
+-- in common.lua, which every script that adds or takes a pending job runs).
+
+-- Whether `group` (false: no group key) has no slot left in `slots`.
+local function slot_full(slots, group)
+  if not (slots and group) then
+    return false
+  end
+  local limit = slots.limits[group] or slots.default
+  return limit ~= nil and (slots.held[group] or 0) >= limit
+end
+
+-- Whether fair candidate `a` ({member, eff, turn}) comes before `b`:
+-- higher effective priority, then the lower turn, then earlier
+-- available_at, then lower id.
+local function fair_before(a, b)
+  if a.eff ~= b.eff then
+    return a.eff > b.eff
+  end
+  if a.turn ~= b.turn then
+    return a.turn < b.turn
+  end
+  return a.member < b.member
+end
+
+-- The best `n` pending jobs of a fair queue at `now` as {member, score,
+-- effective priority, ...} in its fair order (queue_core::fair_order; the
+-- same walk as queue_core::backend::pick_fair): the groups with pending
+-- jobs (FAIR_GROUPS, and FAIR_NONE) but full ones, each group's levels
+-- (on an aging queue; else its whole set is one), each level's jobs read
+-- a page at a time; the next job is the best group head by effective
+-- priority, turn (TURNS; 0 for a group never served), available_at, id,
+-- and taking it puts its group's turn behind every other. A group that
+-- fills up is left out. It reads a member or two per group and level and
+-- the jobs it takes, not any group's backlog.
+local function pick_fair(n, slots, now)
+  local period = aging_period()
+  local keys = {false}
+  for _, group in ipairs(redis.call('ZRANGE', FAIR_GROUPS, 0, -1)) do
+    keys[#keys + 1] = group
+  end
+  local groups, next_turn = {}, 0
+  for _, key in ipairs(keys) do
+    if not slot_full(slots, key) then
+      local set = fair_set(key)
+      local levels = {}
+      if period then
+        local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+        while first[1] do
+          levels[#levels + 1] = {min = first[2], max = first[2], rows = {}, at = 1, read = 0}
+          first = redis.call('ZRANGE', set, '(' .. first[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1,
+            'WITHSCORES')
+        end
+      elseif redis.call('EXISTS', set) == 1 then
+        levels[1] = {min = '-inf', max = '+inf', rows = {}, at = 1, read = 0}
+      end
+      local turn = tonumber(redis.call('HGET', TURNS, key or '')) or 0
+      next_turn = math.max(next_turn, turn)
+      groups[#groups + 1] = {key = key, set = set, turn = turn, levels = levels}
+    end
+  end
+  local out = {}
+  while #out < 3 * n do
+    local page = math.min(n - #out / 3, 16)
+    local best, best_group, best_level = nil, nil, nil
+    for _, group in ipairs(groups) do
+      for _, level in ipairs(group.levels) do
+        if level.at > #level.rows and not level.done then
+          -- One member on a level's first read, a page after.
+          local want = level.read == 0 and 1 or page
+          local got = redis.call('ZRANGE', group.set, level.min, level.max, 'BYSCORE', 'LIMIT',
+            level.read, want, 'WITHSCORES')
+          level.rows, level.at = {}, 1
+          for i = 1, #got, 2 do
+            level.rows[#level.rows + 1] = {member = got[i], score = got[i + 1],
+              eff = effective(got[i], got[i + 1], now, period)}
+          end
+          level.read = level.read + #level.rows
+          level.done = #level.rows < want
+        end
+        local row = level.rows[level.at]
+        if row then
+          local head = {member = row.member, eff = row.eff, turn = group.turn}
+          if not best or fair_before(head, best) then
+            best, best_group, best_level = head, group, level
+          end
+        end
+      end
+    end
+    if not best then
+      break
+    end
+    local row = best_level.rows[best_level.at]
+    best_level.at = best_level.at + 1
+    next_turn = next_turn + 1
+    best_group.turn = next_turn
+    if slots and best_group.key and not take_slot(slots, best_group.key) then
+      best_group.levels = {}
+    else
+      out[#out + 1] = row.member
+      out[#out + 1] = row.score
+      out[#out + 1] = fmt(row.eff)
+    end
+  end
+  return out
+end
+
+-- After a claim of a fair queue took the jobs of `groups` (each job's
+-- group key, '' for none, in the order the claim returns them): the
+-- queue's claim count goes up by one per job, and each group's turn is
+-- the count its last job took.
+local function advance_turns(groups)
+  if #groups == 0 then
+    return
+  end
+  local count = redis.call('INCRBY', CLAIMS, #groups) - #groups
+  local last = {}
+  for k, group in ipairs(groups) do
+    last[group] = count + k
+  end
+  local set = {}
+  for group, turn in pairs(last) do
+    set[#set + 1] = group
+    set[#set + 1] = fmt(turn)
+  end
+  redis.call('HSET', TURNS, unpack(set))
+end
+
+-- Files every pending job of READY under its group (configure_queue
+-- making the queue fair), a page at a time: one HGET per pending job.
+local function fair_build()
+  local start, page = 0, 1000
+  while true do
+    local got = redis.call('ZRANGE', READY, start, start + page - 1, 'WITHSCORES')
+    local by_group, none = {}, {}
+    for i = 1, #got, 2 do
+      local group = redis.call('HGET', job_key(id_of_ready(got[i])), 'group_key')
+      local list = none
+      if group then
+        list = by_group[group] or {}
+        by_group[group] = list
+      end
+      list[#list + 1] = got[i + 1]
+      list[#list + 1] = got[i]
+    end
+    fair_add(false, none)
+    for group, list in pairs(by_group) do
+      fair_add(group, list)
+    end
+    if #got < 2 * page then
+      return
+    end
+    start = start + page
+  end
+end
+
+-- Drops the per-group files of a queue that stops being fair (its turns
+-- and claim count stay, as a SQL backend keeps them).
+local function fair_drop()
+  for _, group in ipairs(redis.call('ZRANGE', FAIR_GROUPS, 0, -1)) do
+    redis.call('UNLINK', fair_set(group))
+  end
+  redis.call('UNLINK', FAIR_GROUPS, FAIR_NONE)
+end
