@@ -35,6 +35,9 @@ CREATE TABLE job_group_turn (
 -- its entry. The pick steps over the entries InnoDB's purge has not
 -- removed yet of a group's jobs claimed lately (the ready ring's
 -- guarantee does not hold for a fair queue).
+-- Online (LOCK = NONE: enqueues, claims and acks go on while it builds;
+-- a server that could not build it so refuses the statement).
 ALTER TABLE job_queue
     DROP KEY job_queue_group_leased,
-    ADD KEY job_queue_group_leased (queue_name, group_key, lease_until, priority DESC, available_at, id);
+    ADD KEY job_queue_group_leased (queue_name, group_key, lease_until, priority DESC, available_at, id),
+    ALGORITHM = INPLACE, LOCK = NONE;
