@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
+use queue_testkit::placement;
 use serde_json::json;
 
 const BACKLOG: usize = 100_000;
@@ -303,27 +304,7 @@ async fn fair_claims_read_each_group_not_its_backlog() {
     let (db, storage) = common::storage_in_new_database().await;
     let mut reads = Vec::new();
     for (queue, backlog) in [("fair_small", 1_000), ("fair_big", BACKLOG)] {
-        for start in (0..backlog).step_by(5_000) {
-            let jobs = (start..(start + 5_000).min(backlog))
-                .map(|i| NewJob::new(queue, json!({ "i": i })).group_key("tenant-a"))
-                .collect();
-            storage.enqueue_batch(jobs).await.expect("enqueue");
-        }
-        let others = ["tenant-b", "tenant-b", "tenant-c"]
-            .into_iter()
-            .map(|g| NewJob::new(queue, json!("small")).group_key(g))
-            .chain([NewJob::new(queue, json!("none"))])
-            .collect();
-        storage.enqueue_batch(others).await.expect("enqueue");
-        let limits = queue_core::QueueLimits {
-            fair_groups: true,
-            ..queue_core::QueueLimits::default()
-        };
-        let name = QueueName::new(queue).expect("valid");
-        storage
-            .configure_queue(&name, &limits)
-            .await
-            .expect("configure");
+        placement::fair_queue_behind_a_backlog(&storage, queue, backlog).await;
         reads.push(
             storage
                 .rows_read_by_claim(&request(queue, 8))
@@ -331,16 +312,9 @@ async fn fair_claims_read_each_group_not_its_backlog() {
                 .expect("reads"),
         );
         let claimed = storage.dequeue(&request(queue, 8)).await.expect("dequeue");
-        let groups: Vec<_> = claimed
-            .iter()
-            .map(|j| j.group_key.as_ref().map_or("", |g| g.as_str()))
-            .collect();
         assert_eq!(
-            groups,
-            [
-                "tenant-a", "tenant-b", "tenant-c", "", "tenant-a", "tenant-b", "tenant-a",
-                "tenant-a"
-            ],
+            placement::groups_of(&claimed),
+            placement::FAIR_CLAIM_GROUPS,
             "{queue}"
         );
     }

@@ -1,5 +1,7 @@
 //! The MySQL migrations against a real server (MariaDB here; MySQL 8 by URL).
 
+mod common;
+
 use std::path::Path;
 
 use diesel::QueryableByName;
@@ -244,31 +246,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     use queue_mysql::MySqlStorage;
     use serde_json::{Value, json};
 
-    let db = TestDatabase::create().await;
-    let mut conn = connect(&db).await;
-    conn.batch_execute(
-        "CREATE TABLE queue_schema_migrations (version INT NOT NULL PRIMARY KEY, \
-         name VARCHAR(191) NOT NULL, checksum BIGINT NOT NULL, applied_at DATETIME(6) NOT NULL)",
-    )
-    .await
-    .expect("ledger");
-    let before = MIGRATIONS
-        .iter()
-        .position(|m| m.version == 13)
-        .expect("0013");
-    for migration in &MIGRATIONS[..before] {
-        for statement in migration.statements() {
-            conn.batch_execute(statement).await.expect("old migration");
-        }
-        conn.batch_execute(&format!(
-            "INSERT INTO queue_schema_migrations VALUES ({}, '{}', {}, UTC_TIMESTAMP(6))",
-            migration.version,
-            migration.name,
-            migration.checksum()
-        ))
-        .await
-        .expect("record it");
-    }
+    let (db, mut conn) = common::schema_before(13).await;
     // Rows as plain SQL writes them (migration 0006's trigger adds the
     // ring entries of the jobs due now).
     let pending = [("a1", "'a'", 5), ("a2", "'a'", 4), ("a3", "'a'", 3)]

@@ -14,7 +14,6 @@ use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsyncConnection};
 use queue_core::{NewJob, Storage};
 use queue_mysql::{MIGRATIONS, MySqlStorage};
-use queue_testkit::harness::mysql::TestDatabase;
 use serde_json::json;
 
 #[derive(QueryableByName)]
@@ -59,29 +58,9 @@ async fn current_slot(conn: &mut AsyncMysqlConnection) -> i64 {
 
 #[tokio::test]
 async fn an_upgrade_keeps_pending_leased_and_scheduled_jobs_where_they_belong() {
-    let db = TestDatabase::create().await;
-    let mut conn = connect(&db).await;
     // The schema as migration 0005 left it, holding a pending job of each
     // of two priorities, a leased one and one due in an hour.
-    conn.batch_execute(
-        "CREATE TABLE queue_schema_migrations (version INT NOT NULL PRIMARY KEY, \
-         name VARCHAR(191) NOT NULL, checksum BIGINT NOT NULL, applied_at DATETIME(6) NOT NULL)",
-    )
-    .await
-    .expect("ledger");
-    for migration in &MIGRATIONS[..5] {
-        for statement in migration.statements() {
-            conn.batch_execute(statement).await.expect("old migration");
-        }
-        conn.batch_execute(&format!(
-            "INSERT INTO queue_schema_migrations VALUES ({}, '{}', {}, UTC_TIMESTAMP(6))",
-            migration.version,
-            migration.name,
-            migration.checksum()
-        ))
-        .await
-        .expect("record it");
-    }
+    let (db, mut conn) = common::schema_before(6).await;
     conn.batch_execute(
         "INSERT INTO job_queue (queue_name, priority, payload, max_attempts, available_at, \
                                 lease_until, locked_by, attempts, created_at, updated_at) VALUES \

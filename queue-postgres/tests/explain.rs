@@ -10,6 +10,7 @@ use queue_core::backend::PlanStep;
 use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
 use queue_postgres::PgStorage;
 use queue_testkit::harness::postgres::TestSchema;
+use queue_testkit::placement;
 use queue_testkit::suite::acks_of;
 use serde_json::json;
 
@@ -791,42 +792,16 @@ async fn fair_claims_read_each_group_not_its_backlog() {
     let (schema, pool, storage) = common::storage_in_new_schema().await;
     let mut buffers = Vec::new();
     for (queue, backlog) in [("fair_small", 1_000), ("fair_big", BACKLOG)] {
-        for start in (0..backlog).step_by(5_000) {
-            let jobs = (start..(start + 5_000).min(backlog))
-                .map(|i| NewJob::new(queue, json!({ "i": i })).group_key("tenant-a"))
-                .collect();
-            storage.enqueue_batch(jobs).await.expect("enqueue");
-        }
-        let others = ["tenant-b", "tenant-b", "tenant-c"]
-            .into_iter()
-            .map(|g| NewJob::new(queue, json!("small")).group_key(g))
-            .chain([NewJob::new(queue, json!("none"))])
-            .collect();
-        storage.enqueue_batch(others).await.expect("enqueue");
-        let limits = queue_core::QueueLimits {
-            fair_groups: true,
-            ..queue_core::QueueLimits::default()
-        };
-        storage
-            .configure_queue(&QueueName::new(queue).expect("valid"), &limits)
-            .await
-            .expect("configure");
+        placement::fair_queue_behind_a_backlog(&storage, queue, backlog).await;
         let plan = storage
             .explain_dequeue_analyzed(&request(&[queue], 8))
             .await
             .expect("explain");
         buffers.push(claim_buffers(&plan));
         let claimed = claim(&storage, queue, 8, Duration::from_secs(60)).await;
-        let groups: Vec<_> = claimed
-            .iter()
-            .map(|j| j.group_key.as_ref().map_or("", |g| g.as_str()))
-            .collect();
         assert_eq!(
-            groups,
-            [
-                "tenant-a", "tenant-b", "tenant-c", "", "tenant-a", "tenant-b", "tenant-a",
-                "tenant-a"
-            ],
+            placement::groups_of(&claimed),
+            placement::FAIR_CLAIM_GROUPS,
             "{queue}"
         );
     }

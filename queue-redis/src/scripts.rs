@@ -2,36 +2,22 @@
 //! with EVALSHA (reloaded by the client on NOSCRIPT). Every script is
 //! prefixed with `scripts/clock.lua` (its time); per-queue scripts also
 //! with `scripts/common.lua`, their shared helpers, and those that claim
-//! or configure with `scripts/fair.lua`, the fair pick.
+//! or configure with `scripts/fair.lua`, the fair pick (`with`: the other
+//! scripts leave it out, since Lua builds every function of a script at
+//! each call).
 
 use std::sync::LazyLock;
 
 use redis::Script;
 
 macro_rules! queue_script {
-    ($name:ident, $file:literal, $doc:literal) => {
+    ($name:ident, $file:literal, $doc:literal $(, with $extra:literal)?) => {
         #[doc = $doc]
         pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
             Script::new(concat!(
                 include_str!("scripts/clock.lua"),
                 include_str!("scripts/common.lua"),
-                include_str!(concat!("scripts/", $file))
-            ))
-        });
-    };
-}
-
-/// A per-queue script that also claims fairly between groups:
-/// `scripts/fair.lua` after `scripts/common.lua` (the other scripts leave
-/// it out: Lua builds every function of a script at each call).
-macro_rules! fair_script {
-    ($name:ident, $file:literal, $doc:literal) => {
-        #[doc = $doc]
-        pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("scripts/clock.lua"),
-                include_str!("scripts/common.lua"),
-                include_str!("scripts/fair.lua"),
+                $(include_str!(concat!("scripts/", $extra)),)?
                 include_str!(concat!("scripts/", $file))
             ))
         });
@@ -53,11 +39,17 @@ macro_rules! global_script {
 }
 
 queue_script!(ENQUEUE, "enqueue.lua", "Adds jobs to one queue.");
-fair_script!(DEQUEUE, "dequeue.lua", "Claims the best jobs of one queue.");
-fair_script!(
+queue_script!(
+    DEQUEUE,
+    "dequeue.lua",
+    "Claims the best jobs of one queue.",
+    with "fair.lua"
+);
+queue_script!(
     DEQUEUE_PEEK,
     "dequeue_peek.lua",
-    "The best pending jobs of one queue, unclaimed."
+    "The best pending jobs of one queue, unclaimed.",
+    with "fair.lua"
 );
 queue_script!(
     NEXT_DUE,
@@ -88,10 +80,11 @@ queue_script!(
     "snooze.lua",
     "Puts a running job off without counting the attempt."
 );
-fair_script!(
+queue_script!(
     CONFIGURE_QUEUE,
     "configure_queue.lua",
-    "Sets one queue's limits."
+    "Sets one queue's limits.",
+    with "fair.lua"
 );
 queue_script!(
     UPGRADE_LAYOUT,

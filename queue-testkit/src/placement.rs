@@ -132,3 +132,56 @@ pub async fn history_beside_a_busy_queue(
     }
     filters
 }
+
+/// The groups, in order, of the first eight jobs a fair claim takes from a
+/// queue [`fair_queue_behind_a_backlog`] filled ("" for the job without a
+/// group key): each group in turn, the large one first (its head is the
+/// oldest), then the large one alone.
+pub const FAIR_CLAIM_GROUPS: [&str; 8] = [
+    "tenant-a", "tenant-b", "tenant-c", "", "tenant-a", "tenant-b", "tenant-a", "tenant-a",
+];
+
+/// Makes `queue` fair and fills it as a tenant's backlog fills a shared
+/// queue: `backlog` jobs of group `tenant-a` first, then two of
+/// `tenant-b`, one of `tenant-c` and one without a group key. A fair claim
+/// must then read each group's head, not the backlog: the explain tests
+/// compare its reads beside a small and a large backlog.
+///
+/// # Panics
+/// When the storage refuses a step (it must offer fair groups).
+pub async fn fair_queue_behind_a_backlog(storage: &dyn Storage, queue: &str, backlog: usize) {
+    for start in (0..backlog).step_by(5_000) {
+        let jobs = (start..(start + 5_000).min(backlog))
+            .map(|i| NewJob::new(queue, json!({ "i": i })).group_key("tenant-a"))
+            .collect();
+        storage
+            .enqueue_batch(jobs)
+            .await
+            .expect("enqueue the backlog");
+    }
+    let others = ["tenant-b", "tenant-b", "tenant-c"]
+        .into_iter()
+        .map(|g| NewJob::new(queue, json!("small")).group_key(g))
+        .chain([NewJob::new(queue, json!("none"))])
+        .collect();
+    storage
+        .enqueue_batch(others)
+        .await
+        .expect("enqueue the others");
+    let limits = queue_core::QueueLimits {
+        fair_groups: true,
+        ..queue_core::QueueLimits::default()
+    };
+    storage
+        .configure_queue(&QueueName::new(queue).expect("valid"), &limits)
+        .await
+        .expect("configure");
+}
+
+/// The group of each of `jobs`, "" for none: what [`FAIR_CLAIM_GROUPS`]
+/// is compared with.
+pub fn groups_of(jobs: &[queue_core::Job]) -> Vec<&str> {
+    jobs.iter()
+        .map(|j| j.group_key.as_ref().map_or("", |g| g.as_str()))
+        .collect()
+}

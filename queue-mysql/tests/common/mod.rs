@@ -101,3 +101,38 @@ impl StorageFactory for GaleraFactory {
             })
     }
 }
+
+/// A new database holding the schema as the migrations before `version`
+/// left it (each recorded in the ledger, as `migrate` records them), and a
+/// connection to it: where an upgrade test writes the previous release's
+/// rows before migrating the rest.
+pub(crate) async fn schema_before(
+    version: u32,
+) -> (TestDatabase, diesel_async::AsyncMysqlConnection) {
+    use diesel_async::SimpleAsyncConnection;
+    let db = TestDatabase::create().await;
+    let mut conn = connect(&db).await;
+    conn.batch_execute(
+        "CREATE TABLE queue_schema_migrations (version INT NOT NULL PRIMARY KEY, \
+         name VARCHAR(191) NOT NULL, checksum BIGINT NOT NULL, applied_at DATETIME(6) NOT NULL)",
+    )
+    .await
+    .expect("ledger");
+    for migration in queue_mysql::MIGRATIONS
+        .iter()
+        .filter(|m| m.version < version)
+    {
+        for statement in migration.statements() {
+            conn.batch_execute(statement).await.expect("old migration");
+        }
+        conn.batch_execute(&format!(
+            "INSERT INTO queue_schema_migrations VALUES ({}, '{}', {}, UTC_TIMESTAMP(6))",
+            migration.version,
+            migration.name,
+            migration.checksum()
+        ))
+        .await
+        .expect("record it");
+    }
+    (db, conn)
+}
