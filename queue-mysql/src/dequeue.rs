@@ -292,7 +292,7 @@ impl MySqlStorage {
         let mut tried: HashSet<i64> = HashSet::new();
         let mut taken: HashMap<String, usize> = HashMap::new();
         let mut leased: Vec<(u8, i64)> = Vec::new();
-        // Every pick's id, in the order picked.
+        // With a fair queue named: every pick's id, in the order picked.
         let mut picked: Vec<i64> = Vec::new();
         for round in 0..ROUNDS {
             let wanted = (request.limit() as usize).saturating_sub(locked.len());
@@ -316,7 +316,9 @@ impl MySqlStorage {
             let stale: Vec<(u8, i64)> = found.stale.iter().map(|e| (e.source(), e.id)).collect();
             delete_entries(conn, stale.clone()).await?;
             let picks: Vec<(String, Entry)> = found.picks.into_iter().take(wanted).collect();
-            picked.extend(picks.iter().map(|(_, e)| e.id));
+            if orders.any_fair() {
+                picked.extend(picks.iter().map(|(_, e)| e.id));
+            }
             let short = picks.len() < wanted;
             let mut raced = false;
             if !picks.is_empty() {

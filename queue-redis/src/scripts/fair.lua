@@ -37,12 +37,21 @@ end
 -- the jobs it takes, not any group's backlog.
 local function pick_fair(n, slots, now)
   local period = aging_period()
-  local keys = {false}
+  local keys, fields = {false}, {''}
   for _, group in ipairs(redis.call('ZRANGE', FAIR_GROUPS, 0, -1)) do
     keys[#keys + 1] = group
+    fields[#fields + 1] = group
+  end
+  -- Every group's turn in one HMGET a thousand groups.
+  local turns = {}
+  for i = 1, #fields, 1000 do
+    local got = redis.call('HMGET', TURNS, unpack(fields, i, math.min(i + 999, #fields)))
+    for j = 1, #got do
+      turns[i + j - 1] = tonumber(got[j]) or 0
+    end
   end
   local groups, next_turn = {}, 0
-  for _, key in ipairs(keys) do
+  for k, key in ipairs(keys) do
     if not slot_full(slots, key) then
       local set = fair_set(key)
       local levels = {}
@@ -53,10 +62,12 @@ local function pick_fair(n, slots, now)
           first = redis.call('ZRANGE', set, '(' .. first[2], '+inf', 'BYSCORE', 'LIMIT', 0, 1,
             'WITHSCORES')
         end
-      elseif redis.call('EXISTS', set) == 1 then
+      else
+        -- The whole set as one level (empty for FAIR_NONE without jobs:
+        -- its first read finds nothing and ends it).
         levels[1] = {min = '-inf', max = '+inf', rows = {}, at = 1, read = 0}
       end
-      local turn = tonumber(redis.call('HGET', TURNS, key or '')) or 0
+      local turn = turns[k]
       next_turn = math.max(next_turn, turn)
       groups[#groups + 1] = {key = key, set = set, turn = turn, levels = levels}
     end
