@@ -85,6 +85,11 @@ pub enum Capability {
     /// (`configure_queue` sets it). A storage without it refuses a
     /// `configure_queue` that sets it with `NotSupported`.
     FairGroups,
+    /// Weights between a fair queue's groups: a group's own weight `w`
+    /// lets it take `w` jobs each time its turn comes (see
+    /// [`crate::Storage::dequeue`]): `set_group_weight`, `group_weights`.
+    /// Needs [`Capability::FairGroups`].
+    GroupWeights,
 }
 
 impl Capability {
@@ -109,6 +114,7 @@ impl Capability {
         Capability::PriorityAging,
         Capability::Samples,
         Capability::FairGroups,
+        Capability::GroupWeights,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -133,6 +139,7 @@ impl Capability {
             Capability::PriorityAging => "priority_aging",
             Capability::Samples => "samples",
             Capability::FairGroups => "fair_groups",
+            Capability::GroupWeights => "group_weights",
         }
     }
 
@@ -159,6 +166,7 @@ impl Capability {
             Capability::PriorityAging => "priority aging",
             Capability::Samples => "start lag and depth samples",
             Capability::FairGroups => "fair claiming between groups",
+            Capability::GroupWeights => "weights between fair groups",
         }
     }
 
@@ -180,6 +188,7 @@ impl Capability {
             Capability::Transactions => &[],
             Capability::Workers => &["register_worker", "deregister_worker", "list_workers"],
             Capability::GroupLimits => &["set_group_limit", "group_limits"],
+            Capability::GroupWeights => &["set_group_weight", "group_weights"],
             // Settings of `configure_queue`, no method of their own.
             Capability::PriorityAging | Capability::FairGroups => &[],
             Capability::Samples => &["record_samples", "samples"],

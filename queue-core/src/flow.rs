@@ -233,6 +233,44 @@ impl GroupLimit {
     }
 }
 
+/// The largest weight a group of a fair queue may be given.
+pub const MAX_GROUP_WEIGHT: u32 = 1_000;
+
+/// One group's weight in one fair queue ([`QueueLimits::fair_groups`]):
+/// each time its turn comes, a claim serves up to `weight` of its jobs in
+/// a row before its turn goes behind every other group's (a group without
+/// one has weight 1). Set and removed by
+/// [`crate::Storage::set_group_weight`], listed by
+/// [`crate::Storage::group_weights`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct GroupWeight {
+    /// The queue; it must have a `queue_config` row (configured or paused)
+    /// before a group of it can be given a weight.
+    pub queue: QueueName,
+    /// The group.
+    pub group: GroupKey,
+    /// Its weight, `1..=`[`MAX_GROUP_WEIGHT`].
+    pub weight: u32,
+}
+
+impl GroupWeight {
+    /// Rejects a weight no backend takes.
+    ///
+    /// # Errors
+    /// [`QueueError::InvalidInput`] naming `weight`: 0 or above
+    /// [`MAX_GROUP_WEIGHT`].
+    pub fn validate_weight(weight: u32) -> Result<()> {
+        if (1..=MAX_GROUP_WEIGHT).contains(&weight) {
+            Ok(())
+        } else {
+            Err(QueueError::invalid(
+                "weight",
+                format!("is {weight}, it must be at least 1 and at most {MAX_GROUP_WEIGHT}"),
+            ))
+        }
+    }
+}
+
 /// A rate-limited queue's token bucket, as stored in its config row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bucket {

@@ -39,8 +39,8 @@ pub use clock::{Clock, ManualClock};
 pub use dequeue::{DequeueRequest, MAX_DEQUEUE_LIMIT, MAX_LEASE, validate_lease};
 pub use error::{BoxError, QueueError, Result};
 pub use flow::{
-    Bucket, GroupLimit, MAX_FLOW_LIMIT, MAX_PRIORITY_AGING, MIN_PRIORITY_AGING, QueueConfig,
-    QueueLimits, RateLimit,
+    Bucket, GroupLimit, GroupWeight, MAX_FLOW_LIMIT, MAX_GROUP_WEIGHT, MAX_PRIORITY_AGING,
+    MIN_PRIORITY_AGING, QueueConfig, QueueLimits, RateLimit,
 };
 pub use history::{
     FinalStatus, HistoryFilter, HistoryPage, HistoryRecord, MAX_BATCH, MAX_PAGE_SIZE, PruneRequest,

@@ -20,10 +20,10 @@ use serde_json::Value;
 
 use crate::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput, Wakeups,
-    WorkerId, WorkerInfo, WorkerRecord,
+    GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
+    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits,
+    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput,
+    Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -133,7 +133,14 @@ pub trait Storage: Send + Sync + 'static {
     ///   in the same turn; a group with nothing waiting keeps its old turn
     ///   and is served first when a job of it arrives; a group's first
     ///   waiting job is claimed after at most one job of each other group
-    ///   at its priority. A claim naming several queues takes, job by job,
+    ///   at its priority. With [`Capability::GroupWeights`], a group given
+    ///   a weight `w` ([`crate::GroupWeight`]) keeps its turn until it has
+    ///   taken `w` jobs (counted across claims, [`crate::backend::FairTurn`]),
+    ///   and the `w`-th sets its turn to the claim count as above: the
+    ///   groups waiting at the best priority are then served `w` jobs each
+    ///   per round, and a group's first waiting job is claimed after at
+    ///   most the weights of the other groups at its priority (a changed
+    ///   weight applies from the group's next job on). A claim naming several queues takes, job by job,
     ///   from the queue whose next job in its own order comes first in the
     ///   order of the first bullet (without fair groups, that is the first
     ///   bullet's order).
@@ -611,6 +618,51 @@ pub trait Storage: Send + Sync + 'static {
         Err(crate::QueueError::not_supported(
             Capability::GroupLimits,
             "group_limits",
+        ))
+    }
+
+    /// Gives `group` of fair `queue` its own weight (`Some`), or removes it
+    /// (`None`: weight 1 again): each time its turn comes, claims take up
+    /// to `weight` of its jobs in a row (see [`Storage::dequeue`]).
+    ///
+    /// # Contract
+    /// - Applies from the next claim on, within
+    ///   [`crate::backend::LimitedQueues::TTL`] for other handles; stored
+    ///   whether or not the queue is fair yet, and used while it is.
+    /// - [`Storage::group_weights`] reads it back; removing a weight that
+    ///   is not set does nothing.
+    /// - A weight of 0 or above [`crate::MAX_GROUP_WEIGHT`]:
+    ///   `InvalidInput` (`weight`), nothing written.
+    /// - A queue without a `queue_config` row (never configured nor
+    ///   paused): [`crate::QueueError::NotFound`] naming it, nothing
+    ///   written.
+    ///
+    /// Capability [`Capability::GroupWeights`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn set_group_weight(
+        &self,
+        _queue: &QueueName,
+        _group: &GroupKey,
+        _weight: Option<u32>,
+    ) -> Result<()> {
+        Err(crate::QueueError::not_supported(
+            Capability::GroupWeights,
+            "set_group_weight",
+        ))
+    }
+
+    /// Every group's own weight, sorted by queue, then group.
+    ///
+    /// # Contract
+    /// - Lists exactly what [`Storage::set_group_weight`] set and did not
+    ///   remove, through every handle on the database.
+    ///
+    /// Capability [`Capability::GroupWeights`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn group_weights(&self) -> Result<Vec<GroupWeight>> {
+        Err(crate::QueueError::not_supported(
+            Capability::GroupWeights,
+            "group_weights",
         ))
     }
 

@@ -114,6 +114,10 @@ pub(crate) struct Orders {
     periods: HashMap<String, Duration>,
     fair: HashSet<String>,
     now: Option<NaiveDateTime>,
+    /// The [`queue_core::backend::FairPick::taken`] of each job a fair
+    /// pick of the claim chose, by id: what its group's turn becomes if
+    /// the claim takes it.
+    taken: std::sync::Mutex<HashMap<i64, u32>>,
 }
 
 impl Orders {
@@ -128,7 +132,17 @@ impl Orders {
             periods,
             fair,
             now: Some(now),
+            taken: std::sync::Mutex::default(),
         }
+    }
+
+    /// The [`queue_core::backend::FairPick::taken`] of each job the fair
+    /// picks chose, by id.
+    pub(crate) fn fair_taken(&self) -> HashMap<i64, u32> {
+        self.taken
+            .lock()
+            .map(|taken| taken.clone())
+            .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
     /// Whether the claim names a fair queue.
@@ -171,6 +185,10 @@ impl Orders {
         let now = (self.now).ok_or(Failure::Invariant("a fair claim without its now"))?;
         let period = self.periods.get(queue).copied();
         let picks = fair_picks(conn, queue, now, room, slots, period).await?;
+        {
+            let mut taken = (self.taken.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+            taken.extend(picks.iter().map(|pick| (pick.id, pick.taken)));
+        }
         Ok(picks
             .into_iter()
             .map(|pick| {

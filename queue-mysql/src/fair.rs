@@ -19,7 +19,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Integer, Text};
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{FairPick, FairReader, FairRow, GroupSlots, pick_fair};
+use queue_core::backend::{FairPick, FairReader, FairRow, FairTurn, GroupSlots, pick_fair};
 use queue_core::{GroupKey, Job, QueueName, async_trait};
 
 use crate::bind::{Param, cached, naive, query};
@@ -43,6 +43,16 @@ struct TurnRow {
     group_key: String,
     #[diesel(sql_type = BigInt)]
     turn: i64,
+    #[diesel(sql_type = Integer)]
+    taken: i32,
+}
+
+#[derive(QueryableByName)]
+struct WeightRow {
+    #[diesel(sql_type = Text)]
+    group_key: String,
+    #[diesel(sql_type = Integer)]
+    weight: i32,
 }
 
 #[derive(QueryableByName)]
@@ -59,6 +69,10 @@ struct PickRow {
     priority: i32,
     #[diesel(sql_type = Datetime)]
     available_at: NaiveDateTime,
+}
+
+fn stored_turn() -> Failure {
+    Failure::Invariant("a stored turn of a fair group is negative")
 }
 
 fn group_key(name: String) -> Result<GroupKey, Failure> {
@@ -82,7 +96,7 @@ impl Reads<'_> {
 impl FairReader for Reads<'_> {
     type Error = Failure;
 
-    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, i64)>, Failure> {
+    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, FairTurn)>, Failure> {
         let rows = cached(sql::FAIR_TURNS, vec![self.name()])
             .load::<TurnRow>(self.conn)
             .await?;
@@ -91,7 +105,24 @@ impl FairReader for Reads<'_> {
                 let group = (row.group_key != NO_GROUP)
                     .then(|| group_key(row.group_key))
                     .transpose()?;
-                Ok((group, row.turn))
+                let turn = FairTurn {
+                    at: u64::try_from(row.turn).map_err(|_| stored_turn())?,
+                    taken: u32::try_from(row.taken).map_err(|_| stored_turn())?,
+                };
+                Ok((group, turn))
+            })
+            .collect()
+    }
+
+    async fn weights(&mut self) -> Result<Vec<(GroupKey, u32)>, Failure> {
+        let rows = cached(sql::FAIR_WEIGHTS, vec![self.name()])
+            .load::<WeightRow>(self.conn)
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                let weight = u32::try_from(row.weight)
+                    .map_err(|_| Failure::Invariant("a stored group weight is negative"))?;
+                Ok((group_key(row.group_key)?, weight))
             })
             .collect()
     }
@@ -176,37 +207,66 @@ pub(crate) async fn fair_picks(
 }
 
 /// Advances fair `queue`'s claim count from `count` by the jobs of it in
-/// `claimed` (in the order the claim returns them), and sets the turn of
-/// each of their groups to the count its last job took.
+/// `claimed` (in the order the claim returns them), each job's
+/// [`queue_core::backend::FairPick::taken`] in `taken`: a job whose
+/// `taken` is 0 sets its group's turn to the count it took, and the last
+/// job of each group leaves its `taken`.
 pub(crate) async fn advance_turns(
     conn: &mut AsyncMysqlConnection,
     queue: &QueueName,
     count: i64,
     claimed: &[Job],
+    taken: &HashMap<i64, u32>,
 ) -> Result<(), Failure> {
-    let mut turns: HashMap<&str, i64> = HashMap::new();
-    let mut taken = 0;
+    // Each group's new turn (None: unchanged) and count taken.
+    let mut groups: HashMap<&str, (Option<i64>, u32)> = HashMap::new();
+    let mut jobs = 0;
     for job in claimed.iter().filter(|job| &job.queue == queue) {
-        taken += 1;
+        jobs += 1;
         let group = job.group_key.as_ref().map_or(NO_GROUP, GroupKey::as_str);
-        turns.insert(group, count + taken);
+        let after = taken.get(&job.id.get()).copied().unwrap_or(0);
+        let entry = groups.entry(group).or_insert((None, 0));
+        if after == 0 {
+            entry.0 = Some(count + jobs);
+        }
+        entry.1 = after;
     }
-    if taken == 0 {
+    if jobs == 0 {
         return Ok(());
     }
     let name = || Param::Text(queue.as_str().to_owned());
-    cached(sql::FAIR_COUNT, vec![Param::Int(count + taken), name()])
-        .execute(conn)
+    cached(sql::FAIR_COUNT, vec![Param::Int(count + jobs), name()])
+        .execute(&mut *conn)
         .await?;
-    let mut turns: Vec<(&str, i64)> = turns.into_iter().collect();
     // In key order, so that two claims' upserts lock the rows in one order.
-    turns.sort_unstable();
-    let mut params = Vec::with_capacity(turns.len() * 3);
-    for (group, turn) in &turns {
-        params.extend([name(), Param::Text((*group).to_owned()), Param::Int(*turn)]);
+    let mut groups: Vec<(&str, (Option<i64>, u32))> = groups.into_iter().collect();
+    groups.sort_unstable();
+    let mut moved = Vec::new();
+    let mut kept = Vec::new();
+    for (group, (turn, taken)) in &groups {
+        let (group, taken) = (
+            Param::Text((*group).to_owned()),
+            Param::Int(i64::from(*taken)),
+        );
+        match turn {
+            Some(turn) => moved.push([name(), group, Param::Int(*turn), taken]),
+            None => kept.push([name(), group, taken]),
+        }
     }
-    query(&sql::fair_turns(turns.len()), params)
-        .execute(conn)
+    if !moved.is_empty() {
+        let rows = moved.len();
+        query(
+            &sql::fair_turns(rows),
+            moved.into_iter().flatten().collect(),
+        )
+        .execute(&mut *conn)
         .await?;
+    }
+    if !kept.is_empty() {
+        let rows = kept.len();
+        query(&sql::fair_taken(rows), kept.into_iter().flatten().collect())
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok(())
 }

@@ -23,8 +23,8 @@ use queue_core::backend::{
     GroupSlots, corrupt, stored, stored_count, stored_millis, unconfigured_queue,
 };
 use queue_core::{
-    Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, Job, QueueConfig, QueueLimits,
-    QueueName, RateLimit, Result,
+    Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, GroupWeight, Job, QueueConfig,
+    QueueLimits, QueueName, RateLimit, Result,
 };
 
 use crate::MySqlStorage;
@@ -94,6 +94,16 @@ struct GroupLimitRow {
     group_key: String,
     #[diesel(sql_type = Integer)]
     concurrency_limit: i32,
+}
+
+#[derive(QueryableByName)]
+struct GroupWeightRow {
+    #[diesel(sql_type = Text)]
+    queue_name: String,
+    #[diesel(sql_type = Text)]
+    group_key: String,
+    #[diesel(sql_type = Integer)]
+    weight: i32,
 }
 
 #[derive(QueryableByName)]
@@ -281,8 +291,9 @@ impl MySqlStorage {
         let jobs = self
             .dequeue_on(conn, &narrowed, &top, &mut groups, &orders)
             .await?;
+        let taken = orders.fair_taken();
         for l in locked.iter().filter(|l| l.limits.fair_groups) {
-            advance_turns(conn, &l.queue, l.claim_count, &jobs).await?;
+            advance_turns(conn, &l.queue, l.claim_count, &jobs, &taken).await?;
         }
         for l in &locked {
             let Some(rate) = l.limits.rate else {
@@ -351,6 +362,35 @@ impl MySqlStorage {
         if let Some(limit) = limit {
             GroupLimit::validate_limit(limit)?;
         }
+        let set = limit.map(|limit| (sql::SET_GROUP_LIMIT, limit));
+        self.set_group_setting(queue, group, set, sql::DELETE_GROUP_LIMIT)
+            .await
+    }
+
+    pub(crate) async fn set_group_weight_pooled(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        if let Some(weight) = weight {
+            GroupWeight::validate_weight(weight)?;
+        }
+        let set = weight.map(|weight| (sql::SET_GROUP_WEIGHT, weight));
+        self.set_group_setting(queue, group, set, sql::DELETE_GROUP_WEIGHT)
+            .await
+    }
+
+    /// Writes one group's own setting of a configured queue under its
+    /// config row's lock: `set` (the statement, binding queue, group and
+    /// the value), or `delete`'s removal.
+    async fn set_group_setting(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        set: Option<(&'static str, u32)>,
+        delete: &'static str,
+    ) -> Result<()> {
         let configured = self
             .retrying(true, || async {
                 let mut conn = self.connection().await?;
@@ -366,12 +406,11 @@ impl MySqlStorage {
                     }
                     let name = Param::Text(queue.as_str().to_owned());
                     let key = Param::Text(group.as_str().to_owned());
-                    let statement = match limit {
-                        Some(limit) => cached(
-                            sql::SET_GROUP_LIMIT,
-                            vec![name, key, Param::Int(i64::from(limit))],
-                        ),
-                        None => cached(sql::DELETE_GROUP_LIMIT, vec![name, key]),
+                    let statement = match set {
+                        Some((statement, value)) => {
+                            cached(statement, vec![name, key, Param::Int(i64::from(value))])
+                        }
+                        None => cached(delete, vec![name, key]),
                     };
                     statement.execute(conn).await?;
                     Ok(true)
@@ -401,6 +440,26 @@ impl MySqlStorage {
                     queue: stored("queue_name", row.queue_name, QueueName::new)?,
                     group: stored("group_key", row.group_key, GroupKey::new)?,
                     limit: stored_count("concurrency_limit", row.concurrency_limit)?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn group_weights_pooled(&self) -> Result<Vec<GroupWeight>> {
+        let rows = self
+            .retrying(true, || async {
+                let mut conn = self.connection().await?;
+                Ok(cached(sql::GROUP_WEIGHTS, Vec::new())
+                    .load::<GroupWeightRow>(&mut conn)
+                    .await?)
+            })
+            .await?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(GroupWeight {
+                    queue: stored("queue_name", row.queue_name, QueueName::new)?,
+                    group: stored("group_key", row.group_key, GroupKey::new)?,
+                    weight: stored_count("weight", row.weight)?,
                 })
             })
             .collect()

@@ -75,6 +75,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "fair_groups",
         sql: include_str!("../migrations/0013_fair_groups.sql"),
     },
+    Migration {
+        version: 14,
+        name: "group_weights",
+        sql: include_str!("../migrations/0014_group_weights.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -255,6 +255,19 @@ ON DUPLICATE KEY UPDATE concurrency_limit = VALUES(concurrency_limit)";
 pub(crate) const DELETE_GROUP_LIMIT: &str =
     "DELETE FROM queue_group_limit WHERE queue_name = ? AND group_key = ?";
 
+/// Gives a group of a queue its own weight. Binds: queue, group, weight.
+pub(crate) const SET_GROUP_WEIGHT: &str = "
+INSERT INTO queue_group_weight (queue_name, group_key, weight) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE weight = VALUES(weight)";
+
+/// Removes a group's own weight. Binds: queue, group.
+pub(crate) const DELETE_GROUP_WEIGHT: &str =
+    "DELETE FROM queue_group_weight WHERE queue_name = ? AND group_key = ?";
+
+/// Every group's own weight, by queue, then group (byte order).
+pub(crate) const GROUP_WEIGHTS: &str = "
+SELECT queue_name, group_key, weight FROM queue_group_weight ORDER BY queue_name, group_key";
+
 /// Every group's own limit, by queue, then group (byte order: the
 /// columns' binary collation).
 pub(crate) const GROUP_LIMITS: &str = "

@@ -15,10 +15,10 @@ use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl, SimpleAsy
 use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
+    GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
+    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError,
+    QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -189,6 +189,7 @@ impl Storage for MySqlStorage {
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
+            .with(Capability::GroupWeights)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -258,6 +259,19 @@ impl Storage for MySqlStorage {
 
     async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
         self.group_limits_pooled().await
+    }
+
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_weight_pooled(queue, group, weight).await
+    }
+
+    async fn group_weights(&self) -> Result<Vec<GroupWeight>> {
+        self.group_weights_pooled().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

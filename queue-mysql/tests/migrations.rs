@@ -343,3 +343,87 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     );
     db.drop_database().await;
 }
+
+/// A database of the release before group weights (migration 0014), with
+/// a fair queue whose group "a" was served at turn 5: the upgrade keeps
+/// the turn, and weights apply from the next claim.
+#[tokio::test]
+async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
+    use diesel_async::SimpleAsyncConnection;
+    use queue_core::{DequeueRequest, GroupKey, QueueName, Storage, WorkerId};
+    use queue_mysql::MySqlStorage;
+
+    let (db, mut conn) = common::schema_before(14).await;
+    conn.batch_execute(
+        "INSERT INTO queue_config (queue_name, paused, updated_at, fair_groups, claim_count) \
+         VALUES ('q', FALSE, UTC_TIMESTAMP(6), TRUE, 5); \
+         INSERT INTO job_group_turn (queue_name, group_key, turn) VALUES ('q', 'a', 5)",
+    )
+    .await
+    .expect("a fair queue of the old schema");
+    for (group, minutes) in [("a", 4), ("a", 3), ("a", 2), ("b", 1)] {
+        conn.batch_execute(&format!(
+            "INSERT INTO job_queue (queue_name, priority, payload, max_attempts, available_at, \
+                                    attempts, created_at, updated_at, group_key) \
+             VALUES ('q', 0, '{{}}', 5, UTC_TIMESTAMP(6) - INTERVAL {minutes} MINUTE, 0, \
+                     UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), '{group}')"
+        ))
+        .await
+        .expect("a pending job of the old schema");
+    }
+    let storage = MySqlStorage::connect(&db.url()).expect("pool");
+    assert_eq!(storage.migrate().await.expect("upgrade"), vec![14]);
+    let queue = QueueName::new("q").expect("valid");
+    let claim = || async {
+        let request = DequeueRequest::new(
+            vec![QueueName::new("q").expect("valid")],
+            1,
+            std::time::Duration::from_secs(30),
+            WorkerId::new("upgraded").expect("valid"),
+        )
+        .expect("a valid request");
+        let jobs = storage.dequeue(&request).await.expect("dequeue");
+        (jobs.iter())
+            .map(|job| {
+                job.group_key
+                    .as_ref()
+                    .map_or("-", GroupKey::as_str)
+                    .to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        claim().await,
+        ["b"],
+        "a's turn, kept by the upgrade, is later"
+    );
+    let a = GroupKey::new("a").expect("valid");
+    storage
+        .set_group_weight(&queue, &a, Some(2))
+        .await
+        .expect("set_group_weight");
+    assert_eq!(claim().await, ["a"]);
+    let taken: Vec<i64> = {
+        use diesel::sql_types::BigInt;
+        #[derive(diesel::QueryableByName)]
+        struct Taken {
+            #[diesel(sql_type = BigInt)]
+            taken: i64,
+        }
+        let mut conn = common::connect(&db).await;
+        diesel_async::RunQueryDsl::load::<Taken>(
+            diesel::sql_query(
+                "SELECT CAST(taken AS SIGNED) AS taken FROM job_group_turn WHERE group_key = 'a'",
+            ),
+            &mut conn,
+        )
+        .await
+        .expect("taken")
+        .into_iter()
+        .map(|row| row.taken)
+        .collect()
+    };
+    assert_eq!(taken, [1], "one job of a's weight of 2 taken");
+    drop(storage);
+    db.drop_database().await;
+}

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{FairReader, FairRow, GroupSlots, pick_fair, stored_instant};
+use queue_core::backend::{
+    FairReader, FairRow, FairTurn, GroupSlots, corrupt, pick_fair, stored_count, stored_instant,
+};
 use queue_core::{GroupKey, QueueError, QueueName, async_trait};
 use sqlx::{Row, SqliteConnection};
 
@@ -40,13 +42,37 @@ struct Reads<'c> {
 impl FairReader for Reads<'_> {
     type Error = sqlx::Error;
 
-    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, i64)>, sqlx::Error> {
+    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, FairTurn)>, sqlx::Error> {
         let rows = sqlx::query(sql::FAIR_TURNS)
             .bind(self.queue.as_str())
             .fetch_all(&mut *self.conn)
             .await?;
         rows.iter()
-            .map(|row| Ok((group_of(row.try_get("group_key")?)?, row.try_get("turn")?)))
+            .map(|row| {
+                let at: i64 = row.try_get("turn")?;
+                let turn = FairTurn {
+                    at: u64::try_from(at).map_err(|_| decode(corrupt("turn", at)))?,
+                    taken: stored_count("taken", row.try_get::<i64, _>("taken")?)
+                        .map_err(decode)?,
+                };
+                Ok((group_of(row.try_get("group_key")?)?, turn))
+            })
+            .collect()
+    }
+
+    async fn weights(&mut self) -> Result<Vec<(GroupKey, u32)>, sqlx::Error> {
+        let rows = sqlx::query(sql::FAIR_WEIGHTS)
+            .bind(self.queue.as_str())
+            .fetch_all(&mut *self.conn)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let group =
+                    GroupKey::new(row.try_get::<String, _>("group_key")?).map_err(decode)?;
+                let weight =
+                    stored_count("weight", row.try_get::<i64, _>("weight")?).map_err(decode)?;
+                Ok((group, weight))
+            })
             .collect()
     }
 
@@ -110,7 +136,8 @@ impl FairReader for Reads<'_> {
 }
 
 /// The best `cap` claimable jobs of fair `queue` at `now`, in its fair
-/// order, within its groups' `slots`, each with its group; with
+/// order, within its groups' `slots`, each with its group and its
+/// [`queue_core::backend::FairPick::taken`]; with
 /// `period`, by effective priority (which each candidate carries, for
 /// the merge across queues).
 pub(crate) async fn fair_candidates(
@@ -120,7 +147,7 @@ pub(crate) async fn fair_candidates(
     cap: usize,
     slots: GroupSlots,
     period: Option<Duration>,
-) -> Result<Vec<(Candidate, Option<GroupKey>)>, sqlx::Error> {
+) -> Result<Vec<(Candidate, Option<GroupKey>, u32)>, sqlx::Error> {
     let at = stored_instant("time", now).map_err(decode)?;
     let mut reads = Reads { conn, queue, now };
     let picked = pick_fair(&mut reads, at, cap, slots, period).await?;
@@ -128,51 +155,64 @@ pub(crate) async fn fair_candidates(
         .into_iter()
         .map(|pick| {
             let candidate = (pick.priority, pick.available_at.timestamp_micros(), pick.id);
-            (candidate, pick.group)
+            (candidate, pick.group, pick.taken)
         })
         .collect())
 }
 
 /// Advances the turns of the fair queues' groups for `claimed` (in the
-/// order the claim returns them), each job's queue and group found by
-/// `fair` (jobs of other queues are not there): each job advances its
-/// queue's claim count by one and sets its group's turn to it.
+/// order the claim returns them), each job's queue, group and
+/// [`queue_core::backend::FairPick::taken`] found by `fair` (jobs of other
+/// queues are not there): each job advances its queue's claim count by
+/// one; a job whose `taken` is 0 sets its group's turn to that count, and
+/// the last job of each group leaves its `taken`.
 pub(crate) async fn advance_turns(
     conn: &mut SqliteConnection,
     claimed: &[Candidate],
-    fair: &HashMap<i64, (QueueName, Option<GroupKey>)>,
+    fair: &HashMap<i64, (QueueName, Option<GroupKey>, u32)>,
 ) -> Result<(), sqlx::Error> {
-    let mut queues: Vec<(&QueueName, Vec<Option<&GroupKey>>)> = Vec::new();
+    // Each fair queue's claimed jobs, in order: group and `taken`.
+    type Served<'a> = Vec<(Option<&'a GroupKey>, u32)>;
+    let mut queues: Vec<(&QueueName, Served<'_>)> = Vec::new();
     for &(_, _, id) in claimed {
-        let Some((queue, group)) = fair.get(&id) else {
+        let Some((queue, group, taken)) = fair.get(&id) else {
             continue;
         };
         match queues.iter_mut().find(|(q, _)| *q == queue) {
-            Some((_, groups)) => groups.push(group.as_ref()),
-            None => queues.push((queue, vec![group.as_ref()])),
+            Some((_, groups)) => groups.push((group.as_ref(), *taken)),
+            None => queues.push((queue, vec![(group.as_ref(), *taken)])),
         }
     }
     for (queue, groups) in queues {
-        let taken = i64::try_from(groups.len()).unwrap_or(i64::MAX);
+        let jobs = i64::try_from(groups.len()).unwrap_or(i64::MAX);
         let count: i64 = sqlx::query_scalar(sql::FAIR_COUNT)
             .bind(queue.as_str())
-            .bind(taken)
+            .bind(jobs)
             .fetch_one(&mut *conn)
             .await?;
-        let mut last: Vec<(&str, i64)> = Vec::new();
-        for (k, group) in groups.into_iter().enumerate() {
+        // Each group's new turn (None: unchanged) and count taken.
+        let mut last: Vec<(&str, Option<i64>, u32)> = Vec::new();
+        for (k, (group, taken)) in groups.into_iter().enumerate() {
             let name = group.map_or(NO_GROUP, GroupKey::as_str);
-            let turn = count - taken + 1 + i64::try_from(k).unwrap_or(i64::MAX);
-            match last.iter_mut().find(|(n, _)| *n == name) {
-                Some(entry) => entry.1 = turn,
-                None => last.push((name, turn)),
+            let at = count - jobs + 1 + i64::try_from(k).unwrap_or(i64::MAX);
+            let index = match last.iter().position(|(n, _, _)| *n == name) {
+                Some(index) => index,
+                None => {
+                    last.push((name, None, 0));
+                    last.len() - 1
+                }
+            };
+            if taken == 0 {
+                last[index].1 = Some(at);
             }
+            last[index].2 = taken;
         }
-        for (name, turn) in last {
+        for (name, turn, taken) in last {
             sqlx::query(sql::FAIR_TURN)
                 .bind(queue.as_str())
                 .bind(name)
                 .bind(turn)
+                .bind(i64::from(taken))
                 .execute(&mut *conn)
                 .await?;
         }

@@ -29,8 +29,8 @@ use queue_core::backend::{
     stored_instant, stored_millis, unconfigured_queue,
 };
 use queue_core::{
-    Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits,
-    QueueName, RateLimit, Result,
+    Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, GroupWeight, QueueConfig, QueueError,
+    QueueLimits, QueueName, RateLimit, Result,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
@@ -106,6 +106,35 @@ impl SqliteStorage {
         if let Some(limit) = limit {
             GroupLimit::validate_limit(limit)?;
         }
+        let set = limit.map(|limit| (sql::SET_GROUP_LIMIT, limit));
+        self.set_group_setting(queue, group, set, sql::DELETE_GROUP_LIMIT)
+            .await
+    }
+
+    pub(crate) async fn set_group_weight_pooled(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        if let Some(weight) = weight {
+            GroupWeight::validate_weight(weight)?;
+        }
+        let set = weight.map(|weight| (sql::SET_GROUP_WEIGHT, weight));
+        self.set_group_setting(queue, group, set, sql::DELETE_GROUP_WEIGHT)
+            .await
+    }
+
+    /// Writes one group's own setting of a configured queue: `set` (the
+    /// statement and its value: queue ?1, group ?2, value ?3, which writes
+    /// nothing without a config row), or `delete`'s removal.
+    async fn set_group_setting(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        set: Option<(&'static str, u32)>,
+        delete: &'static str,
+    ) -> Result<()> {
         let configured = write_tx!(self, |conn, _now| async {
             let known: Option<i64> = sqlx::query_scalar(sql::QUEUE_CONFIGURED)
                 .bind(queue.as_str())
@@ -114,12 +143,12 @@ impl SqliteStorage {
             if known.is_none() {
                 return Ok::<_, sqlx::Error>(false);
             }
-            let statement = match limit {
-                Some(limit) => sqlx::query(sql::SET_GROUP_LIMIT)
+            let statement = match set {
+                Some((statement, value)) => sqlx::query(statement)
                     .bind(queue.as_str())
                     .bind(group.as_str())
-                    .bind(i64::from(limit)),
-                None => sqlx::query(sql::DELETE_GROUP_LIMIT)
+                    .bind(i64::from(value)),
+                None => sqlx::query(delete)
                     .bind(queue.as_str())
                     .bind(group.as_str()),
             };
@@ -136,7 +165,39 @@ impl SqliteStorage {
     }
 
     pub(crate) async fn group_limits_pooled(&self) -> Result<Vec<GroupLimit>> {
-        let rows = sqlx::query(sql::GROUP_LIMITS)
+        let rows = self
+            .group_settings(sql::GROUP_LIMITS, "concurrency_limit")
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(queue, group, limit)| GroupLimit {
+                queue,
+                group,
+                limit,
+            })
+            .collect())
+    }
+
+    pub(crate) async fn group_weights_pooled(&self) -> Result<Vec<GroupWeight>> {
+        let rows = self.group_settings(sql::GROUP_WEIGHTS, "weight").await?;
+        Ok(rows
+            .into_iter()
+            .map(|(queue, group, weight)| GroupWeight {
+                queue,
+                group,
+                weight,
+            })
+            .collect())
+    }
+
+    /// Every group's own setting `statement` lists: its queue, group and
+    /// `column`.
+    async fn group_settings(
+        &self,
+        statement: &'static str,
+        column: &str,
+    ) -> Result<Vec<(QueueName, GroupKey, u32)>> {
+        let rows = sqlx::query(statement)
             .fetch_all(&self.pool)
             .await
             .map_err(interpret_error)?;
@@ -145,12 +206,12 @@ impl SqliteStorage {
                 let get = |column: &str| -> Result<String> {
                     row.try_get(column).map_err(interpret_error)
                 };
-                let limit: i64 = row.try_get("concurrency_limit").map_err(interpret_error)?;
-                Ok(GroupLimit {
-                    queue: stored("queue_name", get("queue_name")?, QueueName::new)?,
-                    group: stored("group_key", get("group_key")?, GroupKey::new)?,
-                    limit: stored_count("concurrency_limit", limit)?,
-                })
+                let value: i64 = row.try_get(column).map_err(interpret_error)?;
+                Ok((
+                    stored("queue_name", get("queue_name")?, QueueName::new)?,
+                    stored("group_key", get("group_key")?, GroupKey::new)?,
+                    stored_count(column, value)?,
+                ))
             })
             .collect()
     }
@@ -298,8 +359,8 @@ async fn claim_picked(
         let list = if picks.fair.contains(queue) {
             let picked = fair_candidates(conn, now, queue, cap, slots, period).await?;
             let mut list = Vec::with_capacity(picked.len());
-            for (candidate, group) in picked {
-                fair_groups.insert(candidate.2, (queue.clone(), group));
+            for (candidate, group, taken) in picked {
+                fair_groups.insert(candidate.2, (queue.clone(), group, taken));
                 list.push(candidate);
             }
             list

@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "fair_groups",
         sql: include_str!("../migrations/0010_fair_groups.sql"),
     },
+    Migration {
+        version: 11,
+        name: "group_weights",
+        sql: include_str!("../migrations/0011_group_weights.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

@@ -492,6 +492,21 @@ ON CONFLICT (queue_name, group_key) DO UPDATE SET concurrency_limit = excluded.c
 pub(crate) const DELETE_GROUP_LIMIT: &str =
     "DELETE FROM queue_group_limit WHERE queue_name = ?1 AND group_key = ?2";
 
+/// Gives group ?2 of queue ?1 its own weight ?3, if the queue has a config
+/// row: one row changed when it does, none otherwise.
+pub(crate) const SET_GROUP_WEIGHT: &str = "INSERT INTO queue_group_weight (queue_name, group_key,
+    weight)
+SELECT queue_name, ?2, ?3 FROM queue_config WHERE queue_name = ?1
+ON CONFLICT (queue_name, group_key) DO UPDATE SET weight = excluded.weight";
+
+/// Removes group ?2 of queue ?1's own weight.
+pub(crate) const DELETE_GROUP_WEIGHT: &str =
+    "DELETE FROM queue_group_weight WHERE queue_name = ?1 AND group_key = ?2";
+
+/// Every group's own weight, by queue, then group (byte order).
+pub(crate) const GROUP_WEIGHTS: &str = "SELECT queue_name, group_key, weight
+FROM queue_group_weight ORDER BY queue_name, group_key";
+
 /// Whether queue ?1 has a config row.
 pub(crate) const QUEUE_CONFIGURED: &str = "SELECT 1 FROM queue_config WHERE queue_name = ?1";
 
@@ -597,7 +612,11 @@ FROM job_sample_depth WHERE minute > ?1 AND minute <= ?2";
 
 /// Each group's turn in fair queue ?1 (`''`: the jobs without a group key).
 pub(crate) const FAIR_TURNS: &str =
-    "SELECT group_key, turn FROM job_group_turn WHERE queue_name = ?1";
+    "SELECT group_key, turn, taken FROM job_group_turn WHERE queue_name = ?1";
+
+/// The groups of queue ?1 given their own weight, and their weights.
+pub(crate) const FAIR_WEIGHTS: &str =
+    "SELECT group_key, weight FROM queue_group_weight WHERE queue_name = ?1";
 
 /// The first group key of queue ?1 above ?2 among its unleased jobs (NULL
 /// past the last): one step of the skip scan of `job_queue_fair` that
@@ -631,7 +650,8 @@ LIMIT ?7";
 pub(crate) const FAIR_COUNT: &str = "UPDATE queue_config SET claim_count = claim_count + ?2
 WHERE queue_name = ?1 RETURNING claim_count";
 
-/// Sets group ?2's turn in queue ?1 to ?3.
-pub(crate) const FAIR_TURN: &str = "INSERT INTO job_group_turn (queue_name, group_key, turn)
-VALUES (?1, ?2, ?3)
-ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = excluded.turn";
+/// Sets group ?2's turn in queue ?1 to ?3 (NULL: leaves it, 0 for a new
+/// row) and the jobs it has taken towards its weight to ?4.
+pub(crate) const FAIR_TURN: &str = "INSERT INTO job_group_turn (queue_name, group_key, turn, taken)
+VALUES (?1, ?2, COALESCE(?3, 0), ?4)
+ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = COALESCE(?3, turn), taken = ?4";

@@ -9,10 +9,10 @@ use queue_core::backend::LimitedQueues;
 use queue_core::backend::stored_instant;
 use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError, QueueLimits,
-    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, Wakeup, Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
+    GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
+    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueError,
+    QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, Wakeup, Wakeups, WorkerId, WorkerInfo, WorkerRecord, redact_secrets,
 };
 use serde_json::Value;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -300,6 +300,7 @@ impl Storage for SqliteStorage {
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
+            .with(Capability::GroupWeights)
             .with(Capability::Samples)
     }
 
@@ -370,6 +371,19 @@ impl Storage for SqliteStorage {
 
     async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
         self.group_limits_pooled().await
+    }
+
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_weight_pooled(queue, group, weight).await
+    }
+
+    async fn group_weights(&self) -> Result<Vec<GroupWeight>> {
+        self.group_weights_pooled().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

@@ -432,3 +432,80 @@ async fn an_upgrade_to_listing_indexes_indexes_the_jobs_already_there() {
         .collect();
     assert_eq!(counts, [("a".to_owned(), 2, 0), ("b".to_owned(), 1, 1)]);
 }
+
+#[tokio::test]
+async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
+    use queue_core::{DequeueRequest, GroupKey, NewJob, QueueLimits, QueueName, Storage, WorkerId};
+    let storage = SqliteStorage::connect("sqlite::memory:")
+        .await
+        .expect("connect");
+    let queue = QueueName::new("q").expect("valid");
+    let fair = QueueLimits {
+        fair_groups: true,
+        ..QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &fair)
+        .await
+        .expect("configure");
+    // Back to the schema before migration 11, with a turn written as it
+    // was then ("a" served at 5, "b" never), then the upgrade.
+    sqlx::raw_sql(
+        "DROP TABLE queue_group_weight;
+         ALTER TABLE job_group_turn DROP COLUMN taken;
+         INSERT INTO job_group_turn (queue_name, group_key, turn) VALUES ('q', 'a', 5);
+         UPDATE queue_config SET claim_count = 5 WHERE queue_name = 'q';
+         DELETE FROM queue_schema_migrations WHERE version = 11;",
+    )
+    .execute(storage.pool())
+    .await
+    .expect("downgrade");
+    for group in ["a", "a", "a", "b"] {
+        storage
+            .enqueue(NewJob::new("q", serde_json::json!(group)).group_key(group))
+            .await
+            .expect("enqueue");
+    }
+    let applied = migrate(storage.pool(), storage.path())
+        .await
+        .expect("migrate");
+    assert_eq!(applied, vec![11]);
+    let claim = |limit| {
+        let storage = storage.clone();
+        async move {
+            let request = DequeueRequest::new(
+                vec![QueueName::new("q").expect("valid")],
+                limit,
+                std::time::Duration::from_secs(30),
+                WorkerId::new("w").expect("valid"),
+            )
+            .expect("valid request");
+            let jobs = storage.dequeue(&request).await.expect("dequeue");
+            jobs.iter()
+                .map(|job| {
+                    job.group_key
+                        .as_ref()
+                        .map(GroupKey::as_str)
+                        .unwrap_or("-")
+                        .to_owned()
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        claim(1).await,
+        ["b"],
+        "a's turn, kept by the upgrade, is later"
+    );
+    let a = GroupKey::new("a").expect("valid");
+    storage
+        .set_group_weight(&queue, &a, Some(2))
+        .await
+        .expect("set_group_weight");
+    assert_eq!(claim(1).await, ["a"]);
+    let taken: i64 = sqlx::query_scalar("SELECT taken FROM job_group_turn WHERE group_key = 'a'")
+        .fetch_one(storage.pool())
+        .await
+        .expect("taken");
+    assert_eq!(taken, 1, "one job of a's weight of 2 taken");
+}

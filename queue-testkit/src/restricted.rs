@@ -257,6 +257,21 @@ impl<S: Storage> Storage for Restricted<S> {
         self.inner.group_limits().await
     }
 
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.gate(Capability::GroupWeights, "set_group_weight")?;
+        self.inner.set_group_weight(queue, group, weight).await
+    }
+
+    async fn group_weights(&self) -> Result<Vec<queue_core::GroupWeight>> {
+        self.gate(Capability::GroupWeights, "group_weights")?;
+        self.inner.group_weights().await
+    }
+
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {
         self.gate(Capability::FlowLimits, "queue_configs")?;
         self.inner.queue_configs().await

@@ -323,6 +323,19 @@ impl Storage for AnyStorage {
         each!(self, s => s.group_limits().await)
     }
 
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        each!(self, s => s.set_group_weight(queue, group, weight).await)
+    }
+
+    async fn group_weights(&self) -> Result<Vec<queue_core::GroupWeight>> {
+        each!(self, s => s.group_weights().await)
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         each!(self, s => s.enqueue_periodic(fire).await)
     }

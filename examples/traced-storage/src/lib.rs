@@ -217,6 +217,22 @@ impl<S: Storage> Storage for TracedStorage<S> {
         traced("group_limits", self.inner.group_limits().await)
     }
 
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        traced(
+            "set_group_weight",
+            self.inner.set_group_weight(queue, group, weight).await,
+        )
+    }
+
+    async fn group_weights(&self) -> Result<Vec<queue_core::GroupWeight>> {
+        traced("group_weights", self.inner.group_weights().await)
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         traced("enqueue_periodic", self.inner.enqueue_periodic(fire).await)
     }

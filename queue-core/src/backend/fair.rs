@@ -22,7 +22,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{GroupSlots, aged_priority};
+use super::{FairTurn, GroupSlots, aged_priority};
 use crate::GroupKey;
 
 /// The most rows one read of a level takes (the first read takes one).
@@ -52,6 +52,11 @@ pub struct FairPick {
     pub available_at: DateTime<Utc>,
     /// Its group (`None`: no group key), whose turn the claim advances.
     pub group: Option<GroupKey>,
+    /// Its group's [`FairTurn::taken`] once it is taken: 0 when taking it
+    /// put the group's turn behind every other (the storage then stores
+    /// the queue's claim count at this job as the group's turn), else the
+    /// jobs the group has taken towards its weight (its turn stays).
+    pub taken: u32,
 }
 
 /// The reads of one fair queue a storage gives [`pick_fair`], all in the
@@ -62,10 +67,16 @@ pub trait FairReader: Send {
     /// The storage's error.
     type Error: Send;
 
-    /// Each group's stored turn: the queue's claim count when a claim last
-    /// took one of its jobs (`None`: the jobs without a group key). A group
-    /// without one has turn 0.
-    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, i64)>, Self::Error>;
+    /// Each group's stored [`FairTurn`] (`None`: the jobs without a group
+    /// key). A group without one has the default turn.
+    async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, FairTurn)>, Self::Error>;
+
+    /// The groups of the queue given a weight ([`crate::GroupWeight`]);
+    /// every other has weight 1. A storage that does not declare
+    /// [`crate::Capability::GroupWeights`] keeps this default: none.
+    async fn weights(&mut self) -> Result<Vec<(GroupKey, u32)>, Self::Error> {
+        Ok(Vec::new())
+    }
 
     /// The least group key above `after` (`None`: the first) among the
     /// queue's jobs, unleased ones at least: a group whose jobs are all
@@ -97,7 +108,7 @@ pub trait FairReader: Send {
 
 /// A head's place in the pick: effective priority (descending), the
 /// group's turn, `available_at`, id.
-type FairKey = (Reverse<i32>, i64, DateTime<Utc>, i64);
+type FairKey = (Reverse<i32>, u64, DateTime<Utc>, i64);
 
 /// One priority level of one group: due jobs read and not taken yet, each
 /// with its effective priority.
@@ -114,7 +125,9 @@ struct Level {
 struct Group {
     key: Option<GroupKey>,
     /// Its turn: stored, or given by this pick.
-    turn: i64,
+    turn: FairTurn,
+    /// Its weight (at least 1).
+    weight: u32,
     levels: Vec<Level>,
 }
 
@@ -135,7 +148,7 @@ pub async fn pick_fair<R: FairReader>(
         return Ok(Vec::new());
     }
     let mut groups = groups_of(reader, &slots).await?;
-    let mut next_turn = groups.iter().map(|g| g.turn).max().unwrap_or(0);
+    let mut count = groups.iter().map(|g| g.turn.at).max().unwrap_or(0);
     let mut picked = Vec::new();
     while picked.len() < cap {
         let page = (cap - picked.len()).min(PAGE);
@@ -148,7 +161,7 @@ pub async fn pick_fair<R: FairReader>(
                     read_level(reader, group.key.as_ref(), level, page, now, period).await?;
                 }
                 if let Some(&(priority, row)) = level.rows.front() {
-                    let key = (Reverse(priority), group.turn, row.available_at, row.id);
+                    let key = (Reverse(priority), group.turn.at, row.available_at, row.id);
                     if head.is_none_or(|(h, _)| key < h) {
                         head = Some((key, l));
                     }
@@ -165,14 +178,15 @@ pub async fn pick_fair<R: FairReader>(
         let Some((priority, row)) = group.levels[l].rows.pop_front() else {
             break;
         };
-        next_turn += 1;
-        group.turn = next_turn;
         if slots.take(group.key.as_ref()) {
+            count += 1;
+            group.turn = group.turn.take(group.weight, count);
             picked.push(FairPick {
                 id: row.id,
                 priority,
                 available_at: row.available_at,
                 group: group.key.clone(),
+                taken: group.turn.taken,
             });
         } else {
             // Full: none of its other jobs can be taken by this claim.
@@ -189,7 +203,8 @@ async fn groups_of<R: FairReader>(
     reader: &mut R,
     slots: &GroupSlots,
 ) -> Result<Vec<Group>, R::Error> {
-    let turns: HashMap<Option<GroupKey>, i64> = reader.turns().await?.into_iter().collect();
+    let turns: HashMap<Option<GroupKey>, FairTurn> = reader.turns().await?.into_iter().collect();
+    let weights: HashMap<GroupKey, u32> = reader.weights().await?.into_iter().collect();
     let full = slots.full_groups();
     let mut keys: Vec<Option<GroupKey>> = vec![None];
     let mut after: Option<GroupKey> = None;
@@ -213,8 +228,16 @@ async fn groups_of<R: FairReader>(
                 done: false,
             });
         }
-        let turn = turns.get(&key).copied().unwrap_or(0);
-        groups.push(Group { key, turn, levels });
+        let turn = turns.get(&key).copied().unwrap_or_default();
+        let weight = (key.as_ref())
+            .and_then(|key| weights.get(key))
+            .map_or(1, |weight| (*weight).max(1));
+        groups.push(Group {
+            key,
+            turn,
+            weight,
+            levels,
+        });
     }
     Ok(groups)
 }
@@ -292,7 +315,8 @@ mod tests {
     /// reads the pick made.
     struct Jobs {
         rows: Vec<Stored>,
-        turns: Vec<(Option<GroupKey>, i64)>,
+        turns: Vec<(Option<GroupKey>, FairTurn)>,
+        weights: Vec<(GroupKey, u32)>,
         now: DateTime<Utc>,
         reads: usize,
     }
@@ -301,9 +325,14 @@ mod tests {
     impl FairReader for Jobs {
         type Error = std::convert::Infallible;
 
-        async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, i64)>, Self::Error> {
+        async fn turns(&mut self) -> Result<Vec<(Option<GroupKey>, FairTurn)>, Self::Error> {
             self.reads += 1;
             Ok(self.turns.clone())
+        }
+
+        async fn weights(&mut self) -> Result<Vec<(GroupKey, u32)>, Self::Error> {
+            self.reads += 1;
+            Ok(self.weights.clone())
         }
 
         async fn next_group(
@@ -387,9 +416,24 @@ mod tests {
                 })
                 .collect();
             let mut turns = Vec::new();
+            let mut weights = Vec::new();
             for group in &groups {
+                let weight = if rng.random_bool(0.5) {
+                    rng.random_range(1..4)
+                } else {
+                    1
+                };
                 if rng.random_bool(0.5) {
-                    turns.push((group.clone(), rng.random_range(0..10)));
+                    let turn = FairTurn {
+                        at: rng.random_range(0..10),
+                        taken: rng.random_range(0..weight),
+                    };
+                    turns.push((group.clone(), turn));
+                }
+                if let Some(group) = group
+                    && weight > 1
+                {
+                    weights.push((group.clone(), weight));
                 }
             }
             let period_secs = rng.random_range(60..300);
@@ -400,6 +444,7 @@ mod tests {
             let mut reader = Jobs {
                 rows: rows.clone(),
                 turns: turns.clone(),
+                weights: weights.clone(),
                 now,
                 reads: 0,
             };
@@ -423,14 +468,28 @@ mod tests {
             let turn = |g: Option<&GroupKey>| {
                 (turns.iter())
                     .find(|(t, _)| t.as_ref() == g)
-                    .map_or(0, |(_, t)| u64::try_from(*t).expect("non-negative"))
+                    .map_or(FairTurn::default(), |(_, t)| *t)
             };
-            let expected: Vec<i64> = (fair_order(&jobs, turn).into_iter())
+            let weight = |g: Option<&GroupKey>| {
+                (weights.iter())
+                    .find(|(w, _)| Some(w) == g)
+                    .map_or(1, |(_, w)| *w)
+            };
+            let expected: Vec<i64> = (fair_order(&jobs, turn, weight).into_iter())
                 .take(cap)
                 .map(|place| due[place].2)
                 .collect();
             let got: Vec<i64> = picked.iter().map(|p| p.id).collect();
             assert_eq!(got, expected, "seed {seed}");
+            // Each pick's `taken` is its group's turn replayed job by job.
+            let mut replay: HashMap<Option<GroupKey>, FairTurn> = turns.iter().cloned().collect();
+            let mut count = turns.iter().map(|(_, t)| t.at).max().unwrap_or(0);
+            for pick in &picked {
+                count += 1;
+                let at = replay.entry(pick.group.clone()).or_default();
+                *at = at.take(weight(pick.group.as_ref()), count);
+                assert_eq!(pick.taken, at.taken, "seed {seed}, job {}", pick.id);
+            }
         }
     }
 
@@ -443,7 +502,8 @@ mod tests {
         rows.push((10_000, 0, now, Some(key("small")), false));
         let mut reader = Jobs {
             rows,
-            turns: vec![(Some(key("big")), 5)],
+            turns: vec![(Some(key("big")), FairTurn { at: 5, taken: 0 })],
+            weights: Vec::new(),
             now,
             reads: 0,
         };
@@ -451,10 +511,10 @@ mod tests {
             ready(pick_fair(&mut reader, now, 2, GroupSlots::default(), None)).expect("infallible");
         let ids: Vec<i64> = picked.iter().map(|p| p.id).collect();
         assert_eq!(ids, vec![10_000, 0], "the small group's job first");
-        // turns, 3 group probes, a level probe and its end per group (3
-        // groups: none, big, small), a first page per group with jobs and
-        // one more page of "big"'s.
-        assert!(reader.reads <= 14, "{} reads", reader.reads);
+        // turns, weights, 3 group probes, a level probe and its end per
+        // group (3 groups: none, big, small), a first page per group with
+        // jobs and one more page of "big"'s.
+        assert!(reader.reads <= 15, "{} reads", reader.reads);
     }
 
     #[test]
@@ -481,6 +541,7 @@ mod tests {
         let mut reader = Jobs {
             rows,
             turns: Vec::new(),
+            weights: Vec::new(),
             now,
             reads: 0,
         };

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | reading values back, corrupt columns | [`stored`], [`stored_optional`], [`stored_count`], [`stored_millis`], [`corrupt`] |
 //! | a lease's fencing columns | [`LeaseKey`] |
-//! | the claim order, with priority aging and fair groups | [`claim_order`], [`aged_priority`], [`aged_claim_order`], [`refuse_priority_aging`], [`fair_order`], [`refuse_fair_groups`] |
+//! | the claim order, with priority aging and fair groups | [`claim_order`], [`aged_priority`], [`aged_claim_order`], [`refuse_priority_aging`], [`fair_order`], [`FairTurn`], [`refuse_fair_groups`] |
 //! | a fair queue's pick over a storage's indexed reads | [`pick_fair`], [`FairReader`], [`FairRow`], [`FairPick`], [`merge_by_next`] |
 //! | validating a batch, repeats of a unique key inside it | [`validate_batch`], [`first_occurrences`] |
 //! | retrying a rolled-back statement | [`RetryPolicy`], [`retrying`] |
@@ -35,7 +35,7 @@ pub use flow::LimitedQueues;
 pub use groups::{GroupSlots, refuse_group_concurrency, refuse_group_keys, unconfigured_queue};
 pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};
 pub use order::{
-    aged_claim_order, aged_priority, claim_order, fair_order, refuse_fair_groups,
+    FairTurn, aged_claim_order, aged_priority, claim_order, fair_order, refuse_fair_groups,
     refuse_priority_aging,
 };
 pub use plan::PlanStep;

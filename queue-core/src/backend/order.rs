@@ -85,53 +85,111 @@ pub fn aged_claim_order(
     )
 }
 
+/// A group's place in a fair queue's rotation
+/// ([`crate::QueueLimits::fair_groups`]), as a storage keeps it: `FairTurn
+/// { at: 0, taken: 0 }` for a group never served.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FairTurn {
+    /// The queue's claim count (the jobs claimed from it while it was
+    /// fair) when the group's turn last went behind every other's: the
+    /// lower, the sooner the group is served.
+    pub at: u64,
+    /// The jobs of the group taken since, fewer than its weight
+    /// ([`crate::GroupWeight`]; 1 by default, and then always 0).
+    pub taken: u32,
+}
+
+impl FairTurn {
+    /// The turn after a claim took one job of a group of `weight` (at
+    /// least 1), the queue's claim count becoming `count`: the group keeps
+    /// its place until it has taken `weight` jobs, then goes behind every
+    /// other.
+    ///
+    /// ```
+    /// use queue_core::backend::FairTurn;
+    ///
+    /// let first = FairTurn::default().take(2, 1);
+    /// assert_eq!(first, FairTurn { at: 0, taken: 1 });
+    /// assert_eq!(first.take(2, 2), FairTurn { at: 2, taken: 0 });
+    /// assert_eq!(FairTurn::default().take(1, 5), FairTurn { at: 5, taken: 0 });
+    /// ```
+    #[must_use]
+    pub fn take(self, weight: u32, count: u64) -> FairTurn {
+        let taken = self.taken.saturating_add(1);
+        if taken >= weight {
+            FairTurn {
+                at: count,
+                taken: 0,
+            }
+        } else {
+            FairTurn { at: self.at, taken }
+        }
+    }
+}
+
 /// The positions of a fair queue's claimable jobs in the order of a fair
 /// claim ([`crate::QueueLimits::fair_groups`], stated in
 /// [`crate::Storage::dequeue`]). `jobs` are the queue's pending jobs in
 /// the claim order (effective priority descending, then `available_at`,
 /// then id), each as its effective priority and group (`None`: no group
-/// key, one group of its own); `turn` gives a group's turn (0 for a group
-/// never claimed from the queue). The order is that of claims of one job
-/// each: the next job is the first, in the claim order, of the best
-/// priority's jobs of the group whose turn is lowest, and taking it gives
-/// its group a turn above every other.
+/// key, one group of its own); `turn` gives a group's [`FairTurn`] (the
+/// default for a group never claimed from the queue) and `weight` its
+/// weight (1 without one; the jobs without a group key always 1). The
+/// order is that of claims of one job each: the next job is the first, in
+/// the claim order, of the best priority's jobs of the group whose turn
+/// is lowest, and taking it counts towards its group's weight
+/// ([`FairTurn::take`]): once the group has taken as many jobs as its weight,
+/// its turn goes above every other.
 ///
 /// ```
-/// use queue_core::backend::fair_order;
+/// use queue_core::backend::{FairTurn, fair_order};
 ///
 /// // Group "a" was served at turn 7, "b" never; four jobs of "a" were
 /// // enqueued before two of "b", all at priority 0.
 /// let jobs = [(0, Some("a")), (0, Some("a")), (0, Some("a")), (0, Some("a")),
 ///             (0, Some("b")), (0, Some("b"))];
-/// let turn = |group: Option<&&str>| if group == Some(&"a") { 7 } else { 0 };
-/// assert_eq!(fair_order(&jobs, turn), vec![4, 0, 5, 1, 2, 3]);
+/// let turn = |group: Option<&&str>| FairTurn { at: if group == Some(&"a") { 7 } else { 0 }, taken: 0 };
+/// assert_eq!(fair_order(&jobs, turn, |_| 1), vec![4, 0, 5, 1, 2, 3]);
+/// // With a weight of 2, "a" takes two jobs each time its turn comes.
+/// let weight = |group: Option<&&str>| if group == Some(&"a") { 2 } else { 1 };
+/// assert_eq!(fair_order(&jobs, turn, weight), vec![4, 0, 1, 5, 2, 3]);
 /// ```
 pub fn fair_order<G: Ord>(
     jobs: &[(i32, Option<G>)],
-    turn: impl Fn(Option<&G>) -> u64,
+    turn: impl Fn(Option<&G>) -> FairTurn,
+    weight: impl Fn(Option<&G>) -> u32,
 ) -> Vec<usize> {
-    // Each group's jobs, in the claim order, and its turn.
+    // Each group's jobs, in the claim order, its turn and its weight.
     let mut groups: std::collections::BTreeMap<
         Option<&G>,
-        (std::collections::VecDeque<usize>, u64),
+        (std::collections::VecDeque<usize>, FairTurn, u32),
     > = Default::default();
     for (place, (_, group)) in jobs.iter().enumerate() {
         groups
             .entry(group.as_ref())
-            .or_insert_with(|| (Default::default(), turn(group.as_ref())))
+            .or_insert_with(|| {
+                let weight = group.as_ref().map_or(1, |g| weight(Some(g))).max(1);
+                (Default::default(), turn(group.as_ref()), weight)
+            })
             .0
             .push_back(place);
     }
-    let mut next_turn = groups.values().map(|(_, turn)| *turn).max().unwrap_or(0);
+    let mut count = groups
+        .values()
+        .map(|(_, turn, _)| turn.at)
+        .max()
+        .unwrap_or(0);
     let mut order = Vec::with_capacity(jobs.len());
-    while let Some((places, group_turn)) = groups
+    while let Some((places, group_turn, weight)) = groups
         .values_mut()
-        .filter(|(places, _)| !places.is_empty())
-        .min_by_key(|(places, group_turn)| (Reverse(jobs[places[0]].0), *group_turn, places[0]))
+        .filter(|(places, _, _)| !places.is_empty())
+        .min_by_key(|(places, group_turn, _)| {
+            (Reverse(jobs[places[0]].0), group_turn.at, places[0])
+        })
     {
         order.extend(places.pop_front());
-        next_turn += 1;
-        *group_turn = next_turn;
+        count += 1;
+        *group_turn = group_turn.take(*weight, count);
     }
     order
 }
@@ -194,15 +252,56 @@ mod tests {
             (0, Some("b")),
             (0, None),
         ];
-        let turn = |group: Option<&&str>| match group {
-            Some(&"a") => 9,
-            Some(_) => 0,
-            None => 4,
+        let turn = |group: Option<&&str>| FairTurn {
+            at: match group {
+                Some(&"a") => 9,
+                Some(_) => 0,
+                None => 4,
+            },
+            taken: 0,
         };
-        assert_eq!(fair_order(&jobs, turn), vec![0, 1, 6, 4, 2, 7, 3, 5]);
+        assert_eq!(fair_order(&jobs, turn, |_| 1), vec![0, 1, 6, 4, 2, 7, 3, 5]);
         // With every turn equal, the groups first come in the claim order
         // of their jobs; "a", served at priority 5, then waits its turn.
-        assert_eq!(fair_order(&jobs, |_| 0), vec![0, 1, 4, 6, 2, 7, 3, 5]);
+        assert_eq!(
+            fair_order(&jobs, |_| FairTurn::default(), |_| 1),
+            vec![0, 1, 4, 6, 2, 7, 3, 5]
+        );
+    }
+
+    #[test]
+    fn a_heavier_group_takes_its_weight_each_turn() {
+        // "a" (weight 3) has six jobs, "b" (weight 1) and "c" (weight 2)
+        // four each, all at priority 0, enqueued a, b, c in turn.
+        let mut jobs = Vec::new();
+        for _ in 0..6 {
+            jobs.extend([(0, Some("a")), (0, Some("b")), (0, Some("c"))]);
+        }
+        let jobs: Vec<_> = (jobs.into_iter().enumerate())
+            .filter(|(place, (_, group))| *group == Some("a") || place / 3 < 4)
+            .map(|(_, job)| job)
+            .collect();
+        let weight = |group: Option<&&str>| match group {
+            Some(&"a") => 3,
+            Some(&"c") => 2,
+            _ => 1,
+        };
+        let order = fair_order(&jobs, |_| FairTurn::default(), weight);
+        let groups: String = (order.iter())
+            .map(|&place| jobs[place].1.unwrap_or("-"))
+            .collect();
+        // Every turn is 0 at first, so the first round meets the groups in
+        // the order of their jobs; after it, each round serves b once, c
+        // twice and a three times, while they have jobs.
+        assert_eq!(groups, "abcacabccaaabb");
+        // A group part-way through its weight keeps its place.
+        let turn = |group: Option<&&str>| match group {
+            Some(&"a") => FairTurn { at: 5, taken: 2 },
+            _ => FairTurn { at: 6, taken: 0 },
+        };
+        let order = fair_order(&jobs, turn, weight);
+        assert_eq!(jobs[order[0]].1, Some("a"));
+        assert_eq!(jobs[order[1]].1, Some("b"), "a's third job ended its turn");
     }
 
     #[test]

@@ -8,7 +8,11 @@ use crate::bind::tuples;
 /// Each group's turn in a fair queue ('' for the jobs without a group
 /// key). Binds: queue.
 pub(crate) const FAIR_TURNS: &str =
-    "SELECT group_key, turn FROM job_group_turn WHERE queue_name = ?";
+    "SELECT group_key, turn, taken FROM job_group_turn WHERE queue_name = ?";
+
+/// A fair queue's groups with their own weight. Binds: queue.
+pub(crate) const FAIR_WEIGHTS: &str =
+    "SELECT group_key, weight FROM queue_group_weight WHERE queue_name = ?";
 
 /// The least group key above ? among a queue's jobs ('' for the first):
 /// one step of the skip scan that lists a fair queue's groups, one index
@@ -73,12 +77,29 @@ use fair_level_pick_tail;
 /// row. Binds: count, queue.
 pub(crate) const FAIR_COUNT: &str = "UPDATE queue_config SET claim_count = ? WHERE queue_name = ?";
 
-/// Sets the turns of `rows` groups (queue, group, turn each) of a fair
-/// queue.
+/// Sets the turns and the jobs taken towards their weights of `rows`
+/// groups (queue, group, turn, taken each) of a fair queue: the groups
+/// whose turn a claim moved.
 pub(crate) fn fair_turns(rows: usize) -> String {
     format!(
-        "INSERT INTO job_group_turn (queue_name, group_key, turn) VALUES {}
-         ON DUPLICATE KEY UPDATE turn = VALUES(turn)",
-        tuples(rows, 3)
+        "INSERT INTO job_group_turn (queue_name, group_key, turn, taken) VALUES {}
+         ON DUPLICATE KEY UPDATE turn = VALUES(turn), taken = VALUES(taken)",
+        tuples(rows, 4)
     )
+}
+
+/// Sets the jobs taken towards their weights of `rows` groups (queue,
+/// group, taken each) of a fair queue, keeping their turns (0 for a group
+/// without one): the groups a claim served without moving their turn.
+pub(crate) fn fair_taken(rows: usize) -> String {
+    format!(
+        "INSERT INTO job_group_turn (queue_name, group_key, taken, turn) VALUES {}
+         ON DUPLICATE KEY UPDATE taken = VALUES(taken)",
+        tuples_with_zero(rows)
+    )
+}
+
+/// `rows` tuples `(?, ?, ?, 0)`.
+fn tuples_with_zero(rows: usize) -> String {
+    vec!["(?, ?, ?, 0)"; rows].join(", ")
 }

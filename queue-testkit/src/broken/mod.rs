@@ -217,6 +217,11 @@ pub enum Bug {
     /// another waits. Caught by
     /// `fairness::fair_turns_bind_claims_through_another_handle`.
     FairTurnsPerHandle,
+    /// A fair queue's turns are stored but not the jobs a weighted group
+    /// has taken towards its weight, so each claim starts its count again:
+    /// claims of one job each serve a group of weight 2 or more forever.
+    /// Caught by `weights::a_weighted_group_takes_its_weight_each_turn`.
+    WeightCountForgotten,
     /// Recording a queue's lags for a minute replaces what the minute held
     /// (an upsert that sets the count rather than adding to it), so two
     /// workers' samples keep only the last one's. Caught by
@@ -230,7 +235,7 @@ pub enum Bug {
 
 impl Bug {
     /// Every bug in the catalogue.
-    pub const ALL: [Bug; 56] = [
+    pub const ALL: [Bug; 57] = [
         Bug::UnlockedClaim,
         Bug::ClaimIgnoresPause,
         Bug::ClaimOrdersById,
@@ -285,6 +290,7 @@ impl Bug {
         Bug::GroupLimitCountedPerHandle,
         Bug::FairTurnsForgotten,
         Bug::FairTurnsPerHandle,
+        Bug::WeightCountForgotten,
         Bug::LagSamplesOverwritten,
         Bug::SamplesIgnoreTheWindow,
     ];
@@ -385,6 +391,7 @@ impl Bug {
             Bug::GroupLimitCountedPerHandle => "groups::group_limit_holds_across_handles",
             Bug::FairTurnsForgotten => "fairness::fair_claims_serve_each_group_in_turn",
             Bug::FairTurnsPerHandle => "fairness::fair_turns_bind_claims_through_another_handle",
+            Bug::WeightCountForgotten => "weights::a_weighted_group_takes_its_weight_each_turn",
             Bug::LagSamplesOverwritten => "samples::recorded_lags_add_up_per_queue_and_minute",
             Bug::SamplesIgnoreTheWindow => {
                 "samples::samples_answer_their_window_by_queue_then_minute"
@@ -410,7 +417,10 @@ pub struct BrokenStorage {
 /// A memory storage's fair-queue claim counts and groups' turns.
 type FairTurns = (
     std::collections::BTreeMap<queue_core::QueueName, u64>,
-    std::collections::BTreeMap<(queue_core::QueueName, Option<queue_core::GroupKey>), u64>,
+    std::collections::BTreeMap<
+        (queue_core::QueueName, Option<queue_core::GroupKey>),
+        queue_core::backend::FairTurn,
+    >,
 );
 
 impl BrokenStorage {

@@ -203,6 +203,17 @@ impl Storage for BrokenStorage {
                 state.turns = kept;
                 Ok(claimed)
             }
+            Bug::WeightCountForgotten => {
+                let mut state = self.inner.lock();
+                let Some(request) = state.within_limits(request, now) else {
+                    return Ok(Vec::new());
+                };
+                let claimed = state.claim_within(&request, now);
+                for turn in state.turns.values_mut() {
+                    turn.taken = 0;
+                }
+                Ok(claimed)
+            }
             Bug::FairTurnsPerHandle => {
                 let mut mine = self
                     .turns_here
@@ -764,6 +775,19 @@ impl Storage for BrokenStorage {
 
     async fn group_limits(&self) -> Result<Vec<queue_core::GroupLimit>> {
         self.inner.group_limits().await
+    }
+
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &queue_core::GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.inner.set_group_weight(queue, group, weight).await
+    }
+
+    async fn group_weights(&self) -> Result<Vec<queue_core::GroupWeight>> {
+        self.inner.group_weights().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use queue_core::{
-    Bucket, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey, GroupLimit, Job, JobId, Lease,
-    QueueConfig, QueueError, QueueLimits, QueueName, Result, ScheduleRecord, ValidFire,
+    Bucket, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey, GroupLimit, GroupWeight, Job,
+    JobId, Lease, QueueConfig, QueueError, QueueLimits, QueueName, Result, ScheduleRecord,
+    ValidFire,
 };
 
 use super::storage::after;
@@ -157,6 +158,46 @@ impl State {
                 limit: *limit,
             })
             .collect()
+    }
+
+    /// Gives `group` of `queue` its own weight, or removes it.
+    pub(crate) fn set_group_weight(
+        &mut self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        if let Some(weight) = weight {
+            GroupWeight::validate_weight(weight)?;
+        }
+        if !self.configured.contains(queue) {
+            return Err(queue_core::backend::unconfigured_queue(queue));
+        }
+        let key = (queue.clone(), group.clone());
+        match weight {
+            Some(weight) => self.group_weights.insert(key, weight),
+            None => self.group_weights.remove(&key),
+        };
+        Ok(())
+    }
+
+    /// Every group's own weight, by queue, then group.
+    pub(crate) fn group_weight_list(&self) -> Vec<GroupWeight> {
+        (self.group_weights.iter())
+            .map(|((queue, group), weight)| GroupWeight {
+                queue: queue.clone(),
+                group: group.clone(),
+                weight: *weight,
+            })
+            .collect()
+    }
+
+    /// The weight of `group` (`None`: no group key) in fair `queue`.
+    pub(crate) fn group_weight(&self, queue: &QueueName, group: Option<&GroupKey>) -> u32 {
+        group
+            .and_then(|group| self.group_weights.get(&(queue.clone(), group.clone())))
+            .copied()
+            .unwrap_or(1)
     }
 
     pub(crate) fn configs(&self) -> Vec<QueueConfig> {

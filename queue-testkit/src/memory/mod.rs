@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
+use queue_core::backend::FairTurn;
 use queue_core::time::truncate_to_micros;
 use queue_core::{
     Bucket, Clock, EnqueueOutcome, FinalStatus, GroupKey, HistoryRecord, Job, JobId, Lease,
@@ -44,15 +45,17 @@ pub(crate) struct State {
     pub(crate) configured: BTreeSet<QueueName>,
     /// Each group's own concurrency limit, by queue and group.
     pub(crate) group_limits: BTreeMap<(QueueName, GroupKey), u32>,
+    /// Each group's own weight in a fair queue, by queue and group.
+    pub(crate) group_weights: BTreeMap<(QueueName, GroupKey), u32>,
     pub(crate) fires: BTreeMap<ScheduleName, ScheduleRecord>,
     /// The worker registry: what each worker registered, and when.
     pub(crate) workers: BTreeMap<WorkerId, (WorkerInfo, DateTime<Utc>)>,
     /// What workers recorded per queue and minute (`record_samples`).
     pub(crate) samples: BTreeMap<(QueueName, DateTime<Utc>), QueueSample>,
-    /// Fair groups: each queue's claim count, and each group's turn (the
-    /// count when a job of it was last claimed; `None`: no group key).
+    /// Fair groups: each queue's claim count, and each group's turn
+    /// (`None`: no group key).
     pub(crate) claim_counts: BTreeMap<QueueName, u64>,
-    pub(crate) turns: BTreeMap<(QueueName, Option<GroupKey>), u64>,
+    pub(crate) turns: BTreeMap<(QueueName, Option<GroupKey>), FairTurn>,
 }
 
 impl MemoryStorage {

@@ -78,9 +78,10 @@ impl State {
                     .collect();
                 let turn = |group: Option<&&GroupKey>| {
                     let key = (queue.clone(), group.map(|g| (*g).clone()));
-                    self.turns.get(&key).copied().unwrap_or(0)
+                    self.turns.get(&key).copied().unwrap_or_default()
                 };
-                let order = fair_order(&keyed, turn);
+                let weight = |group: Option<&&GroupKey>| self.group_weight(queue, group.copied());
+                let order = fair_order(&keyed, turn, weight);
                 jobs = order.into_iter().map(|place| jobs[place]).collect();
             }
             heads.push(jobs.into());
@@ -160,10 +161,13 @@ impl State {
         }
         for job in &claimed {
             if self.limits.get(&job.queue).is_some_and(|l| l.fair_groups) {
+                let weight = self.group_weight(&job.queue, job.group_key.as_ref());
                 let count = self.claim_counts.entry(job.queue.clone()).or_default();
                 *count += 1;
-                self.turns
-                    .insert((job.queue.clone(), job.group_key.clone()), *count);
+                let turn = (self.turns)
+                    .entry((job.queue.clone(), job.group_key.clone()))
+                    .or_default();
+                *turn = turn.take(weight, *count);
             }
         }
         claimed

@@ -8,11 +8,11 @@ use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage,
-    JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
-    QueueError, QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry,
-    ScheduleRecord, Storage, Throughput, WorkerAges, WorkerId, WorkerInfo, WorkerRecord, minute_of,
-    validate_lease, validate_limit, validate_window,
+    GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
+    JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest,
+    QueueConfig, QueueError, QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome,
+    Result, Retry, ScheduleRecord, Storage, Throughput, WorkerAges, WorkerId, WorkerInfo,
+    WorkerRecord, minute_of, validate_lease, validate_limit, validate_window,
 };
 use serde_json::Value;
 
@@ -57,6 +57,7 @@ impl Storage for MemoryStorage {
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
+            .with(Capability::GroupWeights)
             .with(Capability::Samples)
     }
 
@@ -230,6 +231,19 @@ impl Storage for MemoryStorage {
 
     async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
         Ok(self.lock().group_limit_list())
+    }
+
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.lock().set_group_weight(queue, group, weight)
+    }
+
+    async fn group_weights(&self) -> Result<Vec<GroupWeight>> {
+        Ok(self.lock().group_weight_list())
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

@@ -29,6 +29,18 @@ pub enum Op {
         /// Lease in seconds.
         lease_secs: u64,
     },
+    /// Claims of one job each, `claims` of them in a row (as busy workers
+    /// take their next job), from queues `queues` (as in `Dequeue`), each
+    /// through the next handle: where the turns of a fair queue, and the
+    /// jobs its weighted groups take, must carry from claim to claim.
+    ClaimEach {
+        /// 1 = a, 2 = b, 3 = both.
+        queues: u8,
+        /// How many claims.
+        claims: u8,
+        /// Worker `w0` or `w1`.
+        worker: u8,
+    },
     /// Ack the lease picked by index (stale leases included).
     Ack(usize),
     /// Ack several leases in one call.
@@ -158,6 +170,10 @@ pub enum Op {
     ListWorkers(u64, u64),
     /// Enqueue one job in group `g0`, `g1` or `g2`.
     EnqueueGrouped(JobSpec, u8),
+    /// Enqueue, in one batch, `.1` jobs due now at priority 0 into a queue
+    /// (index into [`QUEUES`]), in groups `g0`, `g1`, `g2`, `g0`, ... (a
+    /// tenants' workload: what fair groups and weights order).
+    EnqueueGroups(usize, u8),
     /// Give a queue (index into [`QUEUES`]) this group concurrency and no
     /// other limit, through every handle.
     ConfigureGroups(usize, Option<u32>),
@@ -171,8 +187,14 @@ pub enum Op {
     ConfigureAging(usize, Option<u64>),
     /// Give a queue (index into [`QUEUES`]) fair groups, or take them
     /// away, and no other limit, through every handle; claims through the
-    /// handles in turn then serve its groups by their turns.
-    ConfigureFair(usize, bool),
+    /// handles in turn then serve its groups by their turns. With
+    /// `Some(w)`, on a storage that declares
+    /// [`Capability::GroupWeights`], group `g0` of the queue also gets
+    /// weight `w` (so weights meet fair queues often).
+    ConfigureFair(usize, bool, Option<u32>),
+    /// Give group `g{n}` of a queue its own weight (0 or above the most:
+    /// refused), or remove it, through every handle.
+    SetGroupWeight(usize, u8, Option<u32>),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -208,11 +230,13 @@ impl Op {
             Op::RegisterWorker(..) | Op::DeregisterWorker(_) | Op::ListWorkers(..) => {
                 Some(Capability::Workers)
             }
-            Op::EnqueueGrouped(..) | Op::ConfigureGroups(..) | Op::SetGroupLimit(..) => {
-                Some(Capability::GroupLimits)
-            }
+            Op::EnqueueGrouped(..)
+            | Op::EnqueueGroups(..)
+            | Op::ConfigureGroups(..)
+            | Op::SetGroupLimit(..) => Some(Capability::GroupLimits),
             Op::ConfigureAging(..) => Some(Capability::PriorityAging),
             Op::ConfigureFair(..) => Some(Capability::FairGroups),
+            Op::SetGroupWeight(..) => Some(Capability::GroupWeights),
             _ => None,
         }
     }
@@ -299,6 +323,7 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         2 => proptest::collection::vec(job_spec(), 0..5).prop_map(Op::EnqueueBatch),
         6 => (1u8..=3, 1u32..=4, 0u8..2, prop_oneof![Just(5u64), Just(30)])
             .prop_map(|(queues, limit, worker, lease_secs)| Op::Dequeue { queues, limit, worker, lease_secs }),
+        2 => (1u8..=3, 2u8..=5, 0u8..2).prop_map(|(queues, claims, worker)| Op::ClaimEach { queues, claims, worker }),
         4 => pick.clone().prop_map(Op::Ack),
         1 => proptest::collection::vec(pick.clone(), 0..4).prop_map(Op::AckBatch),
         3 => (pick.clone(), proptest::option::weighted(0.8, 0u64..=20)).prop_map(|(i, d)| Op::Nack(i, d)),
@@ -345,14 +370,17 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..3).prop_map(Op::DeregisterWorker),
         1 => (1u64..=40, 0u64..=60).prop_map(|(s, f)| Op::ListWorkers(s, f)),
         3 => (job_spec(), 0u8..3).prop_map(|(spec, g)| Op::EnqueueGrouped(spec, g)),
+        2 => (0..QUEUES.len(), 2u8..=7).prop_map(|(q, n)| Op::EnqueueGroups(q, n)),
         1 => (0..QUEUES.len(), proptest::option::weighted(0.8, 1u32..=2))
             .prop_map(|(q, limit)| Op::ConfigureGroups(q, limit)),
         1 => (0..QUEUES.len(), 0u8..3, proptest::option::weighted(0.7, 1u32..=2))
             .prop_map(|(q, g, limit)| Op::SetGroupLimit(q, g, limit)),
         1 => (0..QUEUES.len(), proptest::option::weighted(0.8, 1u64..=4))
             .prop_map(|(q, period)| Op::ConfigureAging(q, period)),
-        4 => (0..QUEUES.len(), proptest::bool::weighted(0.9))
-            .prop_map(|(q, fair)| Op::ConfigureFair(q, fair)),
+        4 => (0..QUEUES.len(), proptest::bool::weighted(0.9), proptest::option::weighted(0.5, 2u32..=3))
+            .prop_map(|(q, fair, weight)| Op::ConfigureFair(q, fair, weight)),
+        1 => (0..QUEUES.len(), 0u8..3, proptest::option::weighted(0.9, prop_oneof![9 => 2u32..=3, 1 => Just(0u32)]))
+            .prop_map(|(q, g, weight)| Op::SetGroupWeight(q, g, weight)),
     ]
 }
 

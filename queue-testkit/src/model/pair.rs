@@ -318,6 +318,29 @@ impl<S: Storage> Pair<S> {
                 .expect("model requests are valid");
                 self.claim(&request).await
             }
+            Op::ClaimEach {
+                queues,
+                claims,
+                worker,
+            } => {
+                let names: Vec<QueueName> = QUEUES
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| queues & (1 << i) != 0)
+                    .map(|(_, q)| QueueName::new(*q).expect("model queue names are valid"))
+                    .collect();
+                let request = DequeueRequest::new(
+                    names,
+                    1,
+                    Duration::from_secs(30),
+                    WorkerId::new(format!("w{worker}")).expect("valid worker id"),
+                )
+                .expect("model requests are valid");
+                for _ in 0..*claims {
+                    self.claim(&request).await?;
+                }
+                Ok(())
+            }
             Op::Ack(pick) => {
                 let Some(lease) = self.lease(*pick) else {
                     return Ok(());
@@ -440,6 +463,30 @@ impl<S: Storage> Pair<S> {
                     (m, b) => same("enqueue of a grouped job", m.map(|_| ()), b.map(|_| ())),
                 }
             }
+            Op::EnqueueGroups(q, n) => {
+                let spec = JobSpec {
+                    queue: *q,
+                    key: None,
+                    priority: 0,
+                    delay_secs: None,
+                    max_attempts: 3,
+                    invalid: false,
+                };
+                let jobs: Vec<NewJob> = (0..*n)
+                    .map(|i| self.next_job(&spec).group_key(format!("g{}", i % 3)))
+                    .collect();
+                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
+                let backend = kind(self.backend().enqueue_batch(jobs).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => {
+                        same("batch length", m.len(), b.len())?;
+                        m.into_iter()
+                            .zip(b)
+                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
+                    }
+                    (m, b) => same("enqueue of groups", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
             Op::ConfigureGroups(q, limit) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
                 let limits = QueueLimits {
@@ -456,7 +503,7 @@ impl<S: Storage> Pair<S> {
                 let backend = kind(self.backend().queue_configs().await);
                 same("queue_configs", model, backend)
             }
-            Op::ConfigureFair(q, fair) => {
+            Op::ConfigureFair(q, fair, weight) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
                 let limits = QueueLimits {
                     fair_groups: *fair,
@@ -467,6 +514,24 @@ impl<S: Storage> Pair<S> {
                 for handle in &self.handles {
                     let backend = kind(handle.configure_queue(&queue, &limits).await);
                     same("configure_queue (fair)", model.clone(), backend)?;
+                }
+                if let Some(weight) = weight
+                    && self
+                        .backend()
+                        .capabilities()
+                        .supports(Capability::GroupWeights)
+                {
+                    let group = GroupKey::new("g0").expect("valid group key");
+                    let model = kind(
+                        self.model
+                            .set_group_weight(&queue, &group, Some(*weight))
+                            .await,
+                    );
+                    for handle in &self.handles {
+                        let backend =
+                            kind(handle.set_group_weight(&queue, &group, Some(*weight)).await);
+                        same("set_group_weight (fair)", model.clone(), backend)?;
+                    }
                 }
                 let model = kind(self.model.queue_configs().await);
                 let backend = kind(self.backend().queue_configs().await);
@@ -499,6 +564,18 @@ impl<S: Storage> Pair<S> {
                 let model = kind(self.model.group_limits().await);
                 let backend = kind(self.backend().group_limits().await);
                 same("group_limits", model, backend)
+            }
+            Op::SetGroupWeight(q, g, weight) => {
+                let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
+                let group = GroupKey::new(format!("g{g}")).expect("valid group key");
+                let model = kind(self.model.set_group_weight(&queue, &group, *weight).await);
+                for handle in &self.handles {
+                    let backend = kind(handle.set_group_weight(&queue, &group, *weight).await);
+                    same("set_group_weight", model.clone(), backend)?;
+                }
+                let model = kind(self.model.group_weights().await);
+                let backend = kind(self.backend().group_weights().await);
+                same("group_weights", model, backend)
             }
             Op::Configure(q, concurrency, rate) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
@@ -706,6 +783,11 @@ impl<S: Storage> Pair<S> {
             let model = kind(self.model.group_limits().await);
             let backend = kind(self.backend().group_limits().await);
             same("group_limits", model, backend)?;
+        }
+        if declared.supports(Capability::GroupWeights) {
+            let model = kind(self.model.group_weights().await);
+            let backend = kind(self.backend().group_weights().await);
+            same("group_weights", model, backend)?;
         }
         if declared.supports(Capability::Workers) {
             // Ages long enough to forget nobody: the comparison changes nothing.

@@ -18,7 +18,7 @@ pub fn fair() -> QueueLimits {
 }
 
 /// The group of each of `jobs`, in order (`-` for no group).
-fn groups(jobs: &[Job]) -> Vec<String> {
+pub(crate) fn groups(jobs: &[Job]) -> Vec<String> {
     (jobs.iter())
         .map(|job| {
             job.group_key
@@ -32,7 +32,7 @@ fn groups(jobs: &[Job]) -> Vec<String> {
 impl<S: Storage> Ctx<S> {
     /// Claims one job of `queue_name` at a time, `n` times, and returns
     /// the group of each ([`groups`]).
-    async fn claim_groups_one_by_one(&self, queue_name: &str, n: usize) -> Vec<String> {
+    pub(crate) async fn claim_groups_one_by_one(&self, queue_name: &str, n: usize) -> Vec<String> {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             out.extend(groups(&self.claim(queue_name, 1).await));

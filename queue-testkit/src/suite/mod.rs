@@ -33,6 +33,7 @@ pub mod samples;
 pub mod search;
 pub mod snooze;
 pub mod trace;
+pub mod weights;
 pub mod workers;
 
 use std::future::Future;
