@@ -189,7 +189,29 @@ impl<S: Storage> Pair<S> {
         claims.sort_by_key(|(worker, _)| *worker);
         self.check_racing_claims(&claims, workers, limit)?;
         let now = self.model.current_time();
-        for (worker, jobs) in claims {
+        // Racing claims of a fair queue run one at a time under its config
+        // row's lock, in an order this test cannot see, and the turns they
+        // leave depend on it: the model applies them in the order in which
+        // claims one after the other would take what each racer got (at
+        // each step, the first racer left whose jobs the model's claim
+        // would take now), else in worker order.
+        let mut claims = claims;
+        while !claims.is_empty() {
+            let next = {
+                let state = self.model.lock();
+                (claims.iter())
+                    .position(|(worker, jobs)| {
+                        let mut got: Vec<JobId> = jobs.iter().map(|job| job.id).collect();
+                        let mut would = (state.within_limits(&request(*worker), now))
+                            .map(|narrowed| state.claimable(&narrowed, now))
+                            .unwrap_or_default();
+                        got.sort();
+                        would.sort();
+                        got == would
+                    })
+                    .unwrap_or(0)
+            };
+            let (worker, jobs) = claims.remove(next);
             let ids: Vec<_> = jobs.iter().map(|job| job.id).collect();
             let mut state = self.model.lock();
             let model = state.claim(&ids, &request(worker), now);
