@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use queue_core::backend::{corrupt, stored, stored_count, stored_millis, unconfigured_queue};
 use queue_core::{
-    Backoff, DequeueRequest, GroupKey, GroupLimit, QueueConfig, QueueLimits, QueueName, RateLimit,
-    Result,
+    Backoff, DequeueRequest, GroupKey, GroupLimit, GroupWeight, QueueConfig, QueueLimits,
+    QueueName, RateLimit, Result,
 };
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -163,6 +163,47 @@ impl PgStorage {
                         "concurrency_limit",
                         get::<i32>(row, "concurrency_limit")?,
                     )?,
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn set_group_weight_pooled(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        if let Some(weight) = weight {
+            GroupWeight::validate_weight(weight)?;
+        }
+        let row = retrying(true, || {
+            self.db().fetch_one(
+                sqlx::query(self.sql.set_group_weight.clone())
+                    .bind(queue.as_str())
+                    .bind(group.as_str())
+                    .bind(weight.map(limit_int)),
+            )
+        })
+        .await?;
+        if !get::<bool>(&row, "configured")? {
+            return Err(unconfigured_queue(queue));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn group_weights_pooled(&self) -> Result<Vec<GroupWeight>> {
+        let rows = retrying(true, || {
+            self.db()
+                .fetch_all(sqlx::query(self.sql.group_weights.clone()))
+        })
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(GroupWeight {
+                    queue: stored("queue_name", get(row, "queue_name")?, QueueName::new)?,
+                    group: stored("group_key", get(row, "group_key")?, GroupKey::new)?,
+                    weight: stored_count("weight", get::<i32>(row, "weight")?)?,
                 })
             })
             .collect()

@@ -109,6 +109,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "fair_groups",
         sql: include_str!("../migrations/0020_fair_groups.sql"),
     },
+    Migration {
+        version: 21,
+        name: "group_weights",
+        sql: include_str!("../migrations/0021_group_weights.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -10,10 +10,10 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::{LimitedQueues, PING_IDLE_AFTER};
 use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
-    Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
+    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits,
+    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
+    Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -409,7 +409,8 @@ impl Storage for PgStorage {
             .with(Capability::Samples)
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
-            .with(Capability::FairGroups);
+            .with(Capability::FairGroups)
+            .with(Capability::GroupWeights);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)
@@ -486,6 +487,19 @@ impl Storage for PgStorage {
 
     async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
         self.group_limits_pooled().await
+    }
+
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_weight_pooled(queue, group, weight).await
+    }
+
+    async fn group_weights(&self) -> Result<Vec<GroupWeight>> {
+        self.group_weights_pooled().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

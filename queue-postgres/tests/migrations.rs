@@ -643,3 +643,77 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     );
     finish(schema, pool).await;
 }
+
+/// A database of the release before group weights (migration 0021), with
+/// a fair queue whose group "a" was served at turn 5: the upgrade keeps
+/// the turn, and weights apply from the next claim, counted across
+/// claims.
+#[tokio::test]
+async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
+    use queue_core::{GroupKey, QueueLimits, QueueName, Storage};
+    use queue_postgres::PgStorage;
+    use serde_json::json;
+
+    let (schema, pool) = common::schema_at(
+        20,
+        "INSERT INTO job_queue (queue_name, payload, group_key, available_at, updated_at)
+             VALUES ('q', '\"a1\"', 'a', now() - interval '4 minutes', now()),
+                    ('q', '\"a2\"', 'a', now() - interval '3 minutes', now()),
+                    ('q', '\"a3\"', 'a', now() - interval '2 minutes', now()),
+                    ('q', '\"b1\"', 'b', now() - interval '1 minute', now());
+         INSERT INTO queue_config (queue_name, fair_groups, claim_count) VALUES ('q', TRUE, 5);
+         INSERT INTO job_group_turn (queue_name, group_key, turn) VALUES ('q', 'a', 5);",
+    )
+    .await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid");
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![21]);
+    let queue = QueueName::new("q").expect("valid");
+    let fair = QueueLimits {
+        fair_groups: true,
+        ..QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &fair)
+        .await
+        .expect("configure");
+    let claim = |n: u32| claim_of(&queue, n);
+    let first = storage.dequeue(&claim(1)).await.expect("dequeue");
+    assert_eq!(
+        payloads(&first),
+        vec![json!("b1")],
+        "a's turn, kept by the upgrade, is later"
+    );
+    storage
+        .set_group_weight(&queue, &GroupKey::new("a").expect("valid"), Some(2))
+        .await
+        .expect("set_group_weight");
+    let second = storage.dequeue(&claim(1)).await.expect("dequeue");
+    assert_eq!(payloads(&second), vec![json!("a1")]);
+    let turn: (i64, i32) = sqlx::query_as(
+        "SELECT turn, taken FROM job_group_turn WHERE queue_name = 'q' AND group_key = 'a'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("a's turn");
+    assert_eq!(
+        turn,
+        (5, 1),
+        "a keeps its turn, one job of its weight of 2 taken"
+    );
+    let third = storage.dequeue(&claim(1)).await.expect("dequeue");
+    assert_eq!(payloads(&third), vec![json!("a2")]);
+    let turn: (i64, i32) = sqlx::query_as(
+        "SELECT turn, taken FROM job_group_turn WHERE queue_name = 'q' AND group_key = 'a'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("a's turn");
+    assert_eq!(
+        turn,
+        (8, 0),
+        "the second job moved a's turn to the claim count"
+    );
+    finish(schema, pool).await;
+}

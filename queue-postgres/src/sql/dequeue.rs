@@ -287,8 +287,13 @@ pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
 /// under the lock taken in [`LOCKED`], the buckets of rate-limited queues
 /// stored less what the claim took (`queue_core::Bucket::after`) and the
 /// claim count of fair queues advanced by it, and each fair queue's
-/// groups' turns: a group's is the claim count at its last job the claim
-/// took (`queue_core::backend::fair_order`). Each claimed job comes with
+/// groups' turns (`queue_core::backend::FairTurn`): the `nth` job of a
+/// group the claim took counts towards its weight `w` from `start` (the
+/// jobs it had taken, at most `w - 1`), so it moves the group's turn to
+/// the claim count at that job when `(start + nth) % w = 0` (every job,
+/// at weight 1), and the group is left with `(start + n) % w` taken of
+/// its `n` jobs; a turn not moved stays (`GREATEST`: a moved one is above
+/// every stored one). Each claimed job comes with
 /// `claim_rank`, its place in the claim's order (`picked`'s merge), by
 /// which the caller puts the rows in order.
 pub(super) const CHARGE: &str = ",
@@ -307,16 +312,27 @@ charged AS (
     WHERE c.queue_name = b.queue_name AND (b.tokens IS NOT NULL OR b.fair_groups)
 ),
 turned AS (
-    INSERT INTO {s}.job_group_turn (queue_name, group_key, turn)
-    SELECT f.queue_name, f.group_key, max(f.turn)
+    INSERT INTO {s}.job_group_turn AS g (queue_name, group_key, turn, taken)
+    SELECT f.queue_name, f.group_key,
+           COALESCE(max(f.turn) FILTER (WHERE (f.start + f.nth) % f.weight = 0), 0),
+           (max(f.start) + count(*)) % max(f.weight)
     FROM (SELECT k.queue_name, COALESCE(k.group_key, '') AS group_key,
                  b.claim_count + row_number() OVER (PARTITION BY k.queue_name ORDER BY p.rank)
-                     AS turn
+                     AS turn,
+                 row_number() OVER (PARTITION BY k.queue_name, COALESCE(k.group_key, '')
+                                    ORDER BY p.rank) AS nth,
+                 COALESCE(w.weight, 1) AS weight,
+                 LEAST(COALESCE(t.taken, 0), COALESCE(w.weight, 1) - 1) AS start
           FROM claimed k
           JOIN picked p ON p.id = k.id
-          JOIN buckets b ON b.queue_name = k.queue_name AND b.fair_groups) f
+          JOIN buckets b ON b.queue_name = k.queue_name AND b.fair_groups
+          LEFT JOIN {s}.job_group_turn t
+                 ON t.queue_name = k.queue_name AND t.group_key = COALESCE(k.group_key, '')
+          LEFT JOIN {s}.queue_group_weight w
+                 ON w.queue_name = k.queue_name AND w.group_key = k.group_key) f
     GROUP BY f.queue_name, f.group_key
-    ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = EXCLUDED.turn
+    ON CONFLICT (queue_name, group_key) DO UPDATE
+        SET turn = GREATEST(g.turn, EXCLUDED.turn), taken = EXCLUDED.taken
 )
 SELECT k.*, row_number() OVER (ORDER BY p.merge_rank, p.rank) AS claim_rank
 FROM claimed k JOIN picked p ON p.id = k.id";

@@ -98,6 +98,31 @@ removed AS (
 SELECT EXISTS (SELECT 1 FROM queue) AS configured,
        (SELECT count(pg_notify('{chan}', queue_name)) FROM queue) AS notified";
 
+/// Gives group $2 of queue $1 its own weight $3 if the queue has a config
+/// row, or removes the group's weight when $3 is NULL, under the config
+/// row's lock (which fair claims of the queue hold). One row,
+/// `configured`: whether the queue has a config row (nothing is written
+/// when it has not).
+pub(super) const SET_GROUP_WEIGHT: &str = "
+WITH queue AS (SELECT queue_name FROM {s}.queue_config WHERE queue_name = $1 FOR UPDATE),
+written AS (
+    INSERT INTO {s}.queue_group_weight (queue_name, group_key, weight)
+    SELECT queue_name, $2, $3::int FROM queue WHERE $3::int IS NOT NULL
+    ON CONFLICT (queue_name, group_key) DO UPDATE SET weight = EXCLUDED.weight
+    RETURNING queue_name
+),
+removed AS (
+    DELETE FROM {s}.queue_group_weight g USING queue q
+    WHERE $3::int IS NULL AND g.queue_name = q.queue_name AND g.group_key = $2
+    RETURNING g.queue_name
+)
+SELECT EXISTS (SELECT 1 FROM queue) AS configured";
+
+/// Every group's own weight, by queue, then group (byte order).
+pub(super) const GROUP_WEIGHTS: &str = "
+SELECT queue_name, group_key, weight FROM {s}.queue_group_weight
+ORDER BY queue_name COLLATE \"C\", group_key COLLATE \"C\"";
+
 /// Every group's own limit, by queue, then group (byte order, as
 /// `QueueName` and `GroupKey` sort).
 pub(super) const GROUP_LIMITS: &str = "
