@@ -195,7 +195,6 @@ impl<S: Storage> Pair<S> {
         // claims one after the other would take what each racer got (at
         // each step, the first racer left whose jobs the model's claim
         // would take now), else in worker order.
-        let mut claims = claims;
         while !claims.is_empty() {
             let next = {
                 let state = self.model.lock();
