@@ -220,7 +220,26 @@ pub(crate) enum Command {
         #[arg(long, conflicts_with = "limit")]
         clear: bool,
     },
-    /// Every group's own limit, by queue, then group.
+    /// Give one group of a fair queue its own weight: each time its turn
+    /// comes, it takes this many jobs in a row (1 without one); lift it
+    /// with `--clear`. The queue must be configured or paused first.
+    GroupWeight {
+        /// The queue.
+        queue: String,
+        /// The group key.
+        group: String,
+        /// How many of the group's jobs a turn takes, 1 to 1000.
+        #[arg(
+            required_unless_present = "clear",
+            allow_negative_numbers = true,
+            value_parser = clap::value_parser!(u32).range(1..=i64::from(queue::MAX_GROUP_WEIGHT))
+        )]
+        weight: Option<u32>,
+        /// Lift the group's own weight (weight 1 again).
+        #[arg(long, conflicts_with = "weight")]
+        clear: bool,
+    },
+    /// Every group's own limit and weight, by queue, then group.
     Groups,
     /// Every queue that is paused or has limits, with its settings.
     Queues,

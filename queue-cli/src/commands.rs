@@ -4,8 +4,8 @@ use std::io::Read;
 use std::time::Duration;
 
 use queue::{
-    AnyStorage, GroupKey, HistoryFilter, HistoryPage, JobFilter, JobId, JobPage, JobState,
-    MAX_BATCH, NewJob, PayloadMatch, PruneRequest, QueueName, Storage,
+    AnyStorage, Capability, GroupKey, HistoryFilter, HistoryPage, JobFilter, JobId, JobPage,
+    JobState, MAX_BATCH, NewJob, PayloadMatch, PruneRequest, QueueName, Storage,
 };
 use serde_json::{Value, json};
 
@@ -240,12 +240,33 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 None => done(json, "lifted", format!("{queue}/{group}"))?,
             }
         }
+        Command::GroupWeight {
+            queue,
+            group,
+            weight,
+            clear,
+        } => {
+            let name = QueueName::new(queue.clone())?;
+            let key = GroupKey::new(group.clone())?;
+            let weight = if clear { None } else { weight };
+            storage.set_group_weight(&name, &key, weight).await?;
+            match weight {
+                Some(_) => done(json, "weighted", format!("{queue}/{group}"))?,
+                None => done(json, "lifted", format!("{queue}/{group}"))?,
+            }
+        }
         Command::Groups => {
             let limits = storage.group_limits().await?;
-            if json {
-                output::json(&limits)?;
+            let weights = if storage.capabilities().supports(Capability::GroupWeights) {
+                storage.group_weights().await?
             } else {
-                flow::print_group_limits(&limits);
+                Vec::new()
+            };
+            let groups = flow::group_settings(&limits, &weights);
+            if json {
+                output::json(&groups)?;
+            } else {
+                flow::print_group_settings(&groups);
             }
         }
         Command::Queues => {

@@ -1,9 +1,15 @@
-//! `config`, `queues` and `schedules`: a queue's limits and the periodic
-//! schedules, as the command line sets and shows them.
+//! `config`, `queues`, `groups` and `schedules`: a queue's limits, its
+//! groups' own settings and the periodic schedules, as the command line
+//! sets and shows them.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use queue::{Backoff, GroupLimit, QueueConfig, QueueLimits, RateLimit, ScheduleRecord};
+use queue::{
+    Backoff, GroupKey, GroupLimit, GroupWeight, QueueConfig, QueueLimits, QueueName, RateLimit,
+    ScheduleRecord,
+};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::CliError;
@@ -69,14 +75,60 @@ pub(crate) fn config_json(config: &QueueConfig) -> Value {
     })
 }
 
-/// Every group's own limit, one line each: `queue/group: limit N`.
-pub(crate) fn print_group_limits(limits: &[GroupLimit]) {
-    if limits.is_empty() {
-        println!("no group has its own limit");
+/// One group's own settings, as `groups` lists them.
+#[derive(Debug, Serialize)]
+pub(crate) struct GroupSettings {
+    queue: QueueName,
+    group: GroupKey,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight: Option<u32>,
+}
+
+/// Every group's own limit and weight together, by queue, then group.
+pub(crate) fn group_settings(limits: &[GroupLimit], weights: &[GroupWeight]) -> Vec<GroupSettings> {
+    // Each group's limit and weight.
+    type Settings = (Option<u32>, Option<u32>);
+    let mut groups: BTreeMap<(&QueueName, &GroupKey), Settings> = BTreeMap::new();
+    for limit in limits {
+        groups.entry((&limit.queue, &limit.group)).or_default().0 = Some(limit.limit);
+    }
+    for weight in weights {
+        groups.entry((&weight.queue, &weight.group)).or_default().1 = Some(weight.weight);
+    }
+    groups
+        .into_iter()
+        .map(|((queue, group), (limit, weight))| GroupSettings {
+            queue: queue.clone(),
+            group: group.clone(),
+            limit,
+            weight,
+        })
+        .collect()
+}
+
+/// Every group's own settings, one line each: `queue/group: limit N,
+/// weight W`.
+pub(crate) fn print_group_settings(groups: &[GroupSettings]) {
+    if groups.is_empty() {
+        println!("no group has its own limit or weight");
         return;
     }
-    for limit in limits {
-        println!("{}/{}: limit {}", limit.queue, limit.group, limit.limit);
+    for settings in groups {
+        let mut parts = Vec::new();
+        if let Some(limit) = settings.limit {
+            parts.push(format!("limit {limit}"));
+        }
+        if let Some(weight) = settings.weight {
+            parts.push(format!("weight {weight}"));
+        }
+        println!(
+            "{}/{}: {}",
+            settings.queue,
+            settings.group,
+            parts.join(", ")
+        );
     }
 }
 

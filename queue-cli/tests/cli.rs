@@ -787,7 +787,7 @@ fn group_limit_sets_lists_and_lifts_one_groups_limit() {
     );
     assert_eq!(
         ok(&url, None, &["groups"], None).trim(),
-        "no group has its own limit"
+        "no group has its own limit or weight"
     );
     let id = ok(
         &url,
@@ -916,4 +916,88 @@ fn config_sets_a_priority_aging_period() {
     ok(&url, None, &["config", "reports"], None);
     let cleared = ok(&url, None, &["queues"], None);
     assert_eq!(cleared.trim(), "no queue is paused or limited");
+}
+
+/// `group-weight` gives one group of a fair queue its own weight, which
+/// orders the claims and `groups` lists beside the group's limit (and as
+/// JSON); `--clear` lifts it; a weight of 0, above 1000 or negative, and
+/// a queue without a config row are refused in one line with nothing
+/// written.
+#[tokio::test]
+async fn group_weight_sets_lists_and_lifts_one_groups_weight() {
+    let path = format!("{}/group-weight.db", env!("CARGO_TARGET_TMPDIR"));
+    let _ = std::fs::remove_file(&path);
+    let url = format!("sqlite://{path}?mode=rwc");
+    ok(&url, None, &["migrate"], None);
+    let unconfigured = fails(&url, None, &["group-weight", "imports", "big", "3"], 1);
+    assert!(unconfigured.contains("queue_config"), "{unconfigured}");
+    ok(&url, None, &["config", "imports", "--fair-groups"], None);
+    ok(&url, None, &["group-weight", "imports", "big", "3"], None);
+    ok(&url, None, &["group-limit", "imports", "big", "5"], None);
+    ok(&url, None, &["group-weight", "imports", "small", "1"], None);
+    for (weight, exit) in [("0", 2), ("1001", 2), ("-1", 2)] {
+        let refused = fails(
+            &url,
+            None,
+            &["group-weight", "imports", "big", weight],
+            exit,
+        );
+        assert_eq!(refused.trim().lines().count(), 1, "{refused}");
+        assert!(
+            refused.contains("weight") || refused.contains("WEIGHT"),
+            "{refused}"
+        );
+    }
+    let listed = ok(&url, None, &["groups"], None);
+    assert_eq!(
+        listed.trim(),
+        "imports/big: limit 5, weight 3\nimports/small: weight 1",
+        "{listed}"
+    );
+    let json = json_of(&ok(&url, None, &["groups", "--json"], None));
+    assert_eq!(
+        json,
+        json!([
+            { "queue": "imports", "group": "big", "limit": 5, "weight": 3 },
+            { "queue": "imports", "group": "small", "weight": 1 }
+        ])
+    );
+    // Three of big's jobs for one of small's.
+    for group in ["big", "big", "big", "big", "small", "small"] {
+        ok(
+            &url,
+            None,
+            &["enqueue", "imports", "{}", "--group", group],
+            None,
+        );
+    }
+    let storage = queue::connect(&url).await.expect("connect");
+    let request = queue::DequeueRequest::new(
+        vec![QueueName::new("imports").expect("name")],
+        5,
+        std::time::Duration::from_secs(30),
+        queue::WorkerId::new("cli-test").expect("worker id"),
+    )
+    .expect("request");
+    let claimed = storage.dequeue(&request).await.expect("dequeue");
+    let groups: Vec<&str> = (claimed.iter())
+        .map(|job| job.group_key.as_ref().expect("a group").as_str())
+        .collect();
+    assert_eq!(groups, ["big", "big", "big", "small", "big"]);
+    ok(
+        &url,
+        None,
+        &["group-weight", "imports", "big", "--clear"],
+        None,
+    );
+    ok(
+        &url,
+        None,
+        &["group-weight", "imports", "small", "--clear"],
+        None,
+    );
+    assert_eq!(
+        ok(&url, None, &["groups"], None).trim(),
+        "imports/big: limit 5"
+    );
 }

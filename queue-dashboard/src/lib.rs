@@ -188,7 +188,11 @@ pub fn router<S: Storage>(
         .route("/jobs/{id}/discard", post(actions::discard::<S>))
         .route("/jobs/{id}/cancel", post(actions::cancel::<S>))
         .route("/queues/limits", post(actions::limits::<S>))
-        .route(groups::PATH, post(groups::set::<S>))
+        .route(groups::Setting::Limit.path(), post(groups::set_limit::<S>))
+        .route(
+            groups::Setting::Weight.path(),
+            post(groups::set_weight::<S>),
+        )
         .route("/queues/pause", post(actions::pause::<S>))
         .route("/queues/resume", post(actions::resume::<S>))
         .route("/workers", get(workers::list::<S>))

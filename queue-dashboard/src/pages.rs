@@ -26,8 +26,17 @@ pub(crate) async fn overview<S: Storage>(
     } else {
         Vec::new()
     };
-    let group_limits = if state.offers(Capability::GroupLimits) {
-        state.storage.group_limits().await?
+    let group_limits: Vec<_> = if state.offers(Capability::GroupLimits) {
+        (state.storage.group_limits().await?.into_iter())
+            .map(|l| (l.queue, l.group, l.limit))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let group_weights: Vec<_> = if state.offers(Capability::GroupWeights) {
+        (state.storage.group_weights().await?.into_iter())
+            .map(|w| (w.queue, w.group, w.weight))
+            .collect()
     } else {
         Vec::new()
     };
@@ -119,7 +128,10 @@ pub(crate) async fn overview<S: Storage>(
             }
         }
         @if state.offers(Capability::GroupLimits) {
-            (groups::section(&state, &group_limits))
+            (groups::section(&state, groups::Setting::Limit, &group_limits))
+        }
+        @if state.offers(Capability::GroupWeights) {
+            (groups::section(&state, groups::Setting::Weight, &group_weights))
         }
     };
     Ok(page(&state, "Overview", body))

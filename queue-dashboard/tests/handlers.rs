@@ -1837,3 +1837,72 @@ async fn the_charts_page_draws_throughput_lags_and_depths() {
         refused.body
     );
 }
+
+/// The overview lists every group's own weight, sets one and lifts it;
+/// bad input (a weight of 0, above 1000 or not a number, an empty group,
+/// a queue without limits) is refused and writes nothing.
+#[tokio::test]
+async fn group_weights_are_set_listed_and_lifted_from_the_overview() {
+    let (storage, _, _) = storage().await;
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    let page = send(&app, get("/")).await;
+    assert!(
+        page.body.contains("No group has its own weight."),
+        "{}",
+        page.body
+    );
+    let token = csrf(&page.body);
+    let reply = send(
+        &app,
+        post(
+            "/queues/limits",
+            &format!("csrf={token}&queue=emails&concurrency=3"),
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let set = |form: &str| post("/queues/group-weight", &format!("csrf={token}&{form}"));
+    for bad in [
+        "queue=emails&group=big&weight=0",
+        "queue=emails&group=big&weight=1001",
+        "queue=emails&group=big&weight=-2",
+        "queue=emails&group=&weight=3",
+    ] {
+        let reply = send(&app, set(bad)).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}: {}",
+            reply.body
+        );
+    }
+    let unconfigured = send(&app, set("queue=other&group=big&weight=3")).await;
+    assert_eq!(
+        unconfigured.status,
+        StatusCode::NOT_FOUND,
+        "{}",
+        unconfigured.body
+    );
+    assert!(storage.group_weights().await.expect("weights").is_empty());
+    let reply = send(&app, set("queue=emails&group=big&weight=4")).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    let weights = storage.group_weights().await.expect("weights");
+    assert_eq!(
+        weights
+            .iter()
+            .map(|w| (w.queue.as_str(), w.group.as_str(), w.weight))
+            .collect::<Vec<_>>(),
+        vec![("emails", "big", 4)]
+    );
+    let page = send(&app, get("/")).await;
+    assert!(page.body.contains("Group weights"), "{}", page.body);
+    assert!(
+        page.body.contains("<td>big</td><td>4</td>"),
+        "{}",
+        page.body
+    );
+    // The row's Lift button posts no weight.
+    let reply = send(&app, set("queue=emails&group=big")).await;
+    assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
+    assert!(storage.group_weights().await.expect("weights").is_empty());
+}
