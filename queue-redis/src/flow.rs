@@ -1,12 +1,15 @@
-//! Flow control: `configure_queue` and `queue_configs`, and the groups'
+//! Flow control: `configure_queue` and `queue_configs`, the groups'
 //! own limits (`set_group_limit`, `group_limits`, in `P:group_limits`;
 //! the claim keeps each group within its slots: `group_slots` and
-//! `pick_ready` in `scripts/common.lua`). The limits live in
-//! the queue's `P:config` hash, beside its `P:paused` flag; the claim
-//! enforces them inside the dequeue script itself (`allowance` and
-//! `take_tokens` in `scripts/common.lua`: the queue's held leases are its
-//! `P:leased` set, the bucket two fields of the hash), so a claim and the
-//! limits it obeys are one atomic step on the queue's slot. A queue
+//! `pick_ready` in `scripts/common.lua`), and their own weights in fair
+//! queues (`set_group_weight`, `group_weights`, in `P:group_weights`;
+//! the fair pick reads them: `pick_fair` in `scripts/fair.lua`). The
+//! limits live in the queue's `P:config` hash, beside its `P:paused`
+//! flag; the claim enforces them inside the dequeue script itself
+//! (`allowance` and `take_tokens` in `scripts/common.lua`: the queue's
+//! held leases are its `P:leased` set, the bucket two fields of the
+//! hash), so a claim and the limits it obeys are one atomic step on the
+//! queue's slot. A queue
 //! without limits costs that script one `HMGET` of a missing key.
 
 use std::time::Duration;
@@ -14,9 +17,10 @@ use std::time::Duration;
 use futures_util::future::try_join_all;
 use queue_core::backend::{corrupt, stored, unconfigured_queue};
 use queue_core::{
-    Backoff, GroupKey, GroupLimit, QueueConfig, QueueError, QueueLimits, QueueName, RateLimit,
-    Result,
+    Backoff, GroupKey, GroupLimit, GroupWeight, QueueConfig, QueueError, QueueLimits, QueueName,
+    RateLimit, Result,
 };
+use redis::Script;
 
 use crate::rows::integer;
 use crate::{RedisStorage, scripts};
@@ -126,29 +130,88 @@ impl RedisStorage {
     }
 
     pub(crate) async fn group_limits_scripted(&self) -> Result<Vec<GroupLimit>> {
+        let rows = self.group_settings(&scripts::GROUP_LIMITS, "limit").await?;
+        let mut all: Vec<GroupLimit> = (rows.into_iter())
+            .map(|(queue, group, limit)| GroupLimit {
+                queue,
+                group,
+                limit,
+            })
+            .collect();
+        all.sort();
+        Ok(all)
+    }
+
+    /// Stores one group's own weight in `P:group_weights` (read by the
+    /// fair pick, `pick_fair` in `scripts/fair.lua`), or removes it.
+    pub(crate) async fn set_group_weight_scripted(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        if let Some(weight) = weight {
+            GroupWeight::validate_weight(weight)?;
+        }
+        let args = [
+            self.now_arg(),
+            group.as_str().to_owned(),
+            weight.map(|w| w.to_string()).unwrap_or_default(),
+        ];
+        let set: i64 = self
+            .invoke(
+                &scripts::SET_GROUP_WEIGHT,
+                &self.keys.queue(queue.as_str()),
+                &args,
+            )
+            .await?;
+        if set == 0 {
+            return Err(unconfigured_queue(queue));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn group_weights_scripted(&self) -> Result<Vec<GroupWeight>> {
+        let rows = self
+            .group_settings(&scripts::GROUP_WEIGHTS, "weight")
+            .await?;
+        let mut all: Vec<GroupWeight> = (rows.into_iter())
+            .map(|(queue, group, weight)| GroupWeight {
+                queue,
+                group,
+                weight,
+            })
+            .collect();
+        all.sort();
+        Ok(all)
+    }
+
+    /// Every group's own setting that `script` lists per queue (`{group
+    /// key, value, ...}`, a hash of the queue's slot), read from every
+    /// registered queue: its queue, group and value (named `name`).
+    async fn group_settings(
+        &self,
+        script: &Script,
+        name: &str,
+    ) -> Result<Vec<(QueueName, GroupKey, u32)>> {
         let queues = self.all_queues().await?;
         let calls = queues.iter().map(|queue| async move {
-            self.invoke::<Vec<String>>(
-                &scripts::GROUP_LIMITS,
-                &self.keys.queue(queue.as_str()),
-                &[],
-            )
-            .await
+            self.invoke::<Vec<String>>(script, &self.keys.queue(queue.as_str()), &[])
+                .await
         });
         let answers = try_join_all(calls).await?;
         let mut all = Vec::new();
         for (queue, answer) in queues.into_iter().zip(answers) {
             for pair in answer.chunks_exact(2) {
-                let limit = u32::try_from(integer("limit", &pair[1])?)
-                    .map_err(|_| corrupt("limit", &pair[1]))?;
-                all.push(GroupLimit {
-                    queue: queue.clone(),
-                    group: stored("group_key", pair[0].clone(), GroupKey::new)?,
-                    limit,
-                });
+                let value =
+                    u32::try_from(integer(name, &pair[1])?).map_err(|_| corrupt(name, &pair[1]))?;
+                all.push((
+                    queue.clone(),
+                    stored("group_key", pair[0].clone(), GroupKey::new)?,
+                    value,
+                ));
             }
         }
-        all.sort();
         Ok(all)
     }
 }

@@ -4,7 +4,7 @@
 //! with `scripts/common.lua`, their shared helpers, and those that claim
 //! or configure with `scripts/fair.lua`, the fair pick (`with`: the other
 //! scripts leave it out, since Lua builds every function of a script at
-//! each call).
+//! each call), as do the two of the groups' weights, whose key it names.
 
 use std::sync::LazyLock;
 
@@ -105,6 +105,18 @@ queue_script!(
     GROUP_LIMITS,
     "group_limits.lua",
     "Every group of one queue with its own limit."
+);
+queue_script!(
+    SET_GROUP_WEIGHT,
+    "set_group_weight.lua",
+    "Gives one group of a queue its own weight in fair claims, or removes it.",
+    with "fair.lua"
+);
+queue_script!(
+    GROUP_WEIGHTS,
+    "group_weights.lua",
+    "Every group of one queue with its own weight.",
+    with "fair.lua"
 );
 queue_script!(
     SCHEDULES,

@@ -10,10 +10,10 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::stored_instant;
 use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
-    GroupLimit, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId, JobPage, Lease,
-    NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits, QueueName,
-    QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage, Throughput,
-    Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
+    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits,
+    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
+    Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value as Json;
 
@@ -136,6 +136,7 @@ impl Storage for RedisStorage {
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
+            .with(Capability::GroupWeights)
             .with(Capability::Samples)
     }
 
@@ -209,6 +210,19 @@ impl Storage for RedisStorage {
 
     async fn group_limits(&self) -> Result<Vec<GroupLimit>> {
         self.group_limits_scripted().await
+    }
+
+    async fn set_group_weight(
+        &self,
+        queue: &QueueName,
+        group: &GroupKey,
+        weight: Option<u32>,
+    ) -> Result<()> {
+        self.set_group_weight_scripted(queue, group, weight).await
+    }
+
+    async fn group_weights(&self) -> Result<Vec<GroupWeight>> {
+        self.group_weights_scripted().await
     }
 
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {

@@ -1,6 +1,7 @@
 //! Connecting and bad input: unreachable servers, wrong passwords, servers
 //! without scripting, clusters without slots, payloads over the limit,
-//! namespaces and wake-ups.
+//! namespaces and wake-ups; stored forms (older samples, a fair queue's
+//! weighted turns).
 
 mod common;
 #[path = "common/server.rs"]
@@ -359,5 +360,94 @@ async fn samples_kept_a_field_per_bucket_read_beside_the_newer_form() {
     ];
     expected.sort();
     assert_eq!(buckets, expected);
+    common::purge(false, namespace).await;
+}
+
+/// A fair queue's turns as `P:turns` keeps them: `<at>` (the form before
+/// weights, still read as nothing taken) or `<at>:<taken>` while a group
+/// of weight w has taken fewer than w jobs since its turn last moved; a
+/// moved turn is the queue's claim count (`P:claims`) at the job that
+/// moved it.
+#[tokio::test]
+async fn weighted_turns_are_stored_as_at_and_taken() {
+    let namespace = common::fresh_namespace();
+    let storage = common::standalone_in(&namespace).await;
+    let queue = QueueName::new("q").expect("name");
+    let limits = queue_core::QueueLimits {
+        fair_groups: true,
+        ..queue_core::QueueLimits::default()
+    };
+    storage
+        .configure_queue(&queue, &limits)
+        .await
+        .expect("fair");
+    for (group, weight) in [("a", 3), ("b", 2)] {
+        let group = queue_core::GroupKey::new(group).expect("group");
+        (storage.set_group_weight(&queue, &group, Some(weight)))
+            .await
+            .expect("weight");
+    }
+    // "a" has taken 2 of its 3 at turn 3, "b" nothing at turn 3.
+    let turns = format!("{namespace}:{{q}}:turns");
+    let claims = format!("{namespace}:{{q}}:claims");
+    let mut conn = common::raw_connection().await;
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg(&turns)
+        .arg("a")
+        .arg("3:2")
+        .arg("b")
+        .arg("3")
+        .ignore()
+        .cmd("SET")
+        .arg(&claims)
+        .arg(10)
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .expect("planted turns");
+    for group in ["a", "a", "b", "b", "b"] {
+        (storage.enqueue(NewJob::new("q", json!({})).group_key(group)))
+            .await
+            .expect("enqueue");
+    }
+    let request = queue_core::DequeueRequest::new(
+        vec![queue.clone()],
+        1,
+        Duration::from_secs(30),
+        queue_core::WorkerId::new("w").expect("worker"),
+    )
+    .expect("request");
+    let mut served = Vec::new();
+    let mut stored = Vec::new();
+    for _ in 0..4 {
+        let jobs = storage.dequeue(&request).await.expect("dequeue");
+        served.extend(jobs.into_iter().filter_map(|job| job.group_key));
+        let mut hash: Vec<(String, String)> = redis::cmd("HGETALL")
+            .arg(&turns)
+            .query_async(&mut conn)
+            .await
+            .expect("turns");
+        hash.sort();
+        stored.push(hash);
+    }
+    let served: Vec<&str> = served.iter().map(|g| g.as_str()).collect();
+    assert_eq!(served, ["a", "b", "b", "a"]);
+    let pair = |a: &str, b: &str| {
+        vec![
+            ("a".to_owned(), a.to_owned()),
+            ("b".to_owned(), b.to_owned()),
+        ]
+    };
+    assert_eq!(
+        stored,
+        [
+            pair("11", "3"),
+            pair("11", "3:1"),
+            pair("11", "13"),
+            pair("11:1", "13")
+        ],
+        "a's third job moves its turn to claim 11; b's second, to claim 13"
+    );
     common::purge(false, namespace).await;
 }

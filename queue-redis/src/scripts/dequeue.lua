@@ -35,9 +35,9 @@ end
 local until_at = fmt(now + tonumber(ARGV[3]))
 local worker = ARGV[4]
 local fair = is_fair()
-local picked
+local picked, stored
 if fair then
-  picked = pick_fair(n, group_slots(), now)
+  picked, stored = pick_fair(n, group_slots(), now)
 else
   picked = pick_ready(n, group_slots(), now)
 end
@@ -90,5 +90,5 @@ bulk('ZADD', LEASED, leased)
 bulk('ZREM', IDS_READY, taken)
 bulk('ZADD', IDS_LEASED, ids)
 take_tokens(bucket, #out - 1)
-advance_turns(groups)
+advance_turns(groups, stored)
 return out

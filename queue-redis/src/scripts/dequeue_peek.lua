@@ -21,6 +21,8 @@ if n <= 0 then
   return {}
 end
 if is_fair() then
-  return pick_fair(n, group_slots(), now)
+  -- The jobs alone (the turns it read are the claim's).
+  local picked = pick_fair(n, group_slots(), now)
+  return picked
 end
 return pick_ready(n, group_slots(), now)

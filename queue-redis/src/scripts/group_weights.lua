@@ -1,0 +1,3 @@
+-- Group weights: every group of one queue with its own weight.
+-- ARGV: none used. Returns {group key, weight, ...}.
+return redis.call('HGETALL', WEIGHTS)
