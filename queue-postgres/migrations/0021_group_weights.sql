@@ -19,6 +19,27 @@ CREATE TABLE queue_group_weight (
 -- with the turn (queue-postgres/src/sql/dequeue.rs, CHARGE's turned).
 ALTER TABLE job_group_turn ADD COLUMN taken integer NOT NULL DEFAULT 0;
 
+-- A group's jobs taken towards its weight and its weight, read afresh:
+-- the limited claim's CHARGE (queue-postgres/src/sql/dequeue.rs, turned)
+-- calls it for each group it served, after it took the config row's lock.
+-- A query of that statement would read the statement's snapshot, taken
+-- before the lock was granted, and miss what the claim that held the lock
+-- wrote; a VOLATILE function's query takes its own snapshot (as
+-- queue_held_leases, migration 0006). PL/pgSQL: never inlined.
+CREATE FUNCTION queue_fair_state(p_queue text, p_group text)
+RETURNS TABLE (state_taken integer, state_weight integer)
+LANGUAGE plpgsql VOLATILE ROWS 1
+SET search_path FROM CURRENT
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT COALESCE((SELECT t.taken FROM job_group_turn t
+                      WHERE t.queue_name = p_queue AND t.group_key = p_group), 0),
+           COALESCE((SELECT w.weight FROM queue_group_weight w
+                      WHERE w.queue_name = p_queue AND w.group_key = p_group), 1);
+END
+$$;
+
 -- queue_pick_fair (migration 0020) with weights: each group's turn, its
 -- jobs taken and its weight are read with its head; a take counts
 -- towards the weight, and the group's turn moves behind every other only

@@ -85,6 +85,7 @@ async fn migrations_apply_to_an_empty_schema() {
             "job_throughput",
             "queue_config",
             "queue_group_limit",
+            "queue_group_weight",
             "queue_schedule",
             "queue_schema_migrations",
             "queue_worker"
@@ -393,7 +394,7 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     // 0020 (fair groups) come with it, and change none of this.
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![16, 17, 18, 19, 20]
+        vec![16, 17, 18, 19, 20, 21]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -487,7 +488,7 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
         .expect("valid");
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![17, 18, 19, 20]
+        vec![17, 18, 19, 20, 21]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -582,7 +583,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![20]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![20, 21]);
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
     // The previous release's pick, as its workers call it: plain order.

@@ -161,6 +161,7 @@ macro_rules! for_each_case {
             weights::a_changed_weight_applies_from_the_next_job [FlowLimits, GroupLimits, FairGroups, GroupWeights],
             weights::group_weights_read_back_and_refuse_bad_input [FlowLimits, FairGroups, GroupWeights],
             weights::group_weights_bind_claims_through_another_handle [FlowLimits, GroupLimits, FairGroups, GroupWeights] @2,
+            weights::racing_claims_give_each_group_its_weight [FlowLimits, GroupLimits, FairGroups, GroupWeights] @2,
             handles::unique_key_holds_across_handles @2,
             handles::a_lease_taken_by_one_handle_is_acked_by_another @2,
             handles::concurrency_limit_holds_across_handles [FlowLimits] @2,

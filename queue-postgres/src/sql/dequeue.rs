@@ -293,7 +293,9 @@ pub(super) const LIMITS_MANY: &str = "limits AS MATERIALIZED (
 /// the claim count at that job when `(start + nth) % w = 0` (every job,
 /// at weight 1), and the group is left with `(start + n) % w` taken of
 /// its `n` jobs; a turn not moved stays (`GREATEST`: a moved one is above
-/// every stored one). Each claimed job comes with
+/// every stored one). `start` and `w` come from `queue_fair_state`
+/// (migration 0021), whose own snapshot sees what the claim that held the
+/// lock before this one wrote. Each claimed job comes with
 /// `claim_rank`, its place in the claim's order (`picked`'s merge), by
 /// which the caller puts the rows in order.
 pub(super) const CHARGE: &str = ",
@@ -321,15 +323,12 @@ turned AS (
                      AS turn,
                  row_number() OVER (PARTITION BY k.queue_name, COALESCE(k.group_key, '')
                                     ORDER BY p.rank) AS nth,
-                 COALESCE(w.weight, 1) AS weight,
-                 LEAST(COALESCE(t.taken, 0), COALESCE(w.weight, 1) - 1) AS start
+                 w.state_weight AS weight,
+                 LEAST(w.state_taken, w.state_weight - 1) AS start
           FROM claimed k
           JOIN picked p ON p.id = k.id
           JOIN buckets b ON b.queue_name = k.queue_name AND b.fair_groups
-          LEFT JOIN {s}.job_group_turn t
-                 ON t.queue_name = k.queue_name AND t.group_key = COALESCE(k.group_key, '')
-          LEFT JOIN {s}.queue_group_weight w
-                 ON w.queue_name = k.queue_name AND w.group_key = k.group_key) f
+          CROSS JOIN LATERAL {s}.queue_fair_state(k.queue_name, COALESCE(k.group_key, '')) w) f
     GROUP BY f.queue_name, f.group_key
     ON CONFLICT (queue_name, group_key) DO UPDATE
         SET turn = GREATEST(g.turn, EXCLUDED.turn), taken = EXCLUDED.taken

@@ -3,7 +3,9 @@
 //! `w` jobs in a row each time its turn comes, counted across claims and
 //! handles.
 
-use queue_core::{GroupWeight, MAX_GROUP_WEIGHT, QueueError, Storage};
+use std::collections::HashMap;
+
+use queue_core::{GroupWeight, Job, MAX_GROUP_WEIGHT, QueueError, Storage};
 
 use super::fairness::{fair, groups};
 use super::groups::group;
@@ -135,4 +137,52 @@ pub async fn group_weights_read_back_and_refuse_bad_input<S: Storage>(ctx: Ctx<S
         expected,
         "nothing written"
     );
+}
+
+/// Racing claims of one job each through two handles, as busy hosts: the
+/// claims of a fair queue run one at a time, each after the turns the one
+/// before it left, so over whole rounds each group takes exactly its
+/// weight's share (a claim that read the turns from before the lock it
+/// waited for would hand out another share).
+pub async fn racing_claims_give_each_group_its_weight<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", fair()).await;
+    ctx.set_group_weight("q", "a", Some(2)).await;
+    ctx.fill_group("q", Some("a"), 40, 0).await;
+    ctx.fill_group("q", Some("b"), 20, 0).await;
+    ctx.fill_group("q", Some("c"), 20, 0).await;
+    // Ten rounds of four claims of one job, polled together on this task
+    // through both handles in turn: every round takes a round of the
+    // rotation (a twice, b and c once), whatever order the claims run in.
+    let mut per_group: HashMap<String, usize> = HashMap::new();
+    for round in 0..10 {
+        let claims = (0..4).map(|n| {
+            let worker = format!("w{round}-{n}");
+            let storage = if n % 2 == 0 {
+                &*ctx.storage
+            } else {
+                ctx.second()
+            };
+            async move {
+                storage
+                    .dequeue(&request(&["q"], 1, &worker))
+                    .await
+                    .expect("dequeue")
+            }
+        });
+        let claimed: Vec<Job> = futures_util::future::join_all(claims)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(claimed.len(), 4, "round {round}: {claimed:?}");
+        for group in groups(&claimed) {
+            *per_group.entry(group).or_default() += 1;
+        }
+        let expected = HashMap::from([
+            ("a".to_owned(), 2 * (round + 1)),
+            ("b".to_owned(), round + 1),
+            ("c".to_owned(), round + 1),
+        ]);
+        assert_eq!(per_group, expected, "after round {round}");
+    }
 }
