@@ -89,6 +89,7 @@ async fn migrations_apply_to_an_empty_database() {
             "job_throughput",
             "queue_config",
             "queue_group_limit",
+            "queue_group_weight",
             "queue_ready_ring",
             "queue_schedule",
             "queue_schema_migrations",
@@ -280,7 +281,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     drop(conn);
 
     let storage = MySqlStorage::connect(&db.url()).expect("pool");
-    assert_eq!(storage.migrate().await.expect("upgrade"), vec![13]);
+    assert_eq!(storage.migrate().await.expect("upgrade"), vec![13, 14]);
     let queue = QueueName::new("q").expect("valid");
     let limits = QueueLimits {
         concurrency: Some(4),
