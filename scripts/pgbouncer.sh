@@ -4,7 +4,8 @@
 # otherwise): 127.0.0.1:6432 in transaction pooling mode and 127.0.0.1:6433
 # in session pooling mode (server pools of 4 and 40 connections per database
 # and user; see POOLS below). Config, pid and log files live under target/pgbouncer (or
-# QUEUE_PGBOUNCER_DIR). PgBouncer refuses to run as root: as root the script
+# QUEUE_PGBOUNCER_DIR; as root in a checkout the postgres user cannot enter,
+# /tmp/queue-pgbouncer-<hash of the checkout's path>). PgBouncer refuses to run as root: as root the script
 # runs it as the postgres user.
 #
 #   scripts/pgbouncer.sh start   # idempotent: running instances are kept,
@@ -18,6 +19,13 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${QUEUE_PGBOUNCER_DIR:-$ROOT/target/pgbouncer}
+# As root, PgBouncer runs as postgres, which must read its files: a checkout
+# postgres cannot enter (`mktemp -d` makes a 0700 directory) keeps them
+# under /tmp instead, in a directory of its own named after the checkout.
+if [ -z "${QUEUE_PGBOUNCER_DIR:-}" ] && [ "$(id -u)" = 0 ] \
+    && ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
+    DIR=/tmp/queue-pgbouncer-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
+fi
 UPSTREAM_PORT=${QUEUE_PGBOUNCER_UPSTREAM_PORT:-5432}
 declare -A MODES=([6432]=transaction [6433]=session)
 # Transaction pooling: few servers, so clients share them. Session pooling
