@@ -48,6 +48,26 @@ impl Drop for Cluster {
 
 /// A fresh cluster and a storage on it; the ports of the queue's master
 /// and of its replica.
+/// Waits until `master`'s replica has everything `master` wrote (`WAIT 1`,
+/// again while it answers 0: a replica still in its first sync, or slow
+/// on a busy machine), within 30 s.
+fn replicated(master: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let synced = Command::new("redis-cli")
+            .args(["-p", master, "WAIT", "1", "5000"])
+            .output()
+            .expect("redis-cli");
+        if String::from_utf8_lossy(&synced.stdout).trim() == "1" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica of {master} did not acknowledge its writes within 30 s"
+        );
+    }
+}
+
 async fn fresh() -> (RedisStorage, String, String) {
     redis_ha(&["start"]);
     let storage = RedisStorage::connect(URL).await.expect("connect");
@@ -120,11 +140,7 @@ async fn the_storage_follows_a_failover_and_keeps_what_the_replica_had() {
     assert_eq!(claimed.len(), 20);
     let acked = storage.ack_batch(&acks_of(&claimed)).await.expect("ack");
     assert!(acked.iter().all(|done| *done));
-    let synced = Command::new("redis-cli")
-        .args(["-p", &master, "WAIT", "1", "5000"])
-        .output()
-        .expect("redis-cli");
-    assert_eq!(String::from_utf8_lossy(&synced.stdout).trim(), "1");
+    replicated(&master);
 
     let killed = Instant::now();
     redis_ha(&["kill", &master]);
@@ -164,10 +180,7 @@ async fn an_asynchronous_replica_loses_what_it_had_not_received() {
             .await
             .expect("claim")
     };
-    Command::new("redis-cli")
-        .args(["-p", &master, "WAIT", "1", "5000"])
-        .output()
-        .expect("redis-cli");
+    replicated(&master);
     redis_ha(&["stall", &replica]);
     let mut lost: Vec<JobId> = Vec::new();
     for n in 0..40 {
