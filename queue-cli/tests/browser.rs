@@ -496,7 +496,9 @@ async fn the_jobs_page_searches_the_payload() {
         .expect("click");
     let deadline = Instant::now() + Duration::from_secs(10);
     let text = loop {
-        let text = body_text(&client).await;
+        // Read while the page may be between the click's navigation and
+        // its answer (no body yet).
+        let text = body_text_now(&client).await.unwrap_or_default();
         if text.contains("Searched") {
             break text;
         }
