@@ -311,27 +311,7 @@ pub async fn group_limit_holds_across_handles<S: Storage>(ctx: Ctx<S>) {
         .await
         .expect("ack_batch");
     for round in 0..5 {
-        // Polled together on this task, through both handles in turn (see
-        // `flow::concurrency_limit_holds_under_concurrent_claims`).
-        let claims = (0..8).map(|n| {
-            let worker = format!("w{round}-{n}");
-            let storage = if n % 2 == 0 {
-                &*ctx.storage
-            } else {
-                ctx.second()
-            };
-            async move {
-                storage
-                    .dequeue(&request(&["q"], 3, &worker))
-                    .await
-                    .expect("dequeue")
-            }
-        });
-        let claimed: Vec<Job> = futures_util::future::join_all(claims)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
+        let claimed = ctx.racing_claims("q", 8, 3, round).await;
         let mut per_group: HashMap<String, usize> = HashMap::new();
         for job in &claimed {
             let key = job.group_key.as_ref().map(|g| g.as_str().to_owned());

@@ -74,6 +74,39 @@ pub fn rate_limit(per_second: f64, burst: u32) -> QueueLimits {
 }
 
 impl<S: Storage> Ctx<S> {
+    /// `claims` claims of up to `limit` jobs of `queue_name` each, polled
+    /// together on this task through both handles in turn (workers
+    /// `w{round}-{n}`), as racing hosts; every job they took. Polled, not
+    /// spawned: each racer runs up to its first await before the next
+    /// starts (see `flow::concurrency_limit_holds_under_concurrent_claims`).
+    pub async fn racing_claims(
+        &self,
+        queue_name: &str,
+        claims: usize,
+        limit: u32,
+        round: usize,
+    ) -> Vec<Job> {
+        let racers = (0..claims).map(|n| {
+            let worker = format!("w{round}-{n}");
+            let storage = if n % 2 == 0 {
+                &*self.storage
+            } else {
+                self.second()
+            };
+            async move {
+                storage
+                    .dequeue(&request(&[queue_name], limit, &worker))
+                    .await
+                    .expect("dequeue")
+            }
+        });
+        futures_util::future::join_all(racers)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
     /// Enqueues `n` jobs into `queue_name` (payload `{"i": i}`), 500 per
     /// batch.
     pub async fn fill(&self, queue_name: &str, n: usize) {

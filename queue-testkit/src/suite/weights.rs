@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use queue_core::{GroupWeight, Job, MAX_GROUP_WEIGHT, QueueError, Storage};
+use queue_core::{GroupWeight, MAX_GROUP_WEIGHT, QueueError, Storage};
 
 use super::fairness::{fair, groups};
 use super::groups::group;
@@ -155,25 +155,7 @@ pub async fn racing_claims_give_each_group_its_weight<S: Storage>(ctx: Ctx<S>) {
     // rotation (a twice, b and c once), whatever order the claims run in.
     let mut per_group: HashMap<String, usize> = HashMap::new();
     for round in 0..10 {
-        let claims = (0..4).map(|n| {
-            let worker = format!("w{round}-{n}");
-            let storage = if n % 2 == 0 {
-                &*ctx.storage
-            } else {
-                ctx.second()
-            };
-            async move {
-                storage
-                    .dequeue(&request(&["q"], 1, &worker))
-                    .await
-                    .expect("dequeue")
-            }
-        });
-        let claimed: Vec<Job> = futures_util::future::join_all(claims)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
+        let claimed = ctx.racing_claims("q", 4, 1, round).await;
         assert_eq!(claimed.len(), 4, "round {round}: {claimed:?}");
         for group in groups(&claimed) {
             *per_group.entry(group).or_default() += 1;
