@@ -22,6 +22,7 @@ macro_rules! for_each_case {
             enqueue::enqueue_run_at_sets_available_at,
             enqueue::enqueue_invalid_input_is_typed_and_writes_nothing,
             enqueue::enqueue_batch_returns_outcomes_in_input_order,
+            enqueue::enqueue_large_batch_keeps_every_field_and_the_input_order,
             enqueue::enqueue_batch_with_an_invalid_job_writes_nothing,
             enqueue::enqueue_batch_of_nothing_returns_nothing,
             enqueue::now_follows_the_manual_clock,

@@ -282,6 +282,100 @@ pub async fn enqueue_batch_returns_outcomes_in_input_order<S: Storage>(ctx: Ctx<
     );
 }
 
+/// A large batch (300 jobs, what a bulk producer sends) keeps every field
+/// of every job (priority, payload, group, trace context, attempts, delay
+/// or time) and takes ids that ascend in input order, whatever path a
+/// storage takes for large batches; a job with a unique key in such a
+/// batch still meets the job holding its key.
+pub async fn enqueue_large_batch_keeps_every_field_and_the_input_order<S: Storage>(ctx: Ctx<S>) {
+    let trace = queue_core::TraceContext::new(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("vendor=a1b2"),
+    )
+    .expect("valid trace context");
+    let at = ctx.now() + TimeDelta::seconds(90);
+    let job = |i: usize| {
+        let mut job = NewJob::new("bulk", json!({"i": i, "text": "é—🎉", "big": i64::MAX}))
+            .priority(i32::try_from(i % 5).expect("small") - 2)
+            .max_attempts(u32::try_from(i % 7).expect("small") + 1);
+        if i.is_multiple_of(3) {
+            job = job.group_key(format!("tenant-{}", i % 4));
+        }
+        if i.is_multiple_of(4) {
+            job = job.trace_context(trace.clone());
+        }
+        match i % 10 {
+            1 => job.delay(secs(30)),
+            2 => job.run_at(at),
+            _ => job,
+        }
+    };
+    let outcomes = ctx
+        .storage
+        .enqueue_batch((0..300).map(job).collect())
+        .await
+        .expect("enqueue_batch");
+    assert_eq!(outcomes.len(), 300);
+    assert!(outcomes.iter().all(|o| !o.existed));
+    assert!(
+        outcomes.windows(2).all(|w| w[0].id < w[1].id),
+        "ids ascend in input order"
+    );
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let stored = ctx.live(outcome.id).await;
+        let expected = job(i).validate().expect("valid");
+        assert_eq!(stored.payload, expected.payload, "job {i}");
+        assert_eq!(stored.priority, expected.priority, "job {i}");
+        assert_eq!(stored.max_attempts, expected.max_attempts, "job {i}");
+        assert_eq!(stored.group_key, expected.group_key, "job {i}");
+        assert_eq!(stored.trace_context, expected.trace_context, "job {i}");
+        assert_eq!(stored.unique_key, None, "job {i}");
+        assert_eq!(stored.attempts, 0, "job {i}");
+        assert_eq!(stored.created_at, ctx.now(), "job {i}");
+        assert_eq!(
+            stored.available_at,
+            expected.available_at(ctx.now()),
+            "job {i}"
+        );
+    }
+    assert_eq!(ctx.live_count().await, 300);
+    // Due jobs claim by priority, then id: the batch's order within a level.
+    let claimed = ctx.claim("bulk", 300).await;
+    let due: Vec<usize> = (0..300).filter(|i| !matches!(i % 10, 1 | 2)).collect();
+    assert_eq!(claimed.len(), due.len());
+    let mut expected = due.clone();
+    expected.sort_by_key(|i| (std::cmp::Reverse(i % 5), *i));
+    let order: Vec<_> = expected.iter().map(|i| outcomes[*i].id).collect();
+    assert_eq!(claimed.iter().map(|j| j.id).collect::<Vec<_>>(), order);
+
+    // The same size with one key that is live: that job is the live one,
+    // the others new.
+    let live = ctx
+        .enqueue(NewJob::new("bulk", json!("live")).unique_key("k"))
+        .await;
+    let mut batch: Vec<NewJob> = (0..300).map(|i| NewJob::new("bulk", json!(i))).collect();
+    batch[150] = NewJob::new("bulk", json!("again")).unique_key("k");
+    let outcomes = ctx
+        .storage
+        .enqueue_batch(batch)
+        .await
+        .expect("enqueue_batch");
+    assert_eq!(outcomes[150].id, live);
+    assert!(outcomes[150].existed);
+    assert_eq!(outcomes.iter().filter(|o| o.existed).count(), 1);
+    assert!(
+        outcomes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 150)
+            .collect::<Vec<_>>()
+            .windows(2)
+            .all(|w| w[0].1.id < w[1].1.id),
+        "the new jobs' ids ascend in input order"
+    );
+    assert_eq!(ctx.live_count().await, 300 + 300);
+}
+
 /// One invalid job rejects the whole batch and writes nothing.
 pub async fn enqueue_batch_with_an_invalid_job_writes_nothing<S: Storage>(ctx: Ctx<S>) {
     let result = ctx
