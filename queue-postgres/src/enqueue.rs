@@ -1,5 +1,5 @@
-//! Enqueue: one statement for any number of jobs (a batch without unique
-//! keys by COPY, `copy_in.rs`), in the pool or in the caller's transaction.
+//! Enqueue: one statement for any number of jobs, in the pool or in the
+//! caller's transaction.
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::{first_occurrences, validate_batch};
@@ -144,15 +144,6 @@ impl PgStorage {
         if let [job] = jobs {
             return Ok(vec![self.insert_one(conn, job, signal).await?]);
         }
-        if crate::copy_in::by_copy(jobs) {
-            let outcomes = self.copy_rows(conn, jobs).await?;
-            if matches!(signal, Signal::InTransaction) {
-                self.on(conn)
-                    .execute(sqlx::query(self.sql.signal.clone()).bind(queues_of(jobs)))
-                    .await?;
-            }
-            return Ok(outcomes.into_iter().map(Some).collect());
-        }
         let statement = match signal {
             Signal::InTransaction => self.sql.enqueue.clone(),
             Signal::AfterCommit => self.sql.enqueue_quiet.clone(),
@@ -193,17 +184,6 @@ impl PgStorage {
             .bind(columns.trace_context)
             .bind(columns.group_key)
     }
-}
-
-/// The distinct queues of `jobs`, for a wake-up signal.
-fn queues_of(jobs: &[&ValidJob]) -> Vec<String> {
-    let mut queues: Vec<String> = jobs
-        .iter()
-        .map(|job| job.queue.as_str().to_owned())
-        .collect();
-    queues.sort_unstable();
-    queues.dedup();
-    queues
 }
 
 /// Where an enqueue's wake-up signal is sent (see `signals.rs`).

@@ -31,7 +31,6 @@ mod admin;
 #[cfg(test)]
 mod async_claims;
 mod complete;
-mod copy_in;
 mod database;
 mod dequeue;
 mod enqueue;

@@ -1,6 +1,6 @@
-//! The batch enqueue by binary COPY (`copy_in.rs`): in the caller's
-//! transaction, with its wake-up; atomic when the server refuses a row;
-//! the connection usable after.
+//! Large batch enqueues (what a bulk producer sends): in the caller's
+//! transaction, with one wake-up at its commit; atomic when the server
+//! refuses one row; the connection usable after.
 
 mod common;
 
@@ -10,7 +10,7 @@ use queue_core::{NewJob, QueueName, Storage, Wakeup};
 use queue_postgres::PgWakeups;
 use serde_json::json;
 
-/// A batch large enough to go in by COPY.
+/// `n` jobs for `queue`.
 fn batch(queue: &str, n: usize) -> Vec<NewJob> {
     (0..n)
         .map(|i| NewJob::new(queue, json!({ "i": i })))
@@ -37,13 +37,13 @@ async fn live(pool: &sqlx::PgPool, schema: &str) -> i64 {
 /// In the caller's transaction: rolled back, nothing; committed, every job,
 /// and one wake-up for its queue, sent at the commit.
 #[tokio::test]
-async fn a_copied_batch_follows_the_callers_transaction_and_wakes_at_commit() {
+async fn a_large_batch_follows_the_callers_transaction_and_wakes_at_commit() {
     let (schema, pool, storage) = common::storage_in_new_schema().await;
     let mut wakeups = storage.listen().await.expect("listen");
 
     let mut tx = pool.begin().await.expect("begin");
     let outcomes = storage
-        .enqueue_batch_in(&mut tx, batch("copied", 500))
+        .enqueue_batch_in(&mut tx, batch("bulk", 500))
         .await
         .expect("enqueue_batch_in");
     assert_eq!(outcomes.len(), 500);
@@ -57,7 +57,7 @@ async fn a_copied_batch_follows_the_callers_transaction_and_wakes_at_commit() {
 
     let mut tx = pool.begin().await.expect("begin");
     let outcomes = storage
-        .enqueue_batch_in(&mut tx, batch("copied", 500))
+        .enqueue_batch_in(&mut tx, batch("bulk", 500))
         .await
         .expect("enqueue_batch_in");
     assert_eq!(
@@ -68,7 +68,7 @@ async fn a_copied_batch_follows_the_callers_transaction_and_wakes_at_commit() {
     tx.commit().await.expect("commit");
     assert_eq!(
         next_within(&mut wakeups, Duration::from_secs(5)).await,
-        Some(Wakeup::Queue(QueueName::new("copied").expect("valid"))),
+        Some(Wakeup::Queue(QueueName::new("bulk").expect("valid"))),
         "one wake-up for the batch's queue at the commit"
     );
     assert_eq!(
@@ -90,7 +90,7 @@ async fn a_copied_batch_follows_the_callers_transaction_and_wakes_at_commit() {
 /// is written, the error is typed, and the connection takes the next
 /// batch.
 #[tokio::test]
-async fn a_refused_row_fails_the_whole_copied_batch_and_the_next_one_goes_in() {
+async fn a_refused_row_fails_the_whole_batch_and_the_next_one_goes_in() {
     let (schema, pool, storage) = common::storage_in_new_schema().await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "ALTER TABLE \"{}\".job_queue ADD CONSTRAINT no_poison CHECK (payload <> '\"poison\"')",
@@ -110,7 +110,7 @@ async fn a_refused_row_fails_the_whole_copied_batch_and_the_next_one_goes_in() {
         "the error names the constraint: {error}"
     );
     assert_eq!(live(&pool, schema.name()).await, 0, "nothing written");
-    // Every connection of the pool still works (one of them ran the COPY).
+    // Every connection of the pool still works (one of them ran the batch).
     for _ in 0..12 {
         storage
             .enqueue_batch(batch("q", 100))
