@@ -4,10 +4,11 @@
 
 mod common;
 
+use common::{next_within, queue};
+
 use std::time::Duration;
 
-use queue_core::{NewJob, QueueName, Storage, Wakeup};
-use queue_postgres::PgWakeups;
+use queue_core::{NewJob, Storage};
 use serde_json::json;
 
 /// `n` jobs for `queue`.
@@ -15,14 +16,6 @@ fn batch(queue: &str, n: usize) -> Vec<NewJob> {
     (0..n)
         .map(|i| NewJob::new(queue, json!({ "i": i })))
         .collect()
-}
-
-/// The next wake-up within `wait`, if any.
-async fn next_within(wakeups: &mut PgWakeups, wait: Duration) -> Option<Wakeup> {
-    tokio::time::timeout(wait, wakeups.next())
-        .await
-        .ok()
-        .map(|w| w.expect("listener"))
 }
 
 async fn live(pool: &sqlx::PgPool, schema: &str) -> i64 {
@@ -68,7 +61,7 @@ async fn a_large_batch_follows_the_callers_transaction_and_wakes_at_commit() {
     tx.commit().await.expect("commit");
     assert_eq!(
         next_within(&mut wakeups, Duration::from_secs(5)).await,
-        Some(Wakeup::Queue(QueueName::new("bulk").expect("valid"))),
+        Some(queue("bulk")),
         "one wake-up for the batch's queue at the commit"
     );
     assert_eq!(

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::{next_within, queue};
+
 use std::time::Duration;
 
 use queue_core::{NewJob, QueueName, Storage, Wakeup};
@@ -17,18 +19,6 @@ async fn finish(wakeups: PgWakeups, schema: TestSchema, pool: PgPool) {
     drop(wakeups);
     pool.close().await;
     schema.drop_schema().await;
-}
-
-/// The next wake-up within `wait`, if any.
-async fn next_within(wakeups: &mut PgWakeups, wait: Duration) -> Option<Wakeup> {
-    tokio::time::timeout(wait, wakeups.next())
-        .await
-        .ok()
-        .map(|w| w.expect("listener"))
-}
-
-fn queue(name: &str) -> Wakeup {
-    Wakeup::Queue(QueueName::new(name).expect("valid"))
 }
 
 #[tokio::test]

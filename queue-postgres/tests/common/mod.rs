@@ -278,3 +278,19 @@ pub(crate) async fn schema_at(version: u32, rows: &str) -> (TestSchema, sqlx::Pg
     tx.commit().await.expect("commit");
     (schema, pool)
 }
+
+/// The next wake-up of `wakeups` within `wait`, if any.
+pub(crate) async fn next_within(
+    wakeups: &mut queue_postgres::PgWakeups,
+    wait: std::time::Duration,
+) -> Option<queue_core::Wakeup> {
+    tokio::time::timeout(wait, wakeups.next())
+        .await
+        .ok()
+        .map(|w| w.expect("listener"))
+}
+
+/// The wake-up naming queue `name`.
+pub(crate) fn queue(name: &str) -> queue_core::Wakeup {
+    queue_core::Wakeup::Queue(queue_core::QueueName::new(name).expect("valid"))
+}
