@@ -90,6 +90,12 @@ pub enum Capability {
     /// [`crate::Storage::dequeue`]): `set_group_weight`, `group_weights`.
     /// Needs [`Capability::FairGroups`].
     GroupWeights,
+    /// Workflows: a job may depend on other jobs
+    /// ([`crate::NewJob::depends_on`]) and waits until they have finished
+    /// (see [`crate::Storage::enqueue_batch`]); `job_links` reads a job's
+    /// dependencies, their results, and its dependants. A storage without
+    /// it refuses a job with dependencies with `NotSupported`.
+    Dependencies,
 }
 
 impl Capability {
@@ -115,6 +121,7 @@ impl Capability {
         Capability::Samples,
         Capability::FairGroups,
         Capability::GroupWeights,
+        Capability::Dependencies,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -140,6 +147,7 @@ impl Capability {
             Capability::Samples => "samples",
             Capability::FairGroups => "fair_groups",
             Capability::GroupWeights => "group_weights",
+            Capability::Dependencies => "dependencies",
         }
     }
 
@@ -167,6 +175,7 @@ impl Capability {
             Capability::Samples => "start lag and depth samples",
             Capability::FairGroups => "fair claiming between groups",
             Capability::GroupWeights => "weights between fair groups",
+            Capability::Dependencies => "jobs that depend on other jobs",
         }
     }
 
@@ -189,6 +198,7 @@ impl Capability {
             Capability::Workers => &["register_worker", "deregister_worker", "list_workers"],
             Capability::GroupLimits => &["set_group_limit", "group_limits"],
             Capability::GroupWeights => &["set_group_weight", "group_weights"],
+            Capability::Dependencies => &["job_links"],
             // Settings of `configure_queue`, no method of their own.
             Capability::PriorityAging | Capability::FairGroups => &[],
             Capability::Samples => &["record_samples", "samples"],

@@ -32,6 +32,7 @@ mod trace;
 mod url;
 mod wakeup;
 mod worker;
+mod workflow;
 
 pub use backoff::Backoff;
 pub use capability::{Capabilities, Capability};
@@ -65,7 +66,7 @@ pub use search::{
     DEFAULT_SEARCH_SCAN, MAX_MATCH_BYTES, MAX_PATH_STEPS, MAX_SEARCH_SCAN, PayloadMatch,
     SearchPage, search_history, search_jobs, validate_scan,
 };
-pub use state::{JobState, derive_state};
+pub use state::{JobState, derive_state, state_of};
 pub use stats::{DEFAULT_COUNT_CAP, QueueStats, validate_count_cap};
 pub use storage::Storage;
 pub use trace::{MAX_TRACESTATE_BYTES, TraceContext};
@@ -74,6 +75,11 @@ pub use wakeup::{Wakeup, Wakeups};
 pub use worker::{
     DEFAULT_FORGET_AFTER, DEFAULT_SILENT_AFTER, MAX_WORKER_CONCURRENCY, MAX_WORKER_QUEUES,
     WorkerAges, WorkerInfo, WorkerQueue, WorkerRecord, WorkerStatus,
+};
+pub use workflow::{
+    Dependency, DependencyFailure, JobLink, JobLinks, LinkStatus, MAX_DEPENDENCIES,
+    check_batch_dependencies, dependency_failed, failed_dependency, is_waiting, unknown_dependency,
+    waiting_at,
 };
 
 pub use async_trait::async_trait;

@@ -8,7 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::time::{truncate_to_micros, validate_duration, validate_instant};
-use crate::{GroupKey, QueueError, QueueName, Result, TraceContext, UniqueKey};
+use crate::{
+    Dependency, DependencyFailure, GroupKey, QueueError, QueueName, Result, TraceContext, UniqueKey,
+};
 
 /// Attempts a job gets when the caller does not say: the first run plus 19 retries.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 20;
@@ -51,6 +53,8 @@ pub struct NewJob {
     max_attempts: u32,
     schedule: Schedule,
     trace_context: Option<TraceContext>,
+    dependencies: Vec<Dependency>,
+    on_dependency_failure: DependencyFailure,
 }
 
 impl NewJob {
@@ -67,6 +71,8 @@ impl NewJob {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             schedule: Schedule::Now,
             trace_context: None,
+            dependencies: Vec::new(),
+            on_dependency_failure: DependencyFailure::Cancel,
         }
     }
 
@@ -118,6 +124,39 @@ impl NewJob {
     pub fn trace_context(mut self, trace_context: TraceContext) -> Self {
         self.trace_context = Some(trace_context);
         self
+    }
+
+    /// Makes the job wait for `dependency` (a job enqueued before, or an
+    /// earlier job of the same batch) to finish: until every dependency
+    /// has, the job is [`crate::JobState::Waiting`] and no claim takes it
+    /// (see [`crate::Storage::enqueue_batch`]). Only a storage that declares
+    /// [`crate::Capability::Dependencies`] takes such a job; the others
+    /// refuse it with [`QueueError::NotSupported`] and write nothing.
+    pub fn depends_on(mut self, dependency: impl Into<Dependency>) -> Self {
+        self.dependencies.push(dependency.into());
+        self
+    }
+
+    /// [`NewJob::depends_on`] for each of `dependencies`.
+    pub fn depends_on_all<D: Into<Dependency>>(
+        mut self,
+        dependencies: impl IntoIterator<Item = D>,
+    ) -> Self {
+        self.dependencies
+            .extend(dependencies.into_iter().map(Into::into));
+        self
+    }
+
+    /// What the job does when a dependency finishes without completing;
+    /// the default is [`DependencyFailure::Cancel`].
+    pub fn on_dependency_failure(mut self, on_failure: DependencyFailure) -> Self {
+        self.on_dependency_failure = on_failure;
+        self
+    }
+
+    /// The dependencies set so far.
+    pub fn current_dependencies(&self) -> &[Dependency] {
+        &self.dependencies
     }
 
     /// The group key set so far, if any (unchecked until validation).
@@ -182,6 +221,8 @@ impl NewJob {
             max_attempts: self.max_attempts,
             schedule,
             trace_context: self.trace_context.clone(),
+            dependencies: distinct(&self.dependencies),
+            on_dependency_failure: self.on_dependency_failure,
         })
     }
 }
@@ -205,6 +246,11 @@ pub struct ValidJob {
     pub schedule: Schedule,
     /// The enqueuer's trace context (checked when it was built).
     pub trace_context: Option<TraceContext>,
+    /// The jobs it waits for, each once, in the order first named
+    /// (checked against the batch by [`crate::check_batch_dependencies`]).
+    pub dependencies: Vec<Dependency>,
+    /// What a dependency that fails does to it.
+    pub on_dependency_failure: DependencyFailure,
 }
 
 impl ValidJob {
@@ -216,6 +262,16 @@ impl ValidJob {
             Schedule::At(at) => at,
         }
     }
+}
+
+/// Each dependency once, in the order first named.
+fn distinct(dependencies: &[Dependency]) -> Vec<Dependency> {
+    let mut seen = std::collections::HashSet::with_capacity(dependencies.len());
+    dependencies
+        .iter()
+        .copied()
+        .filter(|dependency| seen.insert(*dependency))
+        .collect()
 }
 
 /// True when any string or object key in `value` holds U+0000.

@@ -22,16 +22,20 @@ pub enum JobState {
     Stalled,
     /// Unleased with no attempts left: a dead-letter candidate.
     Exhausted,
+    /// Waiting for its dependencies to finish ([`crate::NewJob::depends_on`]):
+    /// no claim takes it until the last one has.
+    Waiting,
 }
 
 impl JobState {
     /// Every state, in the order of the design table.
-    pub const ALL: [JobState; 5] = [
+    pub const ALL: [JobState; 6] = [
         JobState::Pending,
         JobState::Scheduled,
         JobState::Running,
         JobState::Stalled,
         JobState::Exhausted,
+        JobState::Waiting,
     ];
 
     /// The state's lowercase name.
@@ -42,6 +46,7 @@ impl JobState {
             Self::Running => "running",
             Self::Stalled => "stalled",
             Self::Exhausted => "exhausted",
+            Self::Waiting => "waiting",
         }
     }
 }
@@ -58,15 +63,35 @@ impl fmt::Display for JobState {
 /// |---|---|
 /// | running | `lease_until > now` |
 /// | stalled | `lease_until <= now` |
+/// | waiting | no lease and `available_at` at [`crate::waiting_at`] |
 /// | exhausted | no lease and `attempts >= max_attempts` |
 /// | pending | no lease, attempts left, `available_at <= now` |
 /// | scheduled | no lease, attempts left, `available_at > now` |
 pub fn derive_state(job: &Job, now: DateTime<Utc>) -> JobState {
-    match job.lease_until {
+    state_of(
+        job.available_at,
+        job.lease_until,
+        i64::from(job.attempts),
+        i64::from(job.max_attempts),
+        now,
+    )
+}
+
+/// [`derive_state`] from the columns it reads, for a backend that reads
+/// them without the rest of the job.
+pub fn state_of(
+    available_at: DateTime<Utc>,
+    lease_until: Option<DateTime<Utc>>,
+    attempts: i64,
+    max_attempts: i64,
+    now: DateTime<Utc>,
+) -> JobState {
+    match lease_until {
         Some(until) if until > now => JobState::Running,
         Some(_) => JobState::Stalled,
-        None if job.attempts >= job.max_attempts => JobState::Exhausted,
-        None if job.available_at <= now => JobState::Pending,
+        None if crate::is_waiting(available_at) => JobState::Waiting,
+        None if attempts >= max_attempts => JobState::Exhausted,
+        None if available_at <= now => JobState::Pending,
         None => JobState::Scheduled,
     }
 }

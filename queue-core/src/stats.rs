@@ -40,6 +40,9 @@ pub struct QueueStats {
     pub stalled: u64,
     /// Out of attempts, awaiting reclaim into dead letters.
     pub exhausted: u64,
+    /// Waiting for their dependencies ([`crate::JobState::Waiting`]).
+    #[serde(default)]
+    pub waiting: u64,
     /// How long the oldest pending job has been available; `None` when none is pending.
     pub oldest_pending_age: Option<Duration>,
     /// The cap the counts were counted up to; `None` when they are exact.
@@ -58,6 +61,7 @@ impl QueueStats {
             running: 0,
             stalled: 0,
             exhausted: 0,
+            waiting: 0,
             oldest_pending_age: None,
             cap: None,
         }
@@ -72,6 +76,7 @@ impl QueueStats {
             &mut self.running,
             &mut self.stalled,
             &mut self.exhausted,
+            &mut self.waiting,
         ] {
             *slot = (*slot).min(cap);
         }
@@ -103,6 +108,7 @@ impl QueueStats {
             JobState::Running => self.running,
             JobState::Stalled => self.stalled,
             JobState::Exhausted => self.exhausted,
+            JobState::Waiting => self.waiting,
         }
     }
 
@@ -114,6 +120,7 @@ impl QueueStats {
             JobState::Running => &mut self.running,
             JobState::Stalled => &mut self.stalled,
             JobState::Exhausted => &mut self.exhausted,
+            JobState::Waiting => &mut self.waiting,
         };
         *slot += 1;
     }

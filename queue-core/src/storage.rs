@@ -21,9 +21,9 @@ use serde_json::Value;
 use crate::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
-    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits,
-    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Throughput,
-    Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    JobLinks, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 
 /// A place jobs live: the operations the worker, operators and tests use.
@@ -94,6 +94,34 @@ pub trait Storage: Send + Sync + 'static {
     ///   in turn: a key repeated inside the batch yields the first job's id
     ///   with `existed = true` for the later ones.
     /// - If any job is invalid, returns the error and writes nothing.
+    /// - With [`Capability::Dependencies`], a job naming dependencies
+    ///   ([`crate::NewJob::depends_on`]: ids, or earlier jobs of the batch)
+    ///   waits for those that are live (in any state, waiting included):
+    ///   it is [`crate::JobState::Waiting`], with `available_at` at
+    ///   [`crate::waiting_at`], and no claim takes it. A dependency in
+    ///   history that completed counts as finished; one that finished
+    ///   otherwise counts as finished if the job runs anyway
+    ///   ([`crate::DependencyFailure::Run`]) and is refused otherwise
+    ///   ([`crate::failed_dependency`]); an id neither live nor in history
+    ///   is refused ([`crate::unknown_dependency`]); a dependency on a job
+    ///   of the batch that does not come before it (the only way to make a
+    ///   cycle), or more than [`crate::MAX_DEPENDENCIES`] in one call, is
+    ///   refused: each `InvalidInput` (`depends_on`), nothing written. A job
+    ///   with nothing left to wait for is enqueued as without dependencies.
+    /// - When a waiting job's last dependency finishes, in the same
+    ///   transaction as that finish (ack, nack, reclaim, discard, cancel,
+    ///   through any handle), it gets `available_at` = the later of now and
+    ///   the time it was enqueued for, and wakes workers as an enqueue
+    ///   does. When a dependency finishes without completing and the job's
+    ///   [`crate::DependencyFailure`] is `Cancel`, the job is archived as
+    ///   `cancelled` with last error [`crate::dependency_failed`], and its
+    ///   own dependants learn of it in the same transaction. Each finish of
+    ///   a dependency counts once for each job waiting on it, however the
+    ///   finishes race; a dead letter retried and finished again counts no
+    ///   more.
+    /// - A storage that does not declare [`Capability::Dependencies`]
+    ///   refuses a job with a dependency with
+    ///   [`crate::QueueError::NotSupported`] and writes nothing.
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
 
     /// Claims up to `request.limit()` pending jobs.
@@ -663,6 +691,29 @@ pub trait Storage: Send + Sync + 'static {
         Err(crate::QueueError::not_supported(
             Capability::GroupWeights,
             "group_weights",
+        ))
+    }
+
+    /// A job's dependencies and dependants, each with where it stands and,
+    /// once completed, the result its handler acked it with: what a
+    /// handler reads its inputs from.
+    ///
+    /// # Contract
+    /// - Lists the distinct dependencies the job was enqueued with (those
+    ///   written: a job that existed already under its unique key keeps
+    ///   its own), and every job enqueued depending on it, by ascending id,
+    ///   whether live or finished, through every handle.
+    /// - A job in history whose row was pruned shows as
+    ///   [`crate::LinkStatus::Gone`].
+    /// - An id neither live nor in history returns
+    ///   [`crate::QueueError::NotFound`].
+    ///
+    /// Capability [`Capability::Dependencies`]: the default returns
+    /// [`crate::QueueError::NotSupported`].
+    async fn job_links(&self, _id: JobId) -> Result<JobLinks> {
+        Err(crate::QueueError::not_supported(
+            Capability::Dependencies,
+            "job_links",
         ))
     }
 

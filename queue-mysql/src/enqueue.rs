@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{first_occurrences, validate_batch};
+use queue_core::backend::{first_occurrences, refuse_dependencies, validate_batch};
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 
@@ -108,6 +108,7 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
+        refuse_dependencies(&jobs, "enqueue_batch")?;
         self.insert_all(conn, &jobs, Guard::NONE)
             .await
             .map_err(interpret_failure)
@@ -118,6 +119,7 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
+        refuse_dependencies(&jobs, "enqueue_batch")?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }

@@ -299,6 +299,8 @@ impl MySqlStorage {
                     running,
                     stalled,
                     exhausted,
+                    // No job waits on a storage without dependencies.
+                    waiting: 0,
                     oldest_pending_age: raw
                         .oldest_pending
                         .map(|at| (utc(now) - utc(at)).to_std().unwrap_or_default()),

@@ -2,7 +2,7 @@
 //! caller's transaction.
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{first_occurrences, validate_batch};
+use queue_core::backend::{first_occurrences, refuse_dependencies, validate_batch};
 use queue_core::time::duration_micros;
 use queue_core::{EnqueueOutcome, GroupKey, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 use serde_json::Value;
@@ -43,6 +43,7 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
+        refuse_dependencies(&jobs, "enqueue_batch")?;
         self.insert_all(conn, &jobs, Signal::InTransaction)
             .await
             .map_err(interpret_failure)
@@ -53,6 +54,7 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
+        refuse_dependencies(&jobs, "enqueue_batch")?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }

@@ -22,10 +22,8 @@ impl RedisStorage {
         &self,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        let valid = jobs
-            .iter()
-            .map(NewJob::validate)
-            .collect::<Result<Vec<ValidJob>>>()?;
+        let valid: Vec<ValidJob> = queue_core::backend::validate_batch(&jobs)?;
+        queue_core::backend::refuse_dependencies(&valid, "enqueue_batch")?;
         if valid.is_empty() {
             return Ok(Vec::new());
         }

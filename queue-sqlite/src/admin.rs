@@ -7,8 +7,9 @@ use queue_core::{
 };
 use sqlx::Row;
 
-use crate::complete::archive;
+use crate::complete::{Leaving, archive};
 use crate::inspect::bind_job_filter;
+use crate::workflow::Released;
 use crate::{SqliteStorage, sql};
 
 impl SqliteStorage {
@@ -17,9 +18,12 @@ impl SqliteStorage {
     /// `status`, and this process's subscribers hear
     /// [`queue_core::Wakeup::Cancelled`] (a worker running it stops).
     pub(crate) async fn discard_pooled(&self, id: JobId, status: FinalStatus) -> Result<()> {
-        let found = write_tx!(self, |conn, now| archive(
-            conn, now, id, status, None, None, None
-        ))?;
+        let (found, released) = write_tx!(self, |conn, now| async {
+            let mut released = Released::new();
+            let found = archive(conn, now, id, Leaving::removed(status), &mut released).await?;
+            Ok::<_, sqlx::Error>((found, released))
+        })?;
+        self.signal_all(&released);
         if found {
             self.signal_cancelled(id);
             Ok(())
@@ -124,7 +128,8 @@ impl SqliteStorage {
 
     pub(crate) async fn discard_jobs_pooled(&self, filter: &JobFilter) -> Result<u64> {
         filter.validate()?;
-        let ids = write_tx!(self, |conn, now| async {
+        let (ids, released) = write_tx!(self, |conn, now| async {
+            let mut released = Released::new();
             let ids: Vec<i64> =
                 bind_job_filter(sqlx::query(sql::SELECT_JOBS), now, filter, filter.limit)
                     .fetch_all(&mut *conn)
@@ -132,20 +137,13 @@ impl SqliteStorage {
                     .iter()
                     .map(|row| row.try_get("id"))
                     .collect::<Result<_, sqlx::Error>>()?;
+            let discarded = Leaving::removed(FinalStatus::Discarded);
             for id in &ids {
-                archive(
-                    conn,
-                    now,
-                    JobId(*id),
-                    FinalStatus::Discarded,
-                    None,
-                    None,
-                    None,
-                )
-                .await?;
+                archive(conn, now, JobId(*id), discarded, &mut released).await?;
             }
-            Ok::<_, sqlx::Error>(ids)
+            Ok::<_, sqlx::Error>((ids, released))
         })?;
+        self.signal_all(&released);
         for id in &ids {
             self.signal_cancelled(JobId(*id));
         }
@@ -201,7 +199,7 @@ impl SqliteStorage {
 
     /// Wakes the subscribers of each queue named (stored names; a name the
     /// queue would not accept has no subscribers to wake).
-    fn signal_all(&self, queues: &[String]) {
+    pub(crate) fn signal_all(&self, queues: &[String]) {
         let mut distinct: Vec<&String> = queues.iter().collect();
         distinct.sort();
         distinct.dedup();

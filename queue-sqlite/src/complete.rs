@@ -12,6 +12,7 @@ use queue_core::{Ack, FinalStatus, JobId, Lease, NackOutcome, QueueError, Result
 use serde_json::Value;
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
+use crate::workflow::{self, Released};
 use crate::{SqliteStorage, interpret_error, sql};
 
 impl SqliteStorage {
@@ -25,7 +26,9 @@ impl SqliteStorage {
     ) -> Result<()> {
         let now = self.now_micros();
         let result = result.as_ref().map(json_text).transpose()?;
-        let acked = ack_all(conn, now, &[(LeaseKey::of(lease), result)])
+        // The jobs this releases wake workers at their next poll: the
+        // caller's transaction may still roll back.
+        let acked = ack_all(conn, now, &[(LeaseKey::of(lease), result)], &mut Vec::new())
             .await
             .map_err(interpret_error)?;
         acked_one(lease, &acked)
@@ -42,7 +45,7 @@ impl SqliteStorage {
         retry.validate()?;
         let now = self.now_micros();
         let error = json_text(&error)?;
-        nack_one(conn, now, lease, &error, retry)
+        nack_one(conn, now, lease, &error, retry, &mut Vec::new())
             .await
             .map_err(interpret_error)?
             .ok_or_else(|| QueueError::LeaseLost {
@@ -61,7 +64,13 @@ impl SqliteStorage {
                 Ok((LeaseKey::of(&ack.lease), result))
             })
             .collect::<Result<_>>()?;
-        write_tx!(self, |conn, now| ack_all(conn, now, &acks))
+        let (acked, released) = write_tx!(self, |conn, now| async {
+            let mut released = Released::new();
+            let acked = ack_all(conn, now, &acks, &mut released).await?;
+            Ok::<_, sqlx::Error>((acked, released))
+        })?;
+        self.signal_all(&released);
+        Ok(acked)
     }
 
     pub(crate) async fn nack_pooled(
@@ -72,10 +81,14 @@ impl SqliteStorage {
     ) -> Result<NackOutcome> {
         retry.validate()?;
         let error = json_text(error)?;
-        write_tx!(self, |conn, now| nack_one(conn, now, lease, &error, retry))?.ok_or_else(|| {
-            QueueError::LeaseLost {
-                lease: lease.clone(),
-            }
+        let (outcome, released) = write_tx!(self, |conn, now| async {
+            let mut released = Released::new();
+            let outcome = nack_one(conn, now, lease, &error, retry, &mut released).await?;
+            Ok::<_, sqlx::Error>((outcome, released))
+        })?;
+        self.signal_all(&released);
+        outcome.ok_or_else(|| QueueError::LeaseLost {
+            lease: lease.clone(),
         })
     }
 
@@ -133,8 +146,56 @@ async fn current(conn: &mut SqliteConnection, lease: &Lease) -> Result<Option<i6
         .await
 }
 
-/// Moves live job `id` to history as `status`.
+/// Moves live job `id` to history as `status`, and lets the jobs waiting
+/// on it know ([`workflow::finish`]; the queues of those it released go
+/// to `released`); false when it is not live.
 pub(crate) async fn archive(
+    conn: &mut SqliteConnection,
+    now: i64,
+    id: JobId,
+    leaving: Leaving<'_>,
+    released: &mut Released,
+) -> Result<bool, sqlx::Error> {
+    let Leaving {
+        status,
+        result,
+        last_error,
+        processed_by,
+    } = leaving;
+    let moved = move_to_history(conn, now, id, status, result, last_error, processed_by).await?;
+    if moved {
+        workflow::finish(conn, now, id, status, released).await?;
+    }
+    Ok(moved)
+}
+
+/// How a job leaves the live table ([`archive`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Leaving<'a> {
+    /// Its final status.
+    pub(crate) status: FinalStatus,
+    /// The handler's result (completed jobs).
+    pub(crate) result: Option<&'a str>,
+    /// Replaces the job's last error when set.
+    pub(crate) last_error: Option<&'a str>,
+    /// The worker that finished it.
+    pub(crate) processed_by: Option<&'a str>,
+}
+
+impl Leaving<'_> {
+    /// An operator's discard or cancel (`status`).
+    pub(crate) fn removed(status: FinalStatus) -> Self {
+        Self {
+            status,
+            result: None,
+            last_error: None,
+            processed_by: None,
+        }
+    }
+}
+
+/// Moves live job `id` to history as `status`; false when it is not live.
+pub(crate) async fn move_to_history(
     conn: &mut SqliteConnection,
     now: i64,
     id: JobId,
@@ -166,6 +227,7 @@ async fn ack_all(
     conn: &mut SqliteConnection,
     now: i64,
     acks: &[(LeaseKey, Option<String>)],
+    released: &mut Released,
 ) -> Result<Vec<bool>, sqlx::Error> {
     let firsts: Vec<&(LeaseKey, Option<String>)> = acks
         .iter()
@@ -184,6 +246,7 @@ async fn ack_all(
         }
         let rows = query.bind(now).fetch_all(&mut *conn).await?;
         let mut ids = Vec::with_capacity(rows.len());
+        let mut acked_ids = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;
             let worker: Option<String> = row.try_get("processed_by")?;
@@ -191,6 +254,7 @@ async fn ack_all(
                 archived.insert(key);
             }
             ids.push(id);
+            acked_ids.push(id);
         }
         if !ids.is_empty() {
             let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
@@ -198,6 +262,9 @@ async fn ack_all(
                 .bind(ids)
                 .execute(&mut *conn)
                 .await?;
+        }
+        for id in acked_ids {
+            workflow::finish(conn, now, JobId(id), FinalStatus::Completed, released).await?;
         }
     }
     // The first ack of an archived lease took it; a repeat finds it gone.
@@ -210,6 +277,7 @@ async fn nack_one(
     lease: &Lease,
     error: &str,
     retry: Retry,
+    released: &mut Released,
 ) -> Result<Option<NackOutcome>, sqlx::Error> {
     let Some(left) = current(conn, lease).await? else {
         return Ok(None);
@@ -228,17 +296,13 @@ async fn nack_one(
             Ok(Some(NackOutcome::Retrying { at }))
         }
         _ => {
-            let worker = lease.worker_id.as_str();
-            archive(
-                conn,
-                now,
-                lease.job_id,
-                FinalStatus::DeadLetter,
-                None,
-                Some(error),
-                Some(worker),
-            )
-            .await?;
+            let leaving = Leaving {
+                status: FinalStatus::DeadLetter,
+                result: None,
+                last_error: Some(error),
+                processed_by: Some(lease.worker_id.as_str()),
+            };
+            archive(conn, now, lease.job_id, leaving, released).await?;
             Ok(Some(NackOutcome::DeadLettered))
         }
     }

@@ -8,7 +8,7 @@ use queue_core::backend::{first_occurrences, json_text, stored_instant, validate
 use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, TraceContext, ValidJob};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
-use crate::{SqliteStorage, interpret_error, sql};
+use crate::{SqliteStorage, interpret_error, sql, workflow};
 
 impl SqliteStorage {
     /// Enqueues `job` on `conn`, typically inside the caller's own
@@ -23,6 +23,9 @@ impl SqliteStorage {
     ) -> Result<EnqueueOutcome> {
         let jobs = validate_batch(&[job])?;
         let now = self.now_micros();
+        workflow::check(conn, &jobs)
+            .await
+            .map_err(interpret_error)??;
         insert_all(conn, now, &jobs)
             .await
             .map_err(interpret_error)?
@@ -41,11 +44,18 @@ impl SqliteStorage {
         // Without unique keys nothing is looked up after the insert, so a
         // batch that fits one statement needs no transaction around it.
         let one_statement = jobs.len() <= sql::ROWS_PER_STATEMENT
-            && jobs.iter().all(|job| job.unique_key.is_none());
+            && jobs
+                .iter()
+                .all(|job| job.unique_key.is_none() && job.dependencies.is_empty());
         let outcomes = if one_statement {
             write_statement!(self, |conn, now| insert_all(conn, now, &jobs))?
         } else {
-            write_tx!(self, |conn, now| insert_all(conn, now, &jobs))?
+            write_tx!(self, |conn, now| async {
+                if let Err(refused) = workflow::check(conn, &jobs).await? {
+                    return Ok(Err(refused));
+                }
+                Ok::<_, sqlx::Error>(Ok(insert_all(conn, now, &jobs).await?))
+            })??
         };
         let woken: BTreeSet<_> = jobs
             .iter()
@@ -103,6 +113,9 @@ pub(crate) async fn insert_all(
             }
         };
         outcomes.push(outcome);
+    }
+    if jobs.iter().any(|job| !job.dependencies.is_empty()) {
+        workflow::link(conn, now, jobs, &outcomes).await?;
     }
     Ok(outcomes)
 }

@@ -41,10 +41,18 @@ impl SqliteStorage {
                 stats.running = get("running")?;
                 stats.stalled = get("stalled")?;
                 stats.exhausted = get("exhausted")?;
+                stats.waiting = get("waiting")?;
                 stats.oldest_pending_age = oldest.map(|at| micros_duration(now - at));
                 Ok(stats.capped_at(cap))
             })
             .collect()
+    }
+
+    pub(crate) async fn job_links_pooled(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        let now = self.now_micros();
+        let now = queue_core::backend::stored_instant("time", now)?;
+        let mut conn = self.pool.acquire().await.map_err(interpret_error)?;
+        crate::workflow::links(&mut conn, now, id).await
     }
 
     pub(crate) async fn get_job_pooled(&self, id: JobId) -> Result<Option<Job>> {

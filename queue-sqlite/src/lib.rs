@@ -30,6 +30,7 @@ mod samples;
 mod sql;
 mod storage;
 mod workers;
+mod workflow;
 
 pub use error::{OpenError, interpret_error};
 pub use migrate::{MIGRATIONS, migrate};

@@ -45,11 +45,14 @@ fn state_condition(state: JobState) -> &'static str {
             "lease_until IS NULL AND attempts < max_attempts AND available_at <= ?1"
         }
         JobState::Scheduled => {
-            "lease_until IS NULL AND attempts < max_attempts AND available_at > ?1"
+            "lease_until IS NULL AND attempts < max_attempts AND available_at > ?1
+             AND available_at < 253402300799999999"
         }
         JobState::Running => "lease_until > ?1",
         JobState::Stalled => "lease_until <= ?1",
         JobState::Exhausted => "lease_until IS NULL AND attempts >= max_attempts",
+        // `sql::WAITING_AT`.
+        JobState::Waiting => "lease_until IS NULL AND available_at >= 253402300799999999",
     }
 }
 

@@ -64,6 +64,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "group_weights",
         sql: include_str!("../migrations/0011_group_weights.sql"),
     },
+    Migration {
+        version: 12,
+        name: "dependencies",
+        sql: include_str!("../migrations/0012_dependencies.sql"),
+    },
 ];
 
 /// Applies the migrations not yet applied to the database of `pool` and

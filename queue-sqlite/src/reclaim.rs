@@ -4,13 +4,15 @@ use queue_core::{FinalStatus, JobId, MAX_BATCH, ReclaimOutcome, Result, validate
 use serde_json::json;
 use sqlx::Row;
 
-use crate::complete::archive;
+use crate::complete::{Leaving, archive};
+use crate::workflow::Released;
 use crate::{SqliteStorage, sql};
 
 impl SqliteStorage {
     pub(crate) async fn reclaim_stalled_pooled(&self, limit: u32) -> Result<ReclaimOutcome> {
         validate_limit("limit", limit, MAX_BATCH)?;
-        write_tx!(self, |conn, now| async {
+        let (outcome, released) = write_tx!(self, |conn, now| async {
+            let mut released = Released::new();
             let chosen = sqlx::query(sql::RECLAIM_STALLED_PICK)
                 .bind(now)
                 .bind(i64::from(limit))
@@ -35,12 +37,17 @@ impl SqliteStorage {
                         .await?;
                     outcome.requeued += 1;
                 } else {
-                    let status = FinalStatus::DeadLetter;
-                    archive(conn, now, JobId(id), status, None, expired.as_deref(), None).await?;
+                    let leaving = Leaving {
+                        last_error: expired.as_deref(),
+                        ..Leaving::removed(FinalStatus::DeadLetter)
+                    };
+                    archive(conn, now, JobId(id), leaving, &mut released).await?;
                     outcome.dead_lettered += 1;
                 }
             }
-            Ok::<_, sqlx::Error>(outcome)
-        })
+            Ok::<_, sqlx::Error>((outcome, released))
+        })?;
+        self.signal_all(&released);
+        Ok(outcome)
     }
 }

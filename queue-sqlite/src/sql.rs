@@ -45,6 +45,7 @@ macro_rules! job_filter {
         "(?2 IS NULL OR queue_name = ?2)
   AND (?3 IS NULL OR (CASE WHEN lease_until > ?1 THEN 'running'
                            WHEN lease_until IS NOT NULL THEN 'stalled'
+                           WHEN available_at >= 253402300799999999 THEN 'waiting'
                            WHEN attempts >= max_attempts THEN 'exhausted'
                            WHEN available_at <= ?1 THEN 'pending'
                            ELSE 'scheduled' END) = ?3)
@@ -315,9 +316,14 @@ SELECT qn.name AS queue_name,
     (SELECT count(*) FROM (
         SELECT 1 FROM job_queue INDEXED BY job_queue_next_due
         WHERE queue_name = qn.name AND lease_until IS NULL AND available_at > ?1
-          AND attempts < max_attempts
+          AND available_at < 253402300799999999 AND attempts < max_attempts
         LIMIT ?2)) AS scheduled,
     l.running, l.stalled, e.exhausted,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM job_queue INDEXED BY job_queue_next_due
+        WHERE queue_name = qn.name AND lease_until IS NULL
+          AND available_at >= 253402300799999999
+        LIMIT ?2)) AS waiting,
     (SELECT available_at FROM job_queue INDEXED BY job_queue_next_due
      WHERE queue_name = qn.name AND lease_until IS NULL AND available_at <= ?1
        AND attempts < max_attempts
@@ -327,7 +333,7 @@ LEFT JOIN leased l ON l.queue_name = qn.name
 LEFT JOIN exhausted e ON e.queue_name = qn.name
 WHERE qn.name IS NOT NULL
 UNION ALL
-SELECT queue_name, 1, 0, 0, 0, 0, 0, NULL FROM queue_config c
+SELECT queue_name, 1, 0, 0, 0, 0, 0, 0, NULL FROM queue_config c
 WHERE paused AND NOT EXISTS (SELECT 1 FROM job_queue WHERE job_queue.queue_name = c.queue_name)
 ORDER BY queue_name"
 );
@@ -355,7 +361,8 @@ pub(crate) const RESUME: &str =
 
 /// The earliest future due time of the unleased jobs of queue ?2. ?1 now.
 pub(crate) const NEXT_DUE: &str = "SELECT min(available_at) FROM job_queue
-WHERE queue_name = ?2 AND lease_until IS NULL AND available_at > ?1";
+WHERE queue_name = ?2 AND lease_until IS NULL AND available_at > ?1
+  AND available_at < 253402300799999999";
 
 /// The ids a filter selects, newest first: the filter, ?7 limit.
 pub(crate) const SELECT_JOBS: &str = concat!(
@@ -655,3 +662,64 @@ WHERE queue_name = ?1 RETURNING claim_count";
 pub(crate) const FAIR_TURN: &str = "INSERT INTO job_group_turn (queue_name, group_key, turn, taken)
 VALUES (?1, ?2, COALESCE(?3, 0), ?4)
 ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = COALESCE(?3, turn), taken = ?4";
+
+// Workflows: dependencies between jobs (migration 0012).
+
+/// `queue_core::waiting_at()` in microseconds: a waiting job's
+/// `available_at`.
+pub(crate) const WAITING_AT: i64 = 253_402_300_799_999_999;
+
+/// Where dependency ?1 stands: 'live', its final status, or no row.
+pub(crate) const DEPENDENCY_STATUS: &str = "SELECT 'live' FROM job_queue WHERE id = ?1
+UNION ALL SELECT status_final FROM job_history WHERE id = ?1 LIMIT 1";
+
+/// Records that job ?1 depends on ?2 (?3: 1 while ?2 is live).
+pub(crate) const INSERT_DEPENDENCY: &str =
+    "INSERT INTO job_dependency (job_id, depends_on, unfinished) VALUES (?1, ?2, ?3)
+ON CONFLICT (job_id, depends_on) DO NOTHING";
+
+/// Makes live job ?1 wait: ?2 dependencies left, ?3 the `available_at`
+/// it was enqueued for, ?4 its `on_failure`.
+pub(crate) const INSERT_WAITING: &str =
+    "INSERT INTO job_waiting (job_id, remaining, run_at, on_failure) VALUES (?1, ?2, ?3, ?4)";
+
+/// Sets live job ?1's `available_at` to ?2 (?3 now).
+pub(crate) const SET_AVAILABLE: &str =
+    "UPDATE job_queue SET available_at = ?2, updated_at = ?3 WHERE id = ?1";
+
+/// Counts the finish of ?1 for each job waiting on it, once: the waiting
+/// jobs with what they have left, their time and `on_failure`.
+pub(crate) const FINISH_DEPENDENCY: &str = "UPDATE job_dependency SET unfinished = 0
+WHERE depends_on = ?1 AND unfinished = 1
+RETURNING job_id";
+
+/// One waiting job's count, time and `on_failure`.
+pub(crate) const GET_WAITING: &str =
+    "SELECT remaining, run_at, on_failure FROM job_waiting WHERE job_id = ?1";
+
+/// One dependency fewer for waiting job ?1.
+pub(crate) const COUNT_DOWN_WAITING: &str =
+    "UPDATE job_waiting SET remaining = remaining - 1 WHERE job_id = ?1";
+
+/// Job ?1 waits no more.
+pub(crate) const DELETE_WAITING: &str = "DELETE FROM job_waiting WHERE job_id = ?1";
+
+/// Job ?1's queue (for the wake-up of a released job).
+pub(crate) const JOB_QUEUE_NAME: &str = "SELECT queue_name FROM job_queue WHERE id = ?1";
+
+/// Job ?1's dependencies (`other`), then its dependants, with where each
+/// stands: live columns, else history's, else neither.
+pub(crate) const JOB_LINKS: &str = "SELECT l.side, l.other,
+       q.queue_name AS live_queue, q.available_at, q.lease_until, q.attempts, q.max_attempts,
+       h.queue_name AS done_queue, h.status_final, h.result
+FROM (SELECT 0 AS side, depends_on AS other FROM job_dependency WHERE job_id = ?1
+      UNION ALL
+      SELECT 1, job_id FROM job_dependency INDEXED BY job_dependency_depends_on
+      WHERE depends_on = ?1) l
+LEFT JOIN job_queue q ON q.id = l.other
+LEFT JOIN job_history h ON h.id = l.other
+ORDER BY l.side, l.other";
+
+/// Whether job ?1 is live or in history.
+pub(crate) const JOB_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM job_queue WHERE id = ?1)
+    OR EXISTS (SELECT 1 FROM job_history WHERE id = ?1)";

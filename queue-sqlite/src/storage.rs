@@ -302,6 +302,7 @@ impl Storage for SqliteStorage {
             .with(Capability::FairGroups)
             .with(Capability::GroupWeights)
             .with(Capability::Samples)
+            .with(Capability::Dependencies)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -314,6 +315,10 @@ impl Storage for SqliteStorage {
 
     async fn dequeue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         self.dequeue_pooled(request).await
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        self.job_links_pooled(id).await
     }
 
     async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {

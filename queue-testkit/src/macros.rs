@@ -192,6 +192,17 @@ macro_rules! for_each_case {
             samples::samples_answer_their_window_by_queue_then_minute [Samples],
             samples::record_samples_with_invalid_input_records_nothing [Samples],
             samples::samples_of_two_handles_add_up [Samples] @2,
+            workflows::a_job_waits_until_every_dependency_completes [Dependencies],
+            workflows::a_graph_enqueued_in_one_batch_runs_layer_by_layer [Dependencies],
+            workflows::a_failed_dependency_cancels_its_dependants_unless_they_run_anyway [Dependencies],
+            workflows::discarded_cancelled_and_reclaimed_dependencies_fail_their_dependants [Dependencies, Discard, Cancel],
+            workflows::dependencies_in_history_count_at_enqueue [Dependencies],
+            workflows::dependencies_that_cannot_form_a_graph_are_refused [Dependencies],
+            workflows::job_links_list_dependencies_with_their_results_and_dependants [Dependencies] @2,
+            workflows::racing_completions_of_the_last_two_dependencies_release_once [Dependencies] @2,
+            workflows::a_released_job_keeps_its_time_and_each_dependency_counts_once [Dependencies],
+            workflows::waiting_jobs_are_listed_and_run_now_leaves_them [Dependencies, ListJobs, BulkActions],
+            workflows::a_released_job_wakes_subscribers [Dependencies, Wakeups],
         }
     };
 }

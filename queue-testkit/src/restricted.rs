@@ -58,6 +58,12 @@ impl<S: Storage> Restricted<S> {
         if jobs.iter().any(|job| job.current_group_key().is_some()) {
             self.gate(Capability::GroupLimits, operation)?;
         }
+        if jobs
+            .iter()
+            .any(|job| !job.current_dependencies().is_empty())
+        {
+            self.gate(Capability::Dependencies, operation)?;
+        }
         Ok(())
     }
 }
@@ -270,6 +276,11 @@ impl<S: Storage> Storage for Restricted<S> {
     async fn group_weights(&self) -> Result<Vec<queue_core::GroupWeight>> {
         self.gate(Capability::GroupWeights, "group_weights")?;
         self.inner.group_weights().await
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        self.gate(Capability::Dependencies, "job_links")?;
+        self.inner.job_links(id).await
     }
 
     async fn queue_configs(&self) -> Result<Vec<QueueConfig>> {

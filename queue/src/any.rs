@@ -336,6 +336,10 @@ impl Storage for AnyStorage {
         each!(self, s => s.group_weights().await)
     }
 
+    async fn job_links(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        each!(self, s => s.job_links(id).await)
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         each!(self, s => s.enqueue_periodic(fire).await)
     }

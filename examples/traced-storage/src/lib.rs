@@ -233,6 +233,10 @@ impl<S: Storage> Storage for TracedStorage<S> {
         traced("group_weights", self.inner.group_weights().await)
     }
 
+    async fn job_links(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        traced("job_links", self.inner.job_links(id).await)
+    }
+
     async fn enqueue_periodic(&self, fire: &PeriodicFire) -> Result<Option<EnqueueOutcome>> {
         traced("enqueue_periodic", self.inner.enqueue_periodic(fire).await)
     }

@@ -6,13 +6,19 @@ use std::collections::HashMap;
 
 use crate::{NewJob, QueueName, Result, UniqueKey, ValidJob};
 
-/// Validates every job of a batch; the first invalid job fails the whole
-/// batch, so nothing of it is written.
+/// Validates every job of a batch, and the dependencies between them
+/// ([`crate::check_batch_dependencies`]); the first invalid job fails the
+/// whole batch, so nothing of it is written.
 ///
 /// # Errors
-/// The first job's [`NewJob::validate`] error.
+/// The first job's [`NewJob::validate`] error, else the dependencies'.
 pub fn validate_batch(jobs: &[NewJob]) -> Result<Vec<ValidJob>> {
-    jobs.iter().map(NewJob::validate).collect()
+    let valid = jobs
+        .iter()
+        .map(NewJob::validate)
+        .collect::<Result<Vec<_>>>()?;
+    crate::check_batch_dependencies(&valid)?;
+    Ok(valid)
 }
 
 /// For each job, the index of the first job in `jobs` with the same queue

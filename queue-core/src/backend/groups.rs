@@ -100,6 +100,24 @@ pub fn refuse_group_keys(jobs: &[ValidJob], operation: &'static str) -> Result<(
     }
 }
 
+/// What a storage that does not declare [`Capability::Dependencies`]
+/// returns from an enqueue of jobs of which one has a dependency: it must
+/// not run a job before the jobs it waits for.
+///
+/// # Errors
+/// [`QueueError::NotSupported`] (operation `operation`) when any job has a
+/// dependency.
+pub fn refuse_dependencies(jobs: &[ValidJob], operation: &'static str) -> Result<()> {
+    if jobs.iter().any(|job| !job.dependencies.is_empty()) {
+        Err(QueueError::not_supported(
+            Capability::Dependencies,
+            operation,
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// What a storage that does not declare [`Capability::GroupLimits`]
 /// returns from `configure_queue` with a group concurrency: it must not
 /// store limits it would not enforce.

@@ -15,6 +15,7 @@
 //! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
 //! | samples as rows, merged the same way everywhere; their window and retention | [`SampleRows`], [`sample_rows`], [`coalesce_samples`], [`lag_text`], [`sample_window`], [`samples_expire_before`] |
 //! | group concurrency in the claim, and refusing it without the capability | [`GroupSlots`], [`refuse_group_keys`], [`refuse_group_concurrency`], [`unconfigured_queue`] |
+//! | refusing dependencies without [`crate::Capability::Dependencies`] | [`refuse_dependencies`] |
 
 mod batch;
 mod fair;
@@ -32,7 +33,10 @@ mod turn;
 pub use batch::{first_occurrences, validate_batch};
 pub use fair::{FairPick, FairReader, FairRow, merge_by_next, pick_fair};
 pub use flow::LimitedQueues;
-pub use groups::{GroupSlots, refuse_group_concurrency, refuse_group_keys, unconfigured_queue};
+pub use groups::{
+    GroupSlots, refuse_dependencies, refuse_group_concurrency, refuse_group_keys,
+    unconfigured_queue,
+};
 pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};
 pub use order::{
     FairTurn, aged_claim_order, aged_priority, claim_order, fair_order, refuse_fair_groups,

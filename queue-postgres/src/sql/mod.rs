@@ -305,6 +305,7 @@ impl Statements {
             Some(JobState::Running) => 3,
             Some(JobState::Stalled) => 4,
             Some(JobState::Exhausted) => 5,
+            Some(JobState::Waiting) => 6,
         };
         &self.list_jobs[state * LISTING_SHAPES + listing_shape(filter)]
     }

@@ -8,6 +8,7 @@
 mod flow;
 mod steps;
 mod storage;
+mod workflow;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -56,6 +57,14 @@ pub(crate) struct State {
     /// (`None`: no group key).
     pub(crate) claim_counts: BTreeMap<QueueName, u64>,
     pub(crate) turns: BTreeMap<(QueueName, Option<GroupKey>), FairTurn>,
+    /// Workflows: each job's dependencies and dependants as enqueued
+    /// (kept after they finish, for `job_links`), the (dependency,
+    /// dependant) pairs whose dependency has not finished, and the jobs
+    /// waiting.
+    pub(crate) dependencies: BTreeMap<JobId, BTreeSet<JobId>>,
+    pub(crate) dependants: BTreeMap<JobId, BTreeSet<JobId>>,
+    pub(crate) unfinished: BTreeSet<(JobId, JobId)>,
+    pub(crate) waiting: BTreeMap<JobId, workflow::Waiting>,
 }
 
 impl MemoryStorage {
@@ -143,10 +152,18 @@ impl State {
         })
     }
 
-    /// Moves a live job into history.
+    /// Moves a live job into history, and lets the jobs waiting on it know.
     fn archive(&mut self, id: JobId, archive: Archive, now: DateTime<Utc>) {
+        let status = archive.status;
+        if self.move_to_history(id, archive, now) {
+            self.release_dependants(id, status, now);
+        }
+    }
+
+    /// Moves a live job into history; false when it is not live.
+    fn move_to_history(&mut self, id: JobId, archive: Archive, now: DateTime<Utc>) -> bool {
         let Some(job) = self.jobs.remove(&id) else {
-            return;
+            return false;
         };
         self.history.insert(
             id,
@@ -170,6 +187,7 @@ impl State {
                 trace_context: job.trace_context,
             },
         );
+        true
     }
 }
 

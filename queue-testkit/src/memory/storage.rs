@@ -4,15 +4,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use queue_core::backend::validate_batch;
 use queue_core::time::validate_duration;
 use queue_core::time::{to_time_delta, truncate_to_micros};
 use queue_core::{
     Ack, Capabilities, Capability, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
-    JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest,
+    JobLinks, JobPage, JobState, Lease, MAX_BATCH, NackOutcome, NewJob, PeriodicFire, PruneRequest,
     QueueConfig, QueueError, QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome,
     Result, Retry, ScheduleRecord, Storage, Throughput, WorkerAges, WorkerId, WorkerInfo,
-    WorkerRecord, minute_of, validate_lease, validate_limit, validate_window,
+    WorkerRecord, is_waiting, minute_of, validate_lease, validate_limit, validate_window,
 };
 use serde_json::Value;
 
@@ -59,26 +60,19 @@ impl Storage for MemoryStorage {
             .with(Capability::FairGroups)
             .with(Capability::GroupWeights)
             .with(Capability::Samples)
+            .with(Capability::Dependencies)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
         Ok(self.current_time())
     }
 
-    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
-        let job = job.validate()?;
-        let now = self.current_time();
-        Ok(self.lock().insert(job, now))
-    }
-
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        let jobs = jobs
-            .iter()
-            .map(NewJob::validate)
-            .collect::<Result<Vec<_>>>()?;
+        let jobs = validate_batch(&jobs)?;
         let now = self.current_time();
         let mut state = self.lock();
-        Ok(jobs.into_iter().map(|job| state.insert(job, now)).collect())
+        state.check_dependencies(&jobs)?;
+        Ok(state.insert_batch(jobs, now))
     }
 
     async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
@@ -89,6 +83,7 @@ impl Storage for MemoryStorage {
             .values()
             .filter(|job| queues.contains(&job.queue))
             .filter(|job| job.lease_until.is_none() && job.available_at > now)
+            .filter(|job| !is_waiting(job.available_at))
             .map(|job| job.available_at)
             .min()
             .map(|due| (due - now).to_std().unwrap_or_default()))
@@ -305,6 +300,11 @@ impl Storage for MemoryStorage {
             entry.paused = state.paused.contains(&entry.queue);
         }
         Ok(stats.into_values().map(|s| s.capped_at(cap)).collect())
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<JobLinks> {
+        let now = self.current_time();
+        self.lock().links(id, now)
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

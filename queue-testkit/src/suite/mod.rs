@@ -35,6 +35,7 @@ pub mod snooze;
 pub mod trace;
 pub mod weights;
 pub mod workers;
+pub mod workflows;
 
 use std::future::Future;
 use std::pin::Pin;
