@@ -126,10 +126,11 @@ impl SqliteStorage {
     /// Both statements are right whatever the count: it only chooses the
     /// faster.
     pub(crate) async fn list_jobs_statement(&self, now: i64, filter: &JobFilter) -> Result<String> {
-        let scheduled = filter.state == Some(JobState::Scheduled)
-            && filter.id.is_none()
-            && filter.unique_key.is_none();
-        if !scheduled {
+        let by_due = filter.id.is_none() && filter.unique_key.is_none();
+        if by_due && filter.state == Some(JobState::Waiting) {
+            return Ok(listing::scheduled_sorted(filter));
+        }
+        if !(by_due && filter.state == Some(JobState::Scheduled)) {
             return Ok(listing::list_jobs(filter));
         }
         let count: i64 = bind_job_filter(

@@ -120,10 +120,11 @@ pub(crate) fn list_jobs(filter: &JobFilter) -> String {
 }
 
 /// The unleased jobs due after now (all scheduled jobs, and exhausted
-/// ones due later) of `filter`'s queue or of every queue, from
-/// `job_queue_next_due` alone: the ids [`scheduled_count`] counts and
-/// [`scheduled_sorted`] sorts, as the `WITH` they need and the `SELECT`.
-fn scheduled_ids(filter: &JobFilter) -> (&'static str, String) {
+/// ones due later, and waiting ones) of `filter`'s queue or of every
+/// queue, from `job_queue_next_due` alone: the ids [`scheduled_count`]
+/// counts and [`scheduled_sorted`] sorts, as the `WITH` they need and the
+/// `SELECT`. With `waiting`, only the waiting jobs (the end of the range).
+fn scheduled_ids(filter: &JobFilter, waiting: bool) -> (&'static str, String) {
     let (with, queue) = if filter.queue.is_some() {
         ("", "queue_name = ?2")
     } else {
@@ -134,9 +135,14 @@ fn scheduled_ids(filter: &JobFilter) -> (&'static str, String) {
     } else {
         ""
     };
+    let due = if waiting {
+        "available_at >= 253402300799999999"
+    } else {
+        "available_at > ?1"
+    };
     let select = format!(
         "SELECT id FROM job_queue INDEXED BY job_queue_next_due
-WHERE {queue} AND lease_until IS NULL AND available_at > ?1{before}"
+WHERE {queue} AND lease_until IS NULL AND {due}{before}"
     );
     (with, select)
 }
@@ -148,16 +154,18 @@ WHERE {queue} AND lease_until IS NULL AND available_at > ?1{before}"
 /// oldest ids behind a pending backlog) or many (a backlog of delayed
 /// jobs, the newest).
 pub(crate) fn scheduled_count(filter: &JobFilter) -> String {
-    let (with, ids) = scheduled_ids(filter);
+    let (with, ids) = scheduled_ids(filter, false);
     format!("{with}SELECT count(*) FROM ({ids} LIMIT ?8)")
 }
 
 /// One page (plus one row) of scheduled jobs when at most
-/// [`SCHEDULED_SORTED`]: [`scheduled_ids`] sorted, their rows read by id
-/// (the primary key, which `NOT INDEXED` leaves to the plan).
+/// [`SCHEDULED_SORTED`], or of waiting jobs: [`scheduled_ids`] sorted,
+/// their rows read by id (the primary key, which `NOT INDEXED` leaves to
+/// the plan). Waiting jobs are read this way however many they are: the
+/// end of `job_queue_next_due`'s range holds them and nothing else.
 pub(crate) fn scheduled_sorted(filter: &JobFilter) -> String {
     let columns = crate::sql::JOB_COLUMNS;
-    let (with, ids) = scheduled_ids(filter);
+    let (with, ids) = scheduled_ids(filter, filter.state == Some(JobState::Waiting));
     format!(
         "{with}SELECT {columns} FROM job_queue NOT INDEXED
 WHERE id IN ({ids}) AND {}

@@ -121,7 +121,7 @@ async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
         let expected = match (filter.state, &filter.unique_key, filter.id) {
             (_, Some(_), _) | (_, _, Some(_)) => 1,
             (Some(JobState::Scheduled | JobState::Stalled), _, _) => 20,
-            (Some(JobState::Exhausted), _, _) => 0,
+            (Some(JobState::Exhausted | JobState::Waiting), _, _) => 0,
             _ => 50,
         };
         let listed = storage.list_jobs(&filter).await.expect("list");
