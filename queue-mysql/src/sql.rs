@@ -623,12 +623,10 @@ pub(crate) fn state_filter(state: JobState) -> &'static str {
         JobState::Exhausted => "j.is_exhausted = 1",
         JobState::Pending => DERIVED_PENDING,
         JobState::Scheduled => DERIVED_SCHEDULED,
-        // `queue_core::waiting_at`. MySQL storages do not take
-        // dependencies yet, so no job is waiting here; the filter is what
-        // the state means, for rows written by plain SQL.
-        JobState::Waiting => {
-            "j.lease_until IS NULL AND j.available_at >= '9999-12-31 23:59:59.999999'"
-        }
+        // MySQL storages refuse dependencies (they do not declare
+        // `Capability::Dependencies` yet), so no job waits here: the
+        // listing answers nothing.
+        JobState::Waiting => "FALSE",
     }
 }
 

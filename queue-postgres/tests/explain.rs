@@ -730,7 +730,7 @@ async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
         (_, Some(queue_core::JobState::Running)) => 50,
         (_, Some(queue_core::JobState::Scheduled)) => 20,
         (_, Some(queue_core::JobState::Stalled)) => 20,
-        (_, Some(queue_core::JobState::Exhausted)) => 0,
+        (_, Some(queue_core::JobState::Exhausted | queue_core::JobState::Waiting)) => 0,
         _ => 50,
     };
     for (what, filter) in filters {

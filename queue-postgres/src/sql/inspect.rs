@@ -327,13 +327,10 @@ pub(super) fn state_predicate(state: JobState) -> &'static str {
         JobState::Exhausted => {
             "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts >= j.max_attempts)"
         }
-        // `queue_core::waiting_at`. PostgreSQL storages do not take
-        // dependencies yet, so no job is waiting here; the filter is what
-        // the state means, for rows written by plain SQL.
-        JobState::Waiting => {
-            "($3::text IS NOT NULL AND j.lease_until IS NULL
-              AND j.available_at >= '9999-12-31 23:59:59.999999+00'::timestamptz)"
-        }
+        // PostgreSQL storages refuse dependencies (they do not declare
+        // `Capability::Dependencies` yet), so no job waits here: the
+        // listing answers nothing without reading a row.
+        JobState::Waiting => "($3::text IS NOT NULL AND FALSE)",
     }
 }
 
