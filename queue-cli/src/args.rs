@@ -339,6 +339,8 @@ pub(crate) enum State {
     Stalled,
     /// Out of attempts, awaiting reclaim.
     Exhausted,
+    /// Waiting for the jobs it depends on.
+    Waiting,
 }
 
 impl From<State> for JobState {
@@ -349,6 +351,7 @@ impl From<State> for JobState {
             State::Running => JobState::Running,
             State::Stalled => JobState::Stalled,
             State::Exhausted => JobState::Exhausted,
+            State::Waiting => JobState::Waiting,
         }
     }
 }

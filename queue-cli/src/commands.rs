@@ -403,19 +403,41 @@ fn read_payload(argument: Option<&str>) -> Result<Value, CliError> {
 
 /// Prints a live job, or its history row once finished.
 async fn show(storage: &AnyStorage, id: JobId, json: bool) -> Result<(), CliError> {
+    // A job's dependencies and dependants, where the storage has them; a
+    // job with neither shows as before.
+    let links = async || -> Result<Option<queue::JobLinks>, CliError> {
+        if !storage.capabilities().supports(Capability::Dependencies) {
+            return Ok(None);
+        }
+        let links = storage.job_links(id).await?;
+        Ok((!links.dependencies.is_empty() || !links.dependants.is_empty()).then_some(links))
+    };
     if let Some(job) = storage.get_job(id).await? {
         let now = storage.now().await?;
+        let links = links().await?;
         if json {
-            output::json(&json!({ "live": true, "state": job.state(now), "job": job }))?;
+            let mut shown = json!({ "live": true, "state": job.state(now), "job": job });
+            if let Some(links) = &links {
+                shown["links"] = json!(links);
+            }
+            output::json(&shown)?;
         } else {
             output::job(&job, now);
+            output::links(links.as_ref());
         }
         return Ok(());
     }
     match storage.get_history(id).await? {
-        Some(record) if json => output::json(&json!({ "live": false, "record": record })),
+        Some(record) if json => {
+            let mut shown = json!({ "live": false, "record": record });
+            if let Some(links) = links().await? {
+                shown["links"] = json!(links);
+            }
+            output::json(&shown)
+        }
         Some(record) => {
             output::record(&record);
+            output::links(links().await?.as_ref());
             Ok(())
         }
         None => Err(CliError::failed(format!(

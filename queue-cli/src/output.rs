@@ -20,8 +20,8 @@ pub(crate) fn stats(stats: &[QueueStats]) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  oldest pending",
-        "queue", "paused", "pending", "scheduled", "running", "stalled", "exhausted"
+        "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  oldest pending",
+        "queue", "paused", "pending", "scheduled", "running", "stalled", "exhausted", "waiting"
     );
     for s in stats {
         let oldest = s.oldest_pending_age.map_or_else(
@@ -30,15 +30,38 @@ pub(crate) fn stats(stats: &[QueueStats]) {
         );
         let _ = writeln!(
             out,
-            "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  {oldest}",
+            "{:<24} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {oldest}",
             s.queue.as_str(),
             if s.paused { "yes" } else { "no" },
             s.shown(JobState::Pending),
             s.shown(JobState::Scheduled),
             s.shown(JobState::Running),
             s.shown(JobState::Stalled),
-            s.shown(JobState::Exhausted)
+            s.shown(JobState::Exhausted),
+            s.shown(JobState::Waiting)
         );
+    }
+}
+
+/// A job's dependencies and dependants (`queue show`), one line each:
+/// id, queue and where it stands.
+pub(crate) fn links(links: Option<&queue::JobLinks>) {
+    let Some(links) = links else {
+        return;
+    };
+    let mut out = std::io::stdout().lock();
+    for (title, side) in [
+        ("depends on", &links.dependencies),
+        ("dependants", &links.dependants),
+    ] {
+        if side.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "{title}:");
+        for link in side {
+            let queue = link.queue.as_ref().map_or("-", |q| q.as_str());
+            let _ = writeln!(out, "  {:>10} {:<20} {}", link.id, queue, link.status);
+        }
     }
 }
 

@@ -260,7 +260,7 @@ async fn listings_read_their_queue_and_state_wherever_the_ids_sit() {
     for (what, filter) in filters {
         let expected = match filter.state {
             Some(queue_core::JobState::Scheduled | queue_core::JobState::Stalled) => 20,
-            Some(queue_core::JobState::Exhausted) => 0,
+            Some(queue_core::JobState::Exhausted | queue_core::JobState::Waiting) => 0,
             _ => 50,
         };
         let listed = storage.list_jobs(&filter).await.expect("list");
