@@ -164,7 +164,7 @@ pub(crate) async fn archive(
     } = leaving;
     let moved = move_to_history(conn, now, id, status, result, last_error, processed_by).await?;
     if moved {
-        workflow::finish(conn, now, id, status, released).await?;
+        workflow::finish(conn, now, &[id.get()], status, released).await?;
     }
     Ok(moved)
 }
@@ -246,7 +246,6 @@ async fn ack_all(
         }
         let rows = query.bind(now).fetch_all(&mut *conn).await?;
         let mut ids = Vec::with_capacity(rows.len());
-        let mut acked_ids = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;
             let worker: Option<String> = row.try_get("processed_by")?;
@@ -254,17 +253,15 @@ async fn ack_all(
                 archived.insert(key);
             }
             ids.push(id);
-            acked_ids.push(id);
         }
         if !ids.is_empty() {
-            let ids = serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+            let listed =
+                serde_json::to_string(&ids).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
             sqlx::query(sql::DELETE_LIVE_IDS)
-                .bind(ids)
+                .bind(listed)
                 .execute(&mut *conn)
                 .await?;
-        }
-        for id in acked_ids {
-            workflow::finish(conn, now, JobId(id), FinalStatus::Completed, released).await?;
+            workflow::finish(conn, now, &ids, FinalStatus::Completed, released).await?;
         }
     }
     // The first ack of an archived lease took it; a repeat finds it gone.

@@ -687,11 +687,11 @@ pub(crate) const INSERT_WAITING: &str =
 pub(crate) const SET_AVAILABLE: &str =
     "UPDATE job_queue SET available_at = ?2, updated_at = ?3 WHERE id = ?1";
 
-/// Counts the finish of ?1 for each job waiting on it, once: the waiting
-/// jobs with what they have left, their time and `on_failure`.
-pub(crate) const FINISH_DEPENDENCY: &str = "UPDATE job_dependency SET unfinished = 0
-WHERE depends_on = ?1 AND unfinished = 1
-RETURNING job_id";
+/// Counts the finish of each job in the JSON array ?1, once, for each job
+/// waiting on it: (waiting job, finished dependency) per edge counted.
+pub(crate) const FINISH_DEPENDENCIES: &str = "UPDATE job_dependency SET unfinished = 0
+WHERE depends_on IN (SELECT value FROM json_each(?1)) AND unfinished = 1
+RETURNING job_id, depends_on";
 
 /// One waiting job's count, time and `on_failure`.
 pub(crate) const GET_WAITING: &str =
@@ -704,8 +704,13 @@ pub(crate) const COUNT_DOWN_WAITING: &str =
 /// Job ?1 waits no more.
 pub(crate) const DELETE_WAITING: &str = "DELETE FROM job_waiting WHERE job_id = ?1";
 
-/// Job ?1's queue (for the wake-up of a released job).
-pub(crate) const JOB_QUEUE_NAME: &str = "SELECT queue_name FROM job_queue WHERE id = ?1";
+/// The jobs in the JSON array ?1 wait no more.
+pub(crate) const DELETE_WAITING_IDS: &str =
+    "DELETE FROM job_waiting WHERE job_id IN (SELECT value FROM json_each(?1))";
+
+/// Releases waiting job ?1 at ?2 (?3 now); its queue, for the wake-up.
+pub(crate) const RELEASE_WAITING: &str =
+    "UPDATE job_queue SET available_at = ?2, updated_at = ?3 WHERE id = ?1 RETURNING queue_name";
 
 /// Job ?1's dependencies (`other`), then its dependants, with where each
 /// stands: live columns, else history's, else neither.

@@ -65,15 +65,19 @@ pub(crate) async fn link(
         }
         let mut remaining: i64 = 0;
         for dependency in &job.dependencies {
-            let id = match *dependency {
-                Dependency::Job(id) => id,
-                Dependency::InBatch(index) => outcomes[index].id,
+            // A job of the batch is live (new, or the one holding its
+            // key); one enqueued before is live or, as `check` found, in
+            // history.
+            let (id, unfinished) = match *dependency {
+                Dependency::InBatch(index) => (outcomes[index].id, true),
+                Dependency::Job(id) => {
+                    let status: Option<String> = sqlx::query_scalar(sql::DEPENDENCY_STATUS)
+                        .bind(id.get())
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                    (id, status.as_deref() == Some("live"))
+                }
             };
-            let live: Option<String> = sqlx::query_scalar(sql::DEPENDENCY_STATUS)
-                .bind(id.get())
-                .fetch_optional(&mut *conn)
-                .await?;
-            let unfinished = live.as_deref() == Some("live");
             let done = sqlx::query(sql::INSERT_DEPENDENCY)
                 .bind(outcome.id.get())
                 .bind(id.get())
@@ -103,28 +107,35 @@ pub(crate) async fn link(
     Ok(())
 }
 
-/// What `finished` leaving the live table as `status` does to the jobs
-/// waiting on it: each counts it once; the last one releases a job (its
-/// queue goes to `released`), a failure cancels a job that does not run
-/// anyway, and that cancellation is a finish of its own, handled in turn.
+/// What the jobs `finished` leaving the live table as `status` do to the
+/// jobs waiting on them: each waiting job counts each of them once; the
+/// last one releases it (its queue goes to `released`), a failure cancels
+/// a job that does not run anyway, and those cancellations are finishes of
+/// their own, handled in turn. One statement counts a whole ack's finishes.
 pub(crate) async fn finish(
     conn: &mut SqliteConnection,
     now: i64,
-    finished: JobId,
+    finished: &[i64],
     status: FinalStatus,
     released: &mut Released,
 ) -> Result<(), sqlx::Error> {
-    let mut events = vec![(finished, status)];
+    let mut events = vec![(finished.to_vec(), status)];
     while let Some((finished, status)) = events.pop() {
-        sqlx::query(sql::DELETE_WAITING)
-            .bind(finished.get())
-            .execute(&mut *conn)
-            .await?;
-        let waiters: Vec<i64> = sqlx::query_scalar(sql::FINISH_DEPENDENCY)
-            .bind(finished.get())
+        let ids = serde_json::to_string(&finished).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        // A job that held a lease (acked, nacked, reclaimed) was not
+        // waiting; one discarded or cancelled may have been.
+        if matches!(status, FinalStatus::Discarded | FinalStatus::Cancelled) {
+            sqlx::query(sql::DELETE_WAITING_IDS)
+                .bind(&ids)
+                .execute(&mut *conn)
+                .await?;
+        }
+        let counted: Vec<(i64, i64)> = sqlx::query_as(sql::FINISH_DEPENDENCIES)
+            .bind(&ids)
             .fetch_all(&mut *conn)
             .await?;
-        for waiter in waiters {
+        let mut cancelled = Vec::new();
+        for (waiter, dependency) in counted {
             let found: Option<(i64, i64, String)> = sqlx::query_as(sql::GET_WAITING)
                 .bind(waiter)
                 .fetch_optional(&mut *conn)
@@ -135,20 +146,19 @@ pub(crate) async fn finish(
             let on_failure = DependencyFailure::parse(&on_failure)
                 .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
             if !on_failure.counts(status) {
-                let error = dependency_failed(finished, status).to_string();
-                let cancelled = FinalStatus::Cancelled;
+                let error = dependency_failed(JobId(dependency), status).to_string();
                 let moved = move_to_history(
                     conn,
                     now,
                     JobId(waiter),
-                    cancelled,
+                    FinalStatus::Cancelled,
                     None,
                     Some(&error),
                     None,
                 )
                 .await?;
                 if moved {
-                    events.push((JobId(waiter), cancelled));
+                    cancelled.push(waiter);
                 }
             } else if remaining > 1 {
                 sqlx::query(sql::COUNT_DOWN_WAITING)
@@ -160,18 +170,17 @@ pub(crate) async fn finish(
                     .bind(waiter)
                     .execute(&mut *conn)
                     .await?;
-                sqlx::query(sql::SET_AVAILABLE)
+                let queue: Option<String> = sqlx::query_scalar(sql::RELEASE_WAITING)
                     .bind(waiter)
                     .bind(run_at.max(now))
                     .bind(now)
-                    .execute(&mut *conn)
-                    .await?;
-                let queue: Option<String> = sqlx::query_scalar(sql::JOB_QUEUE_NAME)
-                    .bind(waiter)
                     .fetch_optional(&mut *conn)
                     .await?;
                 released.extend(queue);
             }
+        }
+        if !cancelled.is_empty() {
+            events.push((cancelled, FinalStatus::Cancelled));
         }
     }
     Ok(())
