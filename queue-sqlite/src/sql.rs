@@ -666,8 +666,21 @@ ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = COALESCE(?3, turn), tak
 // Workflows: dependencies between jobs (migration 0012).
 
 /// `queue_core::waiting_at()` in microseconds: a waiting job's
-/// `available_at`.
+/// `available_at`. The statements that tell waiting jobs apart (stats,
+/// `NEXT_DUE`, the listings' state filters) write the same number as a
+/// literal; the workflow conformance cases fail if one differs.
 pub(crate) const WAITING_AT: i64 = 253_402_300_799_999_999;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_waiting_instant_is_queue_cores() {
+        assert_eq!(
+            super::WAITING_AT,
+            queue_core::waiting_at().timestamp_micros()
+        );
+    }
+}
 
 /// Where dependency ?1 stands: 'live', its final status, or no row.
 pub(crate) const DEPENDENCY_STATUS: &str = "SELECT 'live' FROM job_queue WHERE id = ?1
