@@ -671,17 +671,6 @@ ON CONFLICT (queue_name, group_key) DO UPDATE SET turn = COALESCE(?3, turn), tak
 /// literal; the workflow conformance cases fail if one differs.
 pub(crate) const WAITING_AT: i64 = 253_402_300_799_999_999;
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_waiting_instant_is_queue_cores() {
-        assert_eq!(
-            super::WAITING_AT,
-            queue_core::waiting_at().timestamp_micros()
-        );
-    }
-}
-
 /// Where dependency ?1 stands: 'live', its final status, or no row.
 pub(crate) const DEPENDENCY_STATUS: &str = "SELECT 'live' FROM job_queue WHERE id = ?1
 UNION ALL SELECT status_final FROM job_history WHERE id = ?1 LIMIT 1";
@@ -741,3 +730,14 @@ ORDER BY l.side, l.other";
 /// Whether job ?1 is live or in history.
 pub(crate) const JOB_EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM job_queue WHERE id = ?1)
     OR EXISTS (SELECT 1 FROM job_history WHERE id = ?1)";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_waiting_instant_is_queue_cores() {
+        assert_eq!(
+            super::WAITING_AT,
+            queue_core::waiting_at().timestamp_micros()
+        );
+    }
+}
