@@ -2,7 +2,7 @@
 //! caller's transaction.
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{first_occurrences, refuse_dependencies, validate_batch};
+use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::duration_micros;
 use queue_core::{EnqueueOutcome, GroupKey, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
 use serde_json::Value;
@@ -13,6 +13,7 @@ use sqlx::{PgConnection, Postgres, Row, SqlSafeStr};
 
 use crate::PgStorage;
 use crate::error::{Failure, interpret_failure, retrying};
+use crate::workflow::has_dependencies;
 
 /// How often rows whose unique key was taken by a transaction that
 /// committed during the statement are tried again.
@@ -43,10 +44,23 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        refuse_dependencies(&jobs, "enqueue_batch")?;
-        self.insert_all(conn, &jobs, Signal::InTransaction)
-            .await
-            .map_err(interpret_failure)
+        if !has_dependencies(&jobs) {
+            return self
+                .insert_all(conn, &jobs, Signal::InTransaction)
+                .await
+                .map_err(interpret_failure);
+        }
+        // Several statements: in a savepoint of the caller's transaction
+        // (or a transaction of their own), so a refused dependency leaves
+        // nothing written.
+        let linked = async {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let outcomes = self.insert_all(&mut tx, &jobs, Signal::InTransaction).await?;
+            self.link_dependencies(&mut tx, &jobs, &outcomes).await?;
+            tx.commit().await?;
+            Ok::<_, Failure>(outcomes)
+        };
+        linked.await.map_err(interpret_failure)
     }
 
     pub(crate) async fn enqueue_batch_pooled(
@@ -54,9 +68,11 @@ impl PgStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        refuse_dependencies(&jobs, "enqueue_batch")?;
         if jobs.is_empty() {
             return Ok(Vec::new());
+        }
+        if has_dependencies(&jobs) {
+            return self.enqueue_linked(&jobs).await;
         }
         // A lone one-job enqueue notifies in its statement, as it commits
         // (see `signals.rs`). Batches signal after their commit: a NOTIFY
@@ -81,6 +97,28 @@ impl PgStorage {
             return Ok(outcomes);
         }
         // Committed: wake the workers of the queues that got new jobs.
+        let queues = jobs
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, outcome)| !outcome.existed)
+            .map(|(job, _)| job.queue.as_str().to_owned())
+            .collect();
+        self.signals
+            .send(&self.pool, self.pooling, &self.sql.signal, queues);
+        Ok(outcomes)
+    }
+
+    /// A batch naming dependencies, in a transaction of its own: the rows,
+    /// their links, then the wake-ups after the commit.
+    async fn enqueue_linked(&self, jobs: &[ValidJob]) -> Result<Vec<EnqueueOutcome>> {
+        let outcomes = retrying(false, || async {
+            let mut tx = self.pool.begin().await?;
+            let outcomes = self.insert_all(&mut tx, jobs, Signal::AfterCommit).await?;
+            self.link_dependencies(&mut tx, jobs, &outcomes).await?;
+            tx.commit().await?;
+            Ok::<_, Failure>(outcomes)
+        })
+        .await?;
         let queues = jobs
             .iter()
             .zip(&outcomes)
@@ -236,6 +274,16 @@ impl PgStorage {
     }
 }
 
+/// The time `job` was enqueued for, as the enqueue's columns: a delay in
+/// microseconds or an instant (neither: now).
+pub(crate) fn schedule_columns(job: &ValidJob) -> (Option<i64>, Option<DateTime<Utc>>) {
+    match job.schedule {
+        Schedule::Now => (None, None),
+        Schedule::After(delay) => (Some(duration_micros(delay)), None),
+        Schedule::At(at) => (None, Some(at)),
+    }
+}
+
 /// The batch as one array per column, for UNNEST, borrowing the jobs'
 /// strings and payloads (a batch is encoded straight from them).
 struct Columns<'j> {
@@ -275,10 +323,12 @@ impl<'j> Columns<'j> {
             columns
                 .max_attempts
                 .push(i32::try_from(job.max_attempts).unwrap_or(i32::MAX));
-            let (delay, at) = match job.schedule {
-                Schedule::Now => (None, None),
-                Schedule::After(delay) => (Some(duration_micros(delay)), None),
-                Schedule::At(at) => (None, Some(at)),
+            // A job with dependencies is written waiting; the link step
+            // gives it its own time back if it has nothing to wait for.
+            let (delay, at) = if job.dependencies.is_empty() {
+                schedule_columns(job)
+            } else {
+                (None, Some(queue_core::waiting_at()))
             };
             columns.delay_us.push(delay);
             columns.run_at.push(at);

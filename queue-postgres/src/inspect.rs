@@ -37,8 +37,7 @@ fn stats_row(row: &PgRow, cap: u64) -> Result<QueueStats, Failure> {
         running: count("running")?,
         stalled: count("stalled")?,
         exhausted: count("exhausted")?,
-        // No job waits on a storage without dependencies.
-        waiting: 0,
+        waiting: count("waiting")?,
         oldest_pending_age: oldest.map(|at| (now - at).to_std().unwrap_or_default()),
         cap: Some(cap),
     })

@@ -58,6 +58,7 @@ mod storage;
 mod test_schema;
 mod unique_index;
 mod workers;
+mod workflow;
 
 pub use database::create_database_if_missing;
 pub use error::interpret_error;

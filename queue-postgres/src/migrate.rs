@@ -114,6 +114,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "group_weights",
         sql: include_str!("../migrations/0021_group_weights.sql"),
     },
+    Migration {
+        version: 22,
+        name: "workflows",
+        sql: include_str!("../migrations/0022_workflows.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -410,7 +410,8 @@ impl Storage for PgStorage {
             .with(Capability::GroupLimits)
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
-            .with(Capability::GroupWeights);
+            .with(Capability::GroupWeights)
+            .with(Capability::Dependencies);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)
@@ -544,6 +545,10 @@ impl Storage for PgStorage {
 
     async fn stats_capped(&self, cap: u64) -> Result<Vec<QueueStats>> {
         self.stats_pooled(cap).await
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        self.job_links_pooled(id).await
     }
 
     async fn get_job(&self, id: JobId) -> Result<Option<Job>> {

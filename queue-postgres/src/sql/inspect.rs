@@ -35,8 +35,9 @@ pub(crate) const STATS_SETTINGS: &str = "SET LOCAL jit = off; SET LOCAL max_para
 ///   priority level ([`LEVELS`](super::LEVELS) over `job_queue_scheduled`) the range of
 ///   scheduled jobs now due, up to the cap; scheduled: the same ranges
 ///   after now (and ring entries after now, which only a clock that went
-///   back makes). So a queue of a million pending jobs costs the cap, not
-///   the million;
+///   back makes), before the waiting jobs' time; waiting: the same levels'
+///   range at `queue_core::waiting_at()` (migration 0022), up to the cap.
+///   So a queue of a million pending jobs costs the cap, not the million;
 /// - the oldest pending job: per level of the ring its first entry, per
 ///   level of the scheduled jobs the first unexhausted one.
 pub(super) const STATS: &str = "
@@ -59,7 +60,7 @@ queues AS (
     SELECT name FROM scheduled_queues WHERE name IS NOT NULL
 ),
 unleased AS (
-    SELECT q.name AS queue_name, c.due, c.waiting, c.oldest_pending
+    SELECT q.name AS queue_name, c.due, c.later, c.waiting, c.oldest_pending
     FROM queues q
     CROSS JOIN LATERAL (
         WITH RECURSIVE {levels}, {ring_levels}
@@ -90,10 +91,20 @@ unleased AS (
                         WHERE j.queue_name = q.name AND j.lease_until IS NULL
                           AND j.available_at > j.updated_at AND j.priority = l.priority
                           AND j.available_at > COALESCE($1::timestamptz, now())
+                          AND j.available_at < {waiting_at}
                           AND j.attempts < j.max_attempts
                         LIMIT $2::bigint) x
                     WHERE l.priority IS NOT NULL
-                    LIMIT $2::bigint) w), $2::bigint) AS waiting,
+                    LIMIT $2::bigint) w), $2::bigint) AS later,
+            (SELECT count(*) FROM (
+                SELECT 1 FROM levels l CROSS JOIN LATERAL (
+                    SELECT 1 FROM {s}.job_queue j
+                    WHERE j.queue_name = q.name AND j.lease_until IS NULL
+                      AND j.available_at > j.updated_at AND j.priority = l.priority
+                      AND j.available_at = {waiting_at}
+                    LIMIT $2::bigint) x
+                WHERE l.priority IS NOT NULL
+                LIMIT $2::bigint) w) AS waiting,
             LEAST(
                 (SELECT min(o.available_at) FROM ring_levels l CROSS JOIN LATERAL (
                     SELECT r.available_at FROM {s}.job_ready r
@@ -108,12 +119,13 @@ unleased AS (
                     ORDER BY j.available_at LIMIT 1) o
                  WHERE l.priority IS NOT NULL)) AS oldest_pending
     ) c
-    WHERE c.due > 0 OR c.waiting > 0
+    WHERE c.due > 0 OR c.later > 0 OR c.waiting > 0
 ),
 live AS (
     SELECT COALESCE(u.queue_name, l.queue_name, e.queue_name) AS queue_name,
         COALESCE(u.due, 0) AS pending,
-        COALESCE(u.waiting, 0) AS scheduled,
+        COALESCE(u.later, 0) AS scheduled,
+        COALESCE(u.waiting, 0) AS waiting,
         LEAST(COALESCE(l.running, 0), $2::bigint) AS running,
         LEAST(COALESCE(l.stalled, 0), $2::bigint) AS stalled,
         LEAST(COALESCE(e.total, 0), $2::bigint) AS exhausted,
@@ -127,7 +139,7 @@ paused AS (SELECT queue_name FROM {s}.queue_config WHERE paused)
 SELECT COALESCE(l.queue_name, p.queue_name) AS queue_name, p.queue_name IS NOT NULL AS paused,
        COALESCE(l.pending, 0) AS pending, COALESCE(l.scheduled, 0) AS scheduled,
        COALESCE(l.running, 0) AS running, COALESCE(l.stalled, 0) AS stalled,
-       COALESCE(l.exhausted, 0) AS exhausted, l.oldest_pending,
+       COALESCE(l.exhausted, 0) AS exhausted, COALESCE(l.waiting, 0) AS waiting, l.oldest_pending,
        COALESCE($1::timestamptz, now()) AS now
 FROM live l FULL JOIN paused p ON p.queue_name = l.queue_name";
 
@@ -299,6 +311,7 @@ pub(super) fn listing_filter(shape: usize) -> String {
 pub(super) const ANY_STATE: &str = "($3::text IS NULL OR (CASE
         WHEN j.lease_until > COALESCE($1::timestamptz, now()) THEN 'running'
         WHEN j.lease_until IS NOT NULL THEN 'stalled'
+        WHEN j.available_at = {waiting_at} THEN 'waiting'
         WHEN j.attempts >= j.max_attempts THEN 'exhausted'
         WHEN j.available_at <= COALESCE($1::timestamptz, now()) THEN 'pending'
         ELSE 'scheduled' END) = $3)";
@@ -316,7 +329,8 @@ pub(super) fn state_predicate(state: JobState) -> &'static str {
         }
         JobState::Scheduled => {
             "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
-              AND j.available_at > COALESCE($1::timestamptz, now()))"
+              AND j.available_at > COALESCE($1::timestamptz, now())
+              AND j.available_at < {waiting_at})"
         }
         JobState::Running => {
             "($3::text IS NOT NULL AND j.lease_until > COALESCE($1::timestamptz, now()))"
@@ -327,10 +341,11 @@ pub(super) fn state_predicate(state: JobState) -> &'static str {
         JobState::Exhausted => {
             "($3::text IS NOT NULL AND j.lease_until IS NULL AND j.attempts >= j.max_attempts)"
         }
-        // PostgreSQL storages refuse dependencies (they do not declare
-        // `Capability::Dependencies` yet), so no job waits here: the
-        // listing answers nothing without reading a row.
-        JobState::Waiting => "($3::text IS NOT NULL AND FALSE)",
+        // Rows of `job_queue_scheduled` at the end of each priority level.
+        JobState::Waiting => {
+            "($3::text IS NOT NULL AND j.lease_until IS NULL
+              AND j.available_at = {waiting_at})"
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! and the cancellation channel as `{cancel_chan}`;
 //! [`Statements::for_schema`] fills them in once per storage, so each
 //! statement is one stable string that sqlx prepares once per connection.
-//! `$1` is always the clock override: `COALESCE($1::timestamptz, now())`
+//! `{waiting_at}` is [`WAITING_AT`](workflow::WAITING_AT), a waiting job's
+//! `available_at`. `$1` is always the clock override: `COALESCE($1::timestamptz, now())`
 //! is the database's now unless a manual clock is bound.
 
 use queue_core::JobState;
@@ -20,6 +21,7 @@ mod periodic;
 mod queues;
 mod samples;
 mod workers;
+mod workflow;
 
 use dequeue::*;
 use enqueue::*;
@@ -32,6 +34,7 @@ use periodic::*;
 use queues::*;
 use samples::*;
 use workers::*;
+use workflow::*;
 
 /// The columns of a live job, in the order `rows::job` reads them.
 pub(super) const JOB_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, attempts, max_attempts, \
@@ -154,6 +157,12 @@ pub(crate) struct Statements {
     pub(crate) list_workers: SqlStr,
     pub(crate) record_samples: SqlStr,
     pub(crate) samples: SqlStr,
+    pub(crate) lock_dependencies: SqlStr,
+    pub(crate) dependency_history: SqlStr,
+    pub(crate) insert_dependencies: SqlStr,
+    pub(crate) insert_waiting: SqlStr,
+    pub(crate) set_enqueued_time: SqlStr,
+    pub(crate) job_links: SqlStr,
 }
 
 impl Statements {
@@ -177,6 +186,7 @@ impl Statements {
                     .replace("{limited}", LIMITED)
                     .replace("{job}", JOB_COLUMNS)
                     .replace("{history}", HISTORY_COLUMNS)
+                    .replace("{waiting_at}", WAITING_AT)
                     .replace("{s}", &format!("\"{schema}\""))
                     .replace("{cancel_chan}", cancel)
                     .replace("{chan}", channel),
@@ -238,8 +248,8 @@ impl Statements {
                     let (template, predicate) = match state {
                         None => (LIST_JOBS, ANY_STATE),
                         Some(JobState::Pending) => (LIST_JOBS, state_predicate(JobState::Pending)),
-                        Some(JobState::Scheduled) => {
-                            (LIST_SCHEDULED_JOBS, state_predicate(JobState::Scheduled))
+                        Some(state @ (JobState::Scheduled | JobState::Waiting)) => {
+                            (LIST_SCHEDULED_JOBS, state_predicate(state))
                         }
                         Some(rare) => (LIST_RARE_JOBS, state_predicate(rare)),
                     };
@@ -290,6 +300,12 @@ impl Statements {
             record_samples: fill(RECORD_SAMPLES),
             samples: fill(SAMPLES),
             rotate_ready: fill(ROTATE_READY),
+            lock_dependencies: fill(LOCK_DEPENDENCIES),
+            dependency_history: fill(DEPENDENCY_HISTORY),
+            insert_dependencies: fill(INSERT_DEPENDENCIES),
+            insert_waiting: fill(INSERT_WAITING),
+            set_enqueued_time: fill(SET_ENQUEUED_TIME),
+            job_links: fill(JOB_LINKS),
         }
     }
 }

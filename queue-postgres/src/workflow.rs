@@ -1,0 +1,285 @@
+//! Workflows on PostgreSQL: recording an enqueue's dependencies in its
+//! transaction (migration 0022). What a finish does to the jobs waiting on
+//! it is the migration's trigger, so every way a job leaves the live table
+//! counts, with no code here; the contract is `Storage::enqueue_batch`'s.
+//!
+//! A job with dependencies is written waiting (`Columns::of`), and the
+//! enqueue then, in the same transaction, locks its dependencies that are
+//! live ([`sql::LOCK_DEPENDENCIES`](crate::sql)): an ack deleting one waits
+//! for this enqueue's commit and then sees its edges; one that deleted it
+//! first has committed its history row, which this enqueue reads. Jobs whose
+//! dependencies had all finished get their own time back.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use queue_core::backend::{corrupt, stored};
+use queue_core::{
+    Dependency, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, JobState, LinkStatus,
+    QueueError, QueueName, Result, ValidJob, failed_dependency, state_of, unknown_dependency,
+};
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use crate::PgStorage;
+use crate::enqueue::schedule_columns;
+use crate::error::{Failure, interpret_failure, retrying};
+
+/// Whether any job of the batch names a dependency.
+pub(crate) fn has_dependencies(jobs: &[ValidJob]) -> bool {
+    jobs.iter().any(|job| !job.dependencies.is_empty())
+}
+
+/// One job written waiting, and what it waits for.
+struct Waiter<'j> {
+    job: &'j ValidJob,
+    id: JobId,
+    /// Its dependencies' ids, in order, without repeats.
+    dependencies: Vec<JobId>,
+}
+
+impl PgStorage {
+    /// Records the dependencies of the jobs `outcomes` says were written
+    /// (waiting, by `Columns::of`) on `conn`, inside the enqueue's
+    /// transaction; refuses with `Failure::Queue` a dependency that is
+    /// unknown, or failed for a job that would be cancelled at once (the
+    /// caller rolls back: nothing is written).
+    pub(crate) async fn link_dependencies(
+        &self,
+        conn: &mut PgConnection,
+        jobs: &[ValidJob],
+        outcomes: &[EnqueueOutcome],
+    ) -> Result<(), Failure> {
+        let waiters: Vec<Waiter<'_>> = jobs
+            .iter()
+            .zip(outcomes)
+            .filter(|(job, outcome)| !outcome.existed && !job.dependencies.is_empty())
+            .map(|(job, outcome)| {
+                let mut seen = HashSet::new();
+                let dependencies = job
+                    .dependencies
+                    .iter()
+                    .map(|dependency| match *dependency {
+                        Dependency::Job(id) => id,
+                        Dependency::InBatch(index) => outcomes[index].id,
+                    })
+                    .filter(|id| seen.insert(*id))
+                    .collect();
+                Waiter {
+                    job,
+                    id: outcome.id,
+                    dependencies,
+                }
+            })
+            .collect();
+        if waiters.is_empty() {
+            return Ok(());
+        }
+        let mut ids: Vec<i64> = waiters
+            .iter()
+            .flat_map(|w| w.dependencies.iter().map(|id| id.get()))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let live: HashSet<i64> = self
+            .on(conn)
+            .fetch_all(sqlx::query(self.sql.lock_dependencies.clone()).bind(&ids))
+            .await?
+            .iter()
+            .map(|row| row.try_get::<i64, _>("id"))
+            .collect::<Result<_, _>>()?;
+        let gone: Vec<i64> = ids.into_iter().filter(|id| !live.contains(id)).collect();
+        let mut finished: HashMap<i64, FinalStatus> = HashMap::new();
+        if !gone.is_empty() {
+            for row in self
+                .on(conn)
+                .fetch_all(sqlx::query(self.sql.dependency_history.clone()).bind(&gone))
+                .await?
+            {
+                let status: String = row.try_get("status_final")?;
+                let status: FinalStatus =
+                    status.parse().map_err(|e| corrupt("status_final", e))?;
+                finished.insert(row.try_get("id")?, status);
+            }
+        }
+        let mut edges = Edges::default();
+        let mut waiting = Waiting::default();
+        let mut unwaited = Unwaited::default();
+        for waiter in &waiters {
+            let mut remaining = 0;
+            for dependency in &waiter.dependencies {
+                let unfinished = live.contains(&dependency.get());
+                if !unfinished {
+                    let Some(status) = finished.get(&dependency.get()) else {
+                        return Err(Failure::Queue(unknown_dependency(*dependency)));
+                    };
+                    if !waiter.job.on_dependency_failure.counts(*status) {
+                        return Err(Failure::Queue(failed_dependency(*dependency, *status)));
+                    }
+                }
+                remaining += i32::from(unfinished);
+                edges.job.push(waiter.id.get());
+                edges.depends_on.push(dependency.get());
+                edges.unfinished.push(unfinished);
+            }
+            let (delay_us, run_at) = schedule_columns(waiter.job);
+            if remaining > 0 {
+                waiting.id.push(waiter.id.get());
+                waiting.remaining.push(remaining);
+                waiting.delay_us.push(delay_us);
+                waiting.run_at.push(run_at);
+                waiting
+                    .on_failure
+                    .push(waiter.job.on_dependency_failure.as_str());
+            } else {
+                unwaited.id.push(waiter.id.get());
+                unwaited.delay_us.push(delay_us);
+                unwaited.run_at.push(run_at);
+            }
+        }
+        self.on(conn)
+            .execute(
+                sqlx::query(self.sql.insert_dependencies.clone())
+                    .bind(edges.job)
+                    .bind(edges.depends_on)
+                    .bind(edges.unfinished),
+            )
+            .await?;
+        if !waiting.id.is_empty() {
+            self.on(conn)
+                .execute(
+                    sqlx::query(self.sql.insert_waiting.clone())
+                        .bind(self.now_override())
+                        .bind(waiting.id)
+                        .bind(waiting.remaining)
+                        .bind(waiting.delay_us)
+                        .bind(waiting.run_at)
+                        .bind(waiting.on_failure),
+                )
+                .await?;
+        }
+        if !unwaited.id.is_empty() {
+            self.on(conn)
+                .execute(
+                    sqlx::query(self.sql.set_enqueued_time.clone())
+                        .bind(self.now_override())
+                        .bind(unwaited.id)
+                        .bind(unwaited.delay_us)
+                        .bind(unwaited.run_at),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// [`sql::INSERT_DEPENDENCIES`](crate::sql)'s columns.
+#[derive(Default)]
+struct Edges {
+    job: Vec<i64>,
+    depends_on: Vec<i64>,
+    unfinished: Vec<bool>,
+}
+
+/// [`sql::INSERT_WAITING`](crate::sql)'s columns.
+#[derive(Default)]
+struct Waiting {
+    id: Vec<i64>,
+    remaining: Vec<i32>,
+    delay_us: Vec<Option<i64>>,
+    run_at: Vec<Option<DateTime<Utc>>>,
+    on_failure: Vec<&'static str>,
+}
+
+/// [`sql::SET_ENQUEUED_TIME`](crate::sql)'s columns.
+#[derive(Default)]
+struct Unwaited {
+    id: Vec<i64>,
+    delay_us: Vec<Option<i64>>,
+    run_at: Vec<Option<DateTime<Utc>>>,
+}
+
+impl PgStorage {
+    /// `Storage::job_links` for `id`.
+    pub(crate) async fn job_links_pooled(&self, id: JobId) -> Result<JobLinks> {
+        let rows = retrying(true, || {
+            self.read_db().fetch_all(
+                sqlx::query(self.sql.job_links.clone())
+                    .bind(self.now_override())
+                    .bind(id.get()),
+            )
+        })
+        .await?;
+        let mut links = JobLinks::default();
+        for row in &rows {
+            let found: bool = row.try_get("found").map_err(crate::interpret_error)?;
+            if !found {
+                return Err(QueueError::not_found(format!("job {id}")));
+            }
+            let side: Option<i32> = row.try_get("side").map_err(crate::interpret_error)?;
+            let other: Option<i64> = row.try_get("other").map_err(crate::interpret_error)?;
+            let (Some(side), Some(other)) = (side, other) else {
+                continue;
+            };
+            let link = link_of(row, JobId(other)).map_err(interpret_failure)?;
+            if side == 0 {
+                links.dependencies.push(link);
+            } else {
+                links.dependants.push(link);
+            }
+        }
+        Ok(links)
+    }
+}
+
+/// One row of [`sql::JOB_LINKS`](crate::sql) as a link.
+fn link_of(row: &PgRow, id: JobId) -> Result<JobLink, Failure> {
+    let name = |column: &str| -> Result<Option<QueueName>, Failure> {
+        let name: Option<String> = row.try_get(column)?;
+        Ok(name
+            .map(|n| stored(column, n, QueueName::new))
+            .transpose()?)
+    };
+    if let Some(queue) = name("live_queue")? {
+        return Ok(JobLink {
+            id,
+            queue: Some(queue),
+            status: LinkStatus::Live(live_state(row)?),
+            result: None,
+        });
+    }
+    if let Some(queue) = name("done_queue")? {
+        let status: String = row.try_get("status_final")?;
+        let status: FinalStatus = status.parse().map_err(|e| corrupt("status_final", e))?;
+        let result: Option<Value> = row.try_get("result")?;
+        return Ok(JobLink {
+            id,
+            queue: Some(queue),
+            status: LinkStatus::Finished(status),
+            result,
+        });
+    }
+    Ok(JobLink {
+        id,
+        queue: None,
+        status: LinkStatus::Gone,
+        result: None,
+    })
+}
+
+/// The derived state of the live job of a [`sql::JOB_LINKS`](crate::sql) row.
+fn live_state(row: &PgRow) -> Result<JobState, Failure> {
+    let available_at: DateTime<Utc> = row.try_get("available_at")?;
+    let lease_until: Option<DateTime<Utc>> = row.try_get("lease_until")?;
+    let attempts: i32 = row.try_get("attempts")?;
+    let max_attempts: i32 = row.try_get("max_attempts")?;
+    let now: DateTime<Utc> = row.try_get("now")?;
+    Ok(state_of(
+        available_at,
+        lease_until,
+        i64::from(attempts),
+        i64::from(max_attempts),
+        now,
+    ))
+}
