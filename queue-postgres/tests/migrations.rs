@@ -72,6 +72,7 @@ async fn migrations_apply_to_an_empty_schema() {
     assert_eq!(
         tables(&pool, schema.name()).await,
         [
+            "job_dependency",
             "job_group_turn",
             "job_history",
             "job_queue",
@@ -83,6 +84,7 @@ async fn migrations_apply_to_an_empty_schema() {
             "job_sample_depth",
             "job_sample_lag",
             "job_throughput",
+            "job_waiting",
             "queue_config",
             "queue_group_limit",
             "queue_group_weight",
@@ -394,7 +396,7 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     // 0020 (fair groups) come with it, and change none of this.
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![16, 17, 18, 19, 20, 21]
+        vec![16, 17, 18, 19, 20, 21, 22]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -488,7 +490,7 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
         .expect("valid");
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![17, 18, 19, 20, 21]
+        vec![17, 18, 19, 20, 21, 22]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -583,7 +585,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![20, 21]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![20, 21, 22]);
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
     // The previous release's pick, as its workers call it: plain order.
@@ -669,7 +671,7 @@ async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![21]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![21, 22]);
     let queue = QueueName::new("q").expect("valid");
     let fair = QueueLimits {
         fair_groups: true,
@@ -716,5 +718,105 @@ async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
         (8, 0),
         "the second job moved a's turn to the claim count"
     );
+    finish(schema, pool).await;
+}
+
+/// A database of the release before workflows (migration 0022) holding a
+/// pending, a leased and a scheduled job: the upgrade keeps all three as
+/// they were, and a job enqueued afterwards may depend on them (none of
+/// them was marked as having dependants before): it waits until the lease
+/// is acked and the other two have completed.
+#[tokio::test]
+async fn an_upgrade_to_workflows_keeps_jobs_that_new_jobs_can_depend_on() {
+    use queue_core::{JobFilter, JobId, JobState, Lease, NewJob, QueueName, Storage, WorkerId};
+    use queue_postgres::PgStorage;
+    use serde_json::json;
+
+    let (schema, pool) = common::schema_at(
+        21,
+        "INSERT INTO job_queue (id, queue_name, payload, available_at, updated_at)
+             VALUES (1, 'q', '\"pending\"', now() - interval '1 minute', now() - interval '1 minute'),
+                    (3, 'q', '\"scheduled\"', now() + interval '1 hour', now());
+         INSERT INTO job_queue (id, queue_name, payload, available_at, updated_at, attempts,
+                                lease_until, locked_by, first_locked_at)
+             VALUES (2, 'q', '\"leased\"', now() - interval '2 minutes', now(), 1,
+                     now() + interval '5 minutes', 'w-old', now());
+         SELECT setval('job_queue_id_seq', 3);",
+    )
+    .await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid");
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![22]);
+    let now = storage.now().await.expect("now");
+    let states: Vec<(i64, JobState)> = storage
+        .list_jobs(&JobFilter::default())
+        .await
+        .expect("list")
+        .jobs
+        .iter()
+        .map(|job| (job.id.get(), job.state(now)))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (3, JobState::Scheduled),
+            (2, JobState::Running),
+            (1, JobState::Pending)
+        ]
+    );
+    let after = storage
+        .enqueue(NewJob::new("after", json!({})).depends_on_all([JobId(1), JobId(2), JobId(3)]))
+        .await
+        .expect("enqueue")
+        .id;
+    let job_state = |id: JobId| {
+        let storage = &storage;
+        async move {
+            let now = storage.now().await.expect("now");
+            storage
+                .get_job(id)
+                .await
+                .expect("get_job")
+                .map(|job| job.state(now))
+        }
+    };
+    assert_eq!(job_state(after).await, Some(JobState::Waiting));
+    let leased = Lease {
+        job_id: JobId(2),
+        worker_id: WorkerId::new("w-old").expect("valid"),
+        attempt: 1,
+    };
+    storage.ack(&leased, None).await.expect("ack the old lease");
+    let pending = storage.dequeue(&claim_of(&QueueName::new("q").expect("valid"), 1)).await;
+    let pending = pending.expect("dequeue");
+    assert_eq!(payloads(&pending), vec![json!("pending")]);
+    storage
+        .ack(&pending[0].lease().expect("leased"), None)
+        .await
+        .expect("ack");
+    assert_eq!(
+        job_state(after).await,
+        Some(JobState::Waiting),
+        "the scheduled job is still to run"
+    );
+    let moved = storage
+        .run_now(&JobFilter {
+            limit: 10,
+            ..JobFilter::default()
+        })
+        .await
+        .expect("run_now");
+    assert_eq!(moved, 1);
+    let scheduled = storage
+        .dequeue(&claim_of(&QueueName::new("q").expect("valid"), 1))
+        .await
+        .expect("dequeue");
+    assert_eq!(payloads(&scheduled), vec![json!("scheduled")]);
+    storage
+        .ack(&scheduled[0].lease().expect("leased"), None)
+        .await
+        .expect("ack");
+    assert_eq!(job_state(after).await, Some(JobState::Pending));
     finish(schema, pool).await;
 }

@@ -200,6 +200,7 @@ macro_rules! for_each_case {
             workflows::dependencies_that_cannot_form_a_graph_are_refused [Dependencies],
             workflows::job_links_list_dependencies_with_their_results_and_dependants [Dependencies] @2,
             workflows::racing_completions_of_the_last_two_dependencies_release_once [Dependencies] @2,
+            workflows::a_dependant_enqueued_while_its_dependency_is_acked_is_not_left_waiting [Dependencies] @2,
             workflows::a_released_job_keeps_its_time_and_each_dependency_counts_once [Dependencies],
             workflows::waiting_jobs_are_listed_and_run_now_leaves_them [Dependencies, ListJobs, BulkActions],
             workflows::a_released_job_wakes_subscribers [Dependencies, Wakeups],

@@ -395,6 +395,34 @@ pub async fn racing_completions_of_the_last_two_dependencies_release_once<S: Sto
     }
 }
 
+/// A dependant enqueued through one handle while its dependency is acked
+/// through another, round after round: whichever commits first, the
+/// dependant never stays waiting for a job that has already completed.
+pub async fn a_dependant_enqueued_while_its_dependency_is_acked_is_not_left_waiting<S: Storage>(
+    ctx: Ctx<S>,
+) {
+    for round in 0..12 {
+        let a = ctx.enqueue(job(round)).await;
+        let held = ctx.claim_one("q").await;
+        assert_eq!(held.id, a);
+        let lease = lease_of(&held);
+        let (acked, enqueued) = futures_util::future::join(
+            ctx.storage.ack(&lease, None),
+            ctx.second()
+                .enqueue(NewJob::new("after", json!({ "round": round })).depends_on(a)),
+        )
+        .await;
+        acked.expect("ack");
+        let c = enqueued.expect("enqueue of the dependant").id;
+        assert_eq!(
+            ctx.link_status(c).await,
+            LinkStatus::Live(JobState::Pending),
+            "round {round}: the dependant of a completed job waits"
+        );
+        assert_eq!(ctx.claimable("after").await, [c], "round {round}");
+    }
+}
+
 /// A released job keeps a later time it was enqueued for; a dependency
 /// dead-lettered, retried and completed counts once for a job that runs
 /// anyway, which still waits for its other dependency.
