@@ -122,6 +122,10 @@ pub(crate) enum Workload {
     /// once), and a small tenant's start lag behind a large tenant's
     /// backlog against an empty queue's.
     Fairness(FairnessArgs),
+    /// Dependencies: a fan-out/fan-in graph (a root, its children, a join
+    /// waiting for all of them) enqueued in one call and drained, against
+    /// as many independent jobs.
+    Workflow(WorkflowArgs),
     /// Many worker processes against one server: a drain by 1, 2, 4 and
     /// 8 processes of this binary, each with its own storage and pool;
     /// then the queue's concurrency limit checked across all of them.
@@ -219,6 +223,21 @@ pub(crate) struct FairnessArgs {
     /// Pause between two of the small tenant's enqueues, in milliseconds.
     #[arg(long, default_value_t = 10)]
     pub(crate) interval_ms: u64,
+}
+
+/// `workflow` settings.
+#[derive(Debug, Clone, ClapArgs)]
+pub(crate) struct WorkflowArgs {
+    /// Jobs of each run: the graph's root, `n - 2` children and its join,
+    /// or as many independent jobs.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(3..=50_001))]
+    pub(crate) n: usize,
+    /// The worker's concurrency.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) concurrency: usize,
+    /// Runs of each shape, in turn; the figures are their medians.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) rounds: usize,
 }
 
 /// `hosts` settings.

@@ -32,48 +32,88 @@ CREATE TABLE job_dependency (
 -- A finishing job's dependants, and job_links' list of them.
 CREATE INDEX job_dependency_depends_on ON job_dependency (depends_on, job_id);
 
--- The jobs waiting: how many dependencies have not finished, the
+-- The jobs waiting: how many dependencies have not finished (0 only
+-- inside the transaction that releases the job, which deletes the row), the
 -- available_at the job was enqueued for, and what a failed dependency
 -- does to it (queue_core::DependencyFailure).
 CREATE TABLE job_waiting (
     job_id     bigint      PRIMARY KEY,
-    remaining  integer     NOT NULL CHECK (remaining > 0),
+    remaining  integer     NOT NULL CHECK (remaining >= 0),
     run_at     timestamptz NOT NULL,
     on_failure text        NOT NULL CHECK (on_failure IN ('cancel', 'run'))
 );
+
+-- Releases the waiting jobs p_ids (their job_waiting rows counted down to
+-- 0 by the caller's transaction, which holds their locks): each is due at
+-- the later of p_at, the finish that released it, and p_run_at, the time
+-- it was enqueued for; their queues are woken (the NOTIFY is sent on
+-- commit) on p_channel.
+CREATE FUNCTION queue_release_waiting(p_ids bigint[], p_run_at timestamptz[], p_at timestamptz,
+                                      p_channel text) RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_notified bigint;
+BEGIN
+    DELETE FROM job_waiting WHERE job_id = ANY(p_ids);
+    WITH released AS (
+        UPDATE job_queue j
+        SET available_at = greatest(u.run_at, p_at), updated_at = p_at
+        FROM unnest(p_ids, p_run_at) AS u(id, run_at)
+        WHERE j.id = u.id AND j.lease_until IS NULL
+          AND j.available_at = '9999-12-31 23:59:59.999999+00'
+        RETURNING j.queue_name
+    )
+    SELECT count(pg_notify(p_channel, q.queue_name)) INTO v_notified
+    FROM (SELECT DISTINCT queue_name FROM released) q;
+END
+$$;
 
 -- The finish of OLD, a job that had dependants or was waiting, leaving
 -- job_queue. A waiting job leaving (discarded, cancelled) waits no more.
 -- A job with dependants counts once for each job waiting on it: its
 -- status and time are its history row's (written by the same statement;
 -- a row deleted by hand without one counts as discarded, now). The last
--- finish a waiting job needed releases it, due at the later of the
--- finish and the time it was enqueued for, and wakes its queue (the
--- NOTIFY is sent on commit). A dependency that did not complete cancels
--- a job that does not run anyway, whose own dependants this invocation
--- then handles in turn: the cancellations' DELETEs find the setting on
--- and return at once, so a long chain is a loop here, not a recursion.
+-- finish a waiting job needed releases it (queue_release_waiting).
 --
 -- Two finishes of a waiting job's last two dependencies, committing at
--- once, are serialized by the job's job_waiting row (FOR UPDATE): the
--- second sees the first's count and releases it, exactly once.
+-- once, are serialized by the job's job_waiting row: the count-down is
+-- one UPDATE, which reads the row's latest version once it holds the
+-- lock, so exactly one of them counts it down to 0 and releases it.
+-- (A count-down and a release decided in two statements of one snapshot
+-- would let both see a count they did not leave, or neither.)
+--
+-- A completion (the common case) is two statements: its status, then the
+-- edges and the count-downs together. A dependency that did not complete
+-- cancels the jobs that do not run anyway, whose own dependants this
+-- invocation then handles in turn: the cancellations' DELETEs find the
+-- setting on and return at once, so a long chain is a loop here, not a
+-- recursion. Each step is one statement over all the jobs it touches (a
+-- root's finish releases its 10,000 children in a few statements, not
+-- 10,000 rounds of them).
 CREATE FUNCTION queue_dependency_finished() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path FROM CURRENT
 AS $$
 DECLARE
     v_finished bigint[];
-    v_cancelled bigint[];
     v_status text;
     v_at timestamptz;
-    v_counted record;
-    v_waiting record;
-    v_queue text;
+    v_waiters bigint[];
+    v_dependencies bigint[];
+    v_finishes integer[];
+    v_cancelled bigint[];
+    v_released bigint[];
+    v_run_at timestamptz[];
+    v_channel text := 'queue_jobs.' || TG_TABLE_SCHEMA;
 BEGIN
     IF current_setting('queue.finishing_dependencies', true) = 'on' THEN
         RETURN NULL;
     END IF;
-    DELETE FROM job_waiting WHERE job_id = OLD.id;
+    IF OLD.available_at = '9999-12-31 23:59:59.999999+00' THEN
+        DELETE FROM job_waiting WHERE job_id = OLD.id;
+    END IF;
     IF NOT OLD.has_dependants THEN
         RETURN NULL;
     END IF;
@@ -83,56 +123,80 @@ BEGIN
         v_status := 'discarded';
         v_at := now();
     END IF;
+    IF v_status = 'completed' THEN
+        WITH counted AS (
+            UPDATE job_dependency d SET unfinished = false
+            WHERE d.depends_on = OLD.id AND d.unfinished
+            RETURNING d.job_id
+        ),
+        counted_down AS (
+            UPDATE job_waiting w SET remaining = w.remaining - 1
+            FROM counted c WHERE w.job_id = c.job_id
+            RETURNING w.job_id, w.remaining, w.run_at
+        )
+        SELECT array_agg(c.job_id), array_agg(c.run_at) INTO v_released, v_run_at
+        FROM counted_down c WHERE c.remaining = 0;
+        IF v_released IS NOT NULL THEN
+            PERFORM queue_release_waiting(v_released, v_run_at, v_at, v_channel);
+        END IF;
+        RETURN NULL;
+    END IF;
+    -- A failure: cancellations delete jobs, handled by this loop.
     PERFORM set_config('queue.finishing_dependencies', 'on', true);
     v_finished := ARRAY[OLD.id];
     LOOP
-        v_cancelled := '{}';
-        FOR v_counted IN
-            WITH counted AS (
-                UPDATE job_dependency d SET unfinished = false
-                WHERE d.depends_on = ANY(v_finished) AND d.unfinished
-                RETURNING d.job_id, d.depends_on
-            )
-            SELECT c.job_id, min(c.depends_on) AS dependency, count(*)::integer AS finishes
-            FROM counted c GROUP BY c.job_id ORDER BY c.job_id
-        LOOP
-            SELECT w.remaining, w.run_at, w.on_failure INTO v_waiting
-            FROM job_waiting w WHERE w.job_id = v_counted.job_id FOR UPDATE;
-            CONTINUE WHEN NOT FOUND;
-            IF v_status <> 'completed' AND v_waiting.on_failure = 'cancel' THEN
-                DELETE FROM job_waiting WHERE job_id = v_counted.job_id;
-                WITH gone AS (DELETE FROM job_queue WHERE id = v_counted.job_id RETURNING *)
-                INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final,
-                                         result, last_error, attempts, max_attempts, processed_by,
-                                         created_at, started_at, finished_at, snoozes, trace_context,
-                                         group_key)
-                SELECT id, queue_name, priority, unique_key, payload, 'cancelled', NULL,
-                       jsonb_build_object(
-                           'message', format('dependency %s finished as %s',
-                                             v_counted.dependency, v_status),
-                           'dependency', v_counted.dependency,
-                           'status', v_status),
-                       attempts, max_attempts, NULL, created_at, first_locked_at, v_at, snoozes,
-                       trace_context, group_key
-                FROM gone;
-                IF FOUND THEN
-                    v_cancelled := v_cancelled || v_counted.job_id;
-                END IF;
-            ELSIF v_waiting.remaining > v_counted.finishes THEN
-                UPDATE job_waiting SET remaining = remaining - v_counted.finishes
-                WHERE job_id = v_counted.job_id;
-            ELSE
-                DELETE FROM job_waiting WHERE job_id = v_counted.job_id;
-                UPDATE job_queue
-                SET available_at = greatest(v_waiting.run_at, v_at), updated_at = v_at
-                WHERE id = v_counted.job_id AND lease_until IS NULL
-                  AND available_at = '9999-12-31 23:59:59.999999+00'
-                RETURNING queue_name INTO v_queue;
-                IF FOUND THEN
-                    PERFORM pg_notify('queue_jobs.' || TG_TABLE_SCHEMA, v_queue);
-                END IF;
-            END IF;
-        END LOOP;
+        -- Each edge from a finished job counts once: per waiting job, how
+        -- many of its dependencies finished, and one of them (the reason
+        -- a cancellation gives).
+        WITH counted AS (
+            UPDATE job_dependency d SET unfinished = false
+            WHERE d.depends_on = ANY(v_finished) AND d.unfinished
+            RETURNING d.job_id, d.depends_on
+        )
+        SELECT array_agg(c.job_id ORDER BY c.job_id),
+               array_agg(c.dependency ORDER BY c.job_id),
+               array_agg(c.finishes ORDER BY c.job_id)
+        INTO v_waiters, v_dependencies, v_finishes
+        FROM (SELECT job_id, min(depends_on) AS dependency, count(*)::integer AS finishes
+              FROM counted GROUP BY job_id) c;
+        EXIT WHEN v_waiters IS NULL;
+        WITH stopped AS (
+            DELETE FROM job_waiting w USING unnest(v_waiters, v_dependencies) AS u(id, dependency)
+            WHERE w.job_id = u.id AND w.on_failure = 'cancel'
+            RETURNING w.job_id, u.dependency
+        ),
+        gone AS (
+            DELETE FROM job_queue j USING stopped s WHERE j.id = s.job_id
+            RETURNING j.*, s.dependency
+        ),
+        archived AS (
+            INSERT INTO job_history (id, queue_name, priority, unique_key, payload, status_final,
+                                     result, last_error, attempts, max_attempts, processed_by,
+                                     created_at, started_at, finished_at, snoozes, trace_context,
+                                     group_key)
+            SELECT id, queue_name, priority, unique_key, payload, 'cancelled', NULL,
+                   jsonb_build_object(
+                       'message', format('dependency %s finished as %s', dependency, v_status),
+                       'dependency', dependency,
+                       'status', v_status),
+                   attempts, max_attempts, NULL, created_at, first_locked_at, v_at, snoozes,
+                   trace_context, group_key
+            FROM gone
+            RETURNING id
+        )
+        SELECT COALESCE(array_agg(id), '{}') INTO v_cancelled FROM archived;
+        -- The jobs that run anyway count the failure as a finish.
+        WITH counted_down AS (
+            UPDATE job_waiting w SET remaining = w.remaining - u.finishes
+            FROM unnest(v_waiters, v_finishes) AS u(id, finishes)
+            WHERE w.job_id = u.id
+            RETURNING w.job_id, w.remaining, w.run_at
+        )
+        SELECT array_agg(c.job_id), array_agg(c.run_at) INTO v_released, v_run_at
+        FROM counted_down c WHERE c.remaining = 0;
+        IF v_released IS NOT NULL THEN
+            PERFORM queue_release_waiting(v_released, v_run_at, v_at, v_channel);
+        END IF;
         EXIT WHEN cardinality(v_cancelled) = 0;
         v_finished := v_cancelled;
         v_status := 'cancelled';

@@ -55,7 +55,9 @@ impl PgStorage {
         // nothing written.
         let linked = async {
             let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            let outcomes = self.insert_all(&mut tx, &jobs, Signal::InTransaction).await?;
+            let outcomes = self
+                .insert_all(&mut tx, &jobs, Signal::InTransaction)
+                .await?;
             self.link_dependencies(&mut tx, &jobs, &outcomes).await?;
             tx.commit().await?;
             Ok::<_, Failure>(outcomes)

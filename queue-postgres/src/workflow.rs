@@ -98,8 +98,7 @@ impl PgStorage {
                 .await?
             {
                 let status: String = row.try_get("status_final")?;
-                let status: FinalStatus =
-                    status.parse().map_err(|e| corrupt("status_final", e))?;
+                let status: FinalStatus = status.parse().map_err(|e| corrupt("status_final", e))?;
                 finished.insert(row.try_get("id")?, status);
             }
         }

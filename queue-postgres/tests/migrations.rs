@@ -788,7 +788,9 @@ async fn an_upgrade_to_workflows_keeps_jobs_that_new_jobs_can_depend_on() {
         attempt: 1,
     };
     storage.ack(&leased, None).await.expect("ack the old lease");
-    let pending = storage.dequeue(&claim_of(&QueueName::new("q").expect("valid"), 1)).await;
+    let pending = storage
+        .dequeue(&claim_of(&QueueName::new("q").expect("valid"), 1))
+        .await;
     let pending = pending.expect("dequeue");
     assert_eq!(payloads(&pending), vec![json!("pending")]);
     storage

@@ -13,6 +13,7 @@ mod pressure;
 mod scheduled;
 mod server_settings;
 mod soak;
+mod workflow;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,7 +28,7 @@ use tokio::sync::Notify;
 use crate::BenchError;
 use crate::args::{
     Autovacuum, BacklogArgs, DrainArgs, EnqueueArgs, FairnessArgs, InspectArgs, LatencyArgs,
-    OpsArgs, ScheduledArgs, SoakArgs, Workload,
+    OpsArgs, ScheduledArgs, SoakArgs, WorkflowArgs, Workload,
 };
 use crate::report::Report;
 use crate::target::{Setup, Target};
@@ -52,6 +53,7 @@ pub(crate) async fn run<T: Target>(
         Workload::Soak(args) => soak::run::<T>(args, setup, report).await,
         Workload::Fairness(args) => fairness::run::<T>(args, setup, report).await,
         Workload::Hosts(args) => hosts::run::<T>(args, setup, report).await,
+        Workload::Workflow(args) => workflow::run::<T>(args, setup, report).await,
         Workload::Smoke => smoke::<T>(setup, report).await,
     }
 }
@@ -133,6 +135,18 @@ async fn smoke<T: Target>(setup: &Setup, report: &mut Report) -> Result<(), Benc
             interval_ms: 5,
         };
         fairness::run::<T>(&fairness_args, setup, report).await?;
+    }
+    let dependencies = T::fresh(setup)
+        .await?
+        .capabilities()
+        .supports(queue_core::Capability::Dependencies);
+    if dependencies {
+        let workflow_args = WorkflowArgs {
+            n: 200,
+            concurrency: 8,
+            rounds: 1,
+        };
+        workflow::run::<T>(&workflow_args, setup, report).await?;
     }
     Ok(())
 }
