@@ -64,6 +64,14 @@ pub(crate) enum Command {
         /// group limit counts; on storages with group limits.
         #[arg(long)]
         group: Option<String>,
+        /// A job (by id, live or finished) this one waits for; repeat for
+        /// more. On storages with dependencies.
+        #[arg(long = "depends-on", value_name = "ID")]
+        depends_on: Vec<i64>,
+        /// Run even if a dependency is dead-lettered, discarded or
+        /// cancelled (by default the job is then cancelled).
+        #[arg(long, requires = "depends_on")]
+        run_if_dependency_fails: bool,
     },
     /// Live jobs per queue by state; a count that reaches the cap shows as
     /// "10,000+".

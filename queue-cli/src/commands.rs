@@ -39,8 +39,15 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             delay,
             at,
             group,
+            depends_on,
+            run_if_dependency_fails,
         } => {
-            let mut job = NewJob::new(queue, read_payload(payload.as_deref())?).priority(priority);
+            let mut job = NewJob::new(queue, read_payload(payload.as_deref())?)
+                .priority(priority)
+                .depends_on_all(depends_on.into_iter().map(queue::JobId));
+            if run_if_dependency_fails {
+                job = job.on_dependency_failure(queue::DependencyFailure::Run);
+            }
             if let Some(key) = unique_key {
                 job = job.unique_key(key);
             }

@@ -413,6 +413,124 @@ async fn bulk_commands_on_mysql() {
     db.drop_database().await;
 }
 
+/// Dependencies from the command line: `enqueue --depends-on`, the waiting
+/// state in `jobs` and `stats`, both ends of a link in `show`, and the
+/// refusal of an unknown dependency (a usage error, nothing written).
+async fn workflow_tour(url: &str, schema: Option<&str>) {
+    ok(url, schema, &["migrate"], None);
+    let first: i64 = ok(url, schema, &["enqueue", "q", "{}"], None)
+        .trim()
+        .parse()
+        .expect("an id");
+    let first_arg = first.to_string();
+    let waiting = json_of(&ok(
+        url,
+        schema,
+        &[
+            "enqueue",
+            "after",
+            "{}",
+            "--depends-on",
+            &first_arg,
+            "--json",
+        ],
+        None,
+    ));
+    let waiting_id = waiting["id"].as_i64().expect("an id");
+    let listed = json_of(&ok(
+        url,
+        schema,
+        &["jobs", "--state", "waiting", "--json"],
+        None,
+    ));
+    let ids: Vec<i64> = listed["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|listed| listed["job"]["id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(ids, [waiting_id]);
+    let stats = json_of(&ok(url, schema, &["stats", "--json"], None));
+    let after = stats
+        .as_array()
+        .expect("stats")
+        .iter()
+        .find(|s| s["queue"] == json!("after"))
+        .expect("stats of after")
+        .clone();
+    assert_eq!(
+        (after["waiting"].clone(), after["pending"].clone()),
+        (json!(1), json!(0)),
+        "{after}"
+    );
+    let shown = json_of(&ok(
+        url,
+        schema,
+        &["show", &waiting_id.to_string(), "--json"],
+        None,
+    ));
+    assert_eq!(
+        shown["links"]["dependencies"],
+        json!([{
+            "id": first,
+            "queue": "q",
+            "status": { "kind": "live", "state": "pending" },
+            "result": null,
+        }]),
+        "{shown}"
+    );
+    let text = ok(url, schema, &["show", &waiting_id.to_string()], None);
+    assert!(text.contains("depends on:"), "{text}");
+    assert!(text.contains(&format!("{first:>10} q")), "{text}");
+    let text = ok(url, schema, &["show", &first_arg], None);
+    assert!(text.contains("dependants:"), "{text}");
+    assert!(text.contains(&format!("{waiting_id:>10} after")), "{text}");
+
+    let refused = fails(
+        url,
+        schema,
+        &["enqueue", "after", "{}", "--depends-on", "999999999"],
+        2,
+    );
+    assert!(refused.contains("depends_on"), "{refused}");
+    assert!(refused.contains("999999999"), "{refused}");
+    fails(
+        url,
+        schema,
+        &["enqueue", "after", "{}", "--run-if-dependency-fails"],
+        2,
+    );
+    let stats = json_of(&ok(url, schema, &["stats", "--json"], None));
+    let total: i64 = stats
+        .as_array()
+        .expect("stats")
+        .iter()
+        .map(|s| {
+            ["pending", "scheduled", "waiting"]
+                .iter()
+                .map(|k| s[*k].as_i64().unwrap_or(0))
+                .sum::<i64>()
+        })
+        .sum();
+    assert_eq!(total, 2, "a refused enqueue wrote nothing: {stats}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependencies_on_postgres() {
+    let schema = TestSchema::create().await;
+    workflow_tour(schema.url(), Some(schema.name())).await;
+    schema.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependencies_on_sqlite() {
+    let path = format!("{}/cli-dependencies.db", env!("CARGO_TARGET_TMPDIR"));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path}{suffix}"));
+    }
+    workflow_tour(&format!("sqlite://{path}?mode=rwc"), None).await;
+}
+
 #[test]
 fn usage_errors_are_one_line_with_exit_code_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_queue"))
