@@ -106,7 +106,11 @@ pub(crate) fn job(job: &Job, now: DateTime<Utc>) {
         job.group_key.as_ref().map(|k| k.as_str().to_owned()),
     );
     println!("attempts:      {} of {}", job.attempts, job.max_attempts);
-    println!("available at:  {}", job.available_at.to_rfc3339());
+    if job.state(now) == JobState::Waiting {
+        println!("available at:  once its dependencies have finished");
+    } else {
+        println!("available at:  {}", job.available_at.to_rfc3339());
+    }
     optional("lease until:", job.lease_until.map(|t| t.to_rfc3339()));
     optional(
         "locked by:",

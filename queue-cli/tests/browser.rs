@@ -680,3 +680,87 @@ async fn every_page_in_the_navigation_opens() {
     client.close().await.expect("close");
     schema.drop_schema().await;
 }
+
+/// A fan-out/fan-in workflow on PostgreSQL (a root, three children, a join)
+/// drawn on the join's page: five boxes, six arrows, the join outlined; a
+/// click on the root's box opens the root's page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn a_workflow_draws_as_a_graph_in_a_browser() {
+    use queue::Dependency;
+
+    let (schema, storage, _, _) = fixture().await;
+    let mut graph = vec![NewJob::new("etl", json!({ "step": "root" }))];
+    for i in 0..3 {
+        graph.push(NewJob::new("etl", json!({ "child": i })).depends_on(Dependency::InBatch(0)));
+    }
+    graph.push(
+        NewJob::new("etl", json!({ "step": "join" }))
+            .depends_on_all((1..=3).map(Dependency::InBatch)),
+    );
+    let ids: Vec<JobId> = storage
+        .enqueue_batch(graph)
+        .await
+        .expect("enqueue the graph")
+        .iter()
+        .map(|outcome| outcome.id)
+        .collect();
+    let (root, join) = (ids[0], ids[4]);
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/jobs/{join}"))
+        .await
+        .expect("open the join");
+    let drawn = client
+        .execute(
+            "const svg = document.querySelector('svg.workflow');
+             return svg ? [svg.querySelectorAll('rect').length,
+                           svg.querySelectorAll('line').length,
+                           svg.querySelectorAll('rect.current').length,
+                           svg.querySelectorAll('rect.waiting').length,
+                           svg.getBoundingClientRect().width > 0] : null;",
+            vec![],
+        )
+        .await
+        .expect("read the graph");
+    assert_eq!(drawn, json!([5, 6, 1, 4, true]), "the join's graph");
+    let fill = client
+        .execute(
+            "return getComputedStyle(document.querySelector('svg.workflow rect.pending')).fill;",
+            vec![],
+        )
+        .await
+        .expect("the root's fill");
+    assert_eq!(
+        fill,
+        json!("rgb(238, 242, 255)"),
+        "the style sheet colours the states"
+    );
+    client
+        .execute(
+            "document.querySelector('h2:nth-of-type(3)').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .expect("scroll to the workflow");
+    screenshot(&client, "dashboard-workflow.png").await;
+    client
+        .find(Locator::Css(&format!(
+            "svg.workflow a[href='/jobs/{root}']"
+        )))
+        .await
+        .expect("the root's box")
+        .click()
+        .await
+        .expect("click the root");
+    wait_until(
+        &client,
+        &format!("return location.pathname === '/jobs/{root}';"),
+        "the root's page did not open",
+    )
+    .await;
+    let text = body_text(&client).await;
+    assert!(text.contains("pending (live)"), "{text}");
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}

@@ -481,6 +481,10 @@ async fn workflow_tour(url: &str, schema: Option<&str>) {
     );
     let text = ok(url, schema, &["show", &waiting_id.to_string()], None);
     assert!(text.contains("depends on:"), "{text}");
+    assert!(
+        text.contains("available at:  once its dependencies have finished"),
+        "{text}"
+    );
     assert!(text.contains(&format!("{first:>10} q")), "{text}");
     let text = ok(url, schema, &["show", &first_arg], None);
     assert!(text.contains("dependants:"), "{text}");

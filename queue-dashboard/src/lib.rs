@@ -31,6 +31,7 @@ mod pages;
 mod plot;
 mod search;
 mod workers;
+mod workflow;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,15 +5,16 @@ use std::sync::Arc;
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
 use queue_core::{
-    Capability, FinalStatus, HistoryFilter, HistoryPage, JobId, JobState, QueueLimits, QueueName,
-    QueueStats, Storage, Throughput, search_history,
+    Capability, FinalStatus, HistoryFilter, HistoryPage, JobId, JobState, LinkStatus, QueueLimits,
+    QueueName, QueueStats, Storage, Throughput, search_history,
 };
 use serde::Deserialize;
 
 use crate::error::Failure;
 use crate::href::component;
 use crate::layout::{action, page, still_page};
-use crate::{AppState, chart, groups, search};
+use crate::workflow::{Graph, Node};
+use crate::{AppState, chart, groups, search, workflow};
 
 /// Per queue: counts by state, the oldest pending job, what finished in
 /// the last 24 hours, the last hour's throughput, pause and resume.
@@ -261,6 +262,15 @@ pub(crate) async fn job<S: Storage>(
     let id = JobId(id);
     if let Some(job) = state.storage.get_job(id).await? {
         let now = state.storage.now().await?;
+        let graph = links(
+            &state,
+            Node {
+                id,
+                queue: Some(job.queue.clone()),
+                status: LinkStatus::Live(job.state(now)),
+            },
+        )
+        .await?;
         let body = html! {
             dl {
                 dt { "state" } dd { (job.state(now).as_str()) " (live)" }
@@ -271,7 +281,13 @@ pub(crate) async fn job<S: Storage>(
                 dt { "attempts" } dd { (job.attempts) " of " (job.max_attempts) }
                 dt { "snoozes" } dd { (job.snoozes) }
                 dt { "traceparent" } dd { (job.trace_context.as_ref().map_or("-", |t| t.traceparent())) }
-                dt { "available at" } dd { (job.available_at.to_rfc3339()) }
+                dt { "available at" } dd {
+                    @if job.state(now) == JobState::Waiting {
+                        "once its dependencies have finished"
+                    } @else {
+                        (job.available_at.to_rfc3339())
+                    }
+                }
                 dt { "lease until" } dd { (job.lease_until.map_or_else(|| "-".to_owned(), |t| t.to_rfc3339())) }
                 dt { "locked by" } dd {
                     @match &job.locked_by {
@@ -286,6 +302,7 @@ pub(crate) async fn job<S: Storage>(
             }
             h2 { "Payload" } (json_block(Some(&job.payload)))
             h2 { "Last error" } (json_block(job.last_error.as_ref()))
+            (workflow::section(&graph, id))
             p {
                 @if job.state(now) == JobState::Scheduled {
                     (action(&state, Capability::BulkActions, &format!("/jobs/{id}/run-now"), "Run now")) " "
@@ -302,6 +319,15 @@ pub(crate) async fn job<S: Storage>(
             format!("job {id} is neither live nor in history"),
         ));
     };
+    let graph = links(
+        &state,
+        Node {
+            id,
+            queue: Some(record.queue.clone()),
+            status: LinkStatus::Finished(record.status),
+        },
+    )
+    .await?;
     let body = html! {
         dl {
             dt { "status" } dd { (record.status.as_str()) " (history)" }
@@ -320,11 +346,20 @@ pub(crate) async fn job<S: Storage>(
         h2 { "Payload" } (json_block(Some(&record.payload)))
         h2 { "Result" } (json_block(record.result.as_ref()))
         h2 { "Last error" } (json_block(record.last_error.as_ref()))
+        (workflow::section(&graph, id))
         @if record.status == FinalStatus::DeadLetter {
             p { (action(&state, Capability::RetryDeadLetter, &format!("/jobs/{id}/retry"), "Retry")) }
         }
     };
     Ok(page(&state, &format!("Job {id}"), body))
+}
+
+/// The workflow around `start` on a storage with dependencies, else none.
+async fn links<S: Storage>(state: &AppState<S>, start: Node) -> Result<Graph, Failure> {
+    if !state.offers(Capability::Dependencies) {
+        return Ok(Graph::default());
+    }
+    Ok(Graph::explore(state.storage.as_ref(), start).await?)
 }
 
 /// JSON pretty-printed in a `<pre>`, escaped like every other splice.

@@ -1906,3 +1906,75 @@ async fn group_weights_are_set_listed_and_lifted_from_the_overview() {
     assert_eq!(reply.status, StatusCode::SEE_OTHER, "{}", reply.body);
     assert!(storage.group_weights().await.expect("weights").is_empty());
 }
+
+/// A job's page draws its workflow: a chain a -> b -> c seen from b (every
+/// job a box linked to its page, each dependency a line), a completed job
+/// in history still showing its dependant, and nothing for a job without
+/// links.
+#[tokio::test]
+async fn a_job_page_draws_its_workflow() {
+    let storage = Arc::new(MemoryStorage::new());
+    let a = storage
+        .enqueue(NewJob::new("etl", json!({ "step": "extract" })))
+        .await
+        .expect("enqueue")
+        .id;
+    let b = storage
+        .enqueue(NewJob::new("etl", json!({ "step": "transform" })).depends_on(a))
+        .await
+        .expect("enqueue")
+        .id;
+    let c = storage
+        .enqueue(NewJob::new("etl", json!({ "step": "load" })).depends_on(b))
+        .await
+        .expect("enqueue")
+        .id;
+    let lonely = storage
+        .enqueue(NewJob::new("etl", json!({})))
+        .await
+        .expect("enqueue")
+        .id;
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+
+    let page = send(&app, get(&format!("/jobs/{b}"))).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = page.body;
+    assert!(body.contains("<h2>Workflow</h2>"), "{body}");
+    let svg = &body[body.find("<svg class=\"workflow\"").expect("the graph")..];
+    let svg = &svg[..svg.find("</svg>").expect("the graph's end")];
+    assert_eq!(svg.matches("<rect").count(), 3, "{svg}");
+    assert_eq!(svg.matches("<line").count(), 2, "{svg}");
+    for id in [a, b, c] {
+        assert!(svg.contains(&format!("href=\"/jobs/{id}\"")), "{svg}");
+    }
+    assert!(svg.contains("class=\"node waiting current\""), "{svg}");
+    assert!(svg.contains("class=\"node pending\""), "{svg}");
+
+    // a completes: its history page still shows the chain.
+    let request = DequeueRequest::new(
+        vec![QueueName::new("etl").expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("w").expect("worker"),
+    )
+    .expect("request");
+    let job = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    assert_eq!(job.id, a);
+    storage
+        .ack(&job.lease().expect("leased"), None)
+        .await
+        .expect("ack");
+    let body = send(&app, get(&format!("/jobs/{a}"))).await.body;
+    assert!(body.contains("class=\"node completed current\""), "{body}");
+    assert!(
+        body.contains("class=\"node pending\""),
+        "b released: {body}"
+    );
+    assert!(
+        body.contains("class=\"node waiting\""),
+        "c still waits: {body}"
+    );
+
+    let body = send(&app, get(&format!("/jobs/{lonely}"))).await.body;
+    assert!(!body.contains("Workflow"), "{body}");
+}
