@@ -103,7 +103,9 @@ pub fn is_waiting(available_at: DateTime<Utc>) -> bool {
 }
 
 /// The last error of a job cancelled because its dependency `dependency`
-/// finished as `status`.
+/// finished as `status`. When one operation fails several of a job's
+/// dependencies at once (a reclaim, a bulk discard), the reason names the
+/// one with the lowest id.
 pub fn dependency_failed(dependency: JobId, status: FinalStatus) -> Value {
     json!({
         "message": format!("dependency {dependency} finished as {status}"),

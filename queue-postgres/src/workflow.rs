@@ -73,18 +73,37 @@ impl PgStorage {
                 }
             })
             .collect();
-        if waiters.is_empty() {
-            return Ok(());
-        }
-        let mut ids: Vec<i64> = waiters
+        // Every job's dependencies on jobs enqueued before are checked,
+        // a job that met a live key included (as `check_batch_dependencies`
+        // has it: the refusal does not depend on the key); edges are written
+        // for the jobs written.
+        let mut linked: Vec<i64> = waiters
             .iter()
             .flat_map(|w| w.dependencies.iter().map(|id| id.get()))
             .collect();
+        linked.sort_unstable();
+        linked.dedup();
+        let mut ids: Vec<i64> = jobs
+            .iter()
+            .flat_map(|job| job.dependencies.iter())
+            .filter_map(|dependency| match dependency {
+                Dependency::Job(id) => Some(id.get()),
+                Dependency::InBatch(_) => None,
+            })
+            .chain(linked.iter().copied())
+            .collect();
         ids.sort_unstable();
         ids.dedup();
+        if ids.is_empty() {
+            return Ok(());
+        }
         let live: HashSet<i64> = self
             .on(conn)
-            .fetch_all(sqlx::query(self.sql.lock_dependencies.clone()).bind(&ids))
+            .fetch_all(
+                sqlx::query(self.sql.lock_dependencies.clone())
+                    .bind(&ids)
+                    .bind(&linked),
+            )
             .await?
             .iter()
             .map(|row| row.try_get::<i64, _>("id"))
@@ -100,6 +119,22 @@ impl PgStorage {
                 let status: String = row.try_get("status_final")?;
                 let status: FinalStatus = status.parse().map_err(|e| corrupt("status_final", e))?;
                 finished.insert(row.try_get("id")?, status);
+            }
+        }
+        for job in jobs {
+            for dependency in &job.dependencies {
+                let Dependency::Job(id) = *dependency else {
+                    continue;
+                };
+                if live.contains(&id.get()) {
+                    continue;
+                }
+                let Some(status) = finished.get(&id.get()) else {
+                    return Err(Failure::Queue(unknown_dependency(id)));
+                };
+                if !job.on_dependency_failure.counts(*status) {
+                    return Err(Failure::Queue(failed_dependency(id, *status)));
+                }
             }
         }
         let mut edges = Edges::default();

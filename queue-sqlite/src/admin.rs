@@ -7,7 +7,7 @@ use queue_core::{
 };
 use sqlx::Row;
 
-use crate::complete::{Leaving, archive};
+use crate::complete::{Leaving, archive, archive_all};
 use crate::inspect::bind_job_filter;
 use crate::workflow::Released;
 use crate::{SqliteStorage, sql};
@@ -137,10 +137,11 @@ impl SqliteStorage {
                     .iter()
                     .map(|row| row.try_get("id"))
                     .collect::<Result<_, sqlx::Error>>()?;
-            let discarded = Leaving::removed(FinalStatus::Discarded);
-            for id in &ids {
-                archive(conn, now, JobId(*id), discarded, &mut released).await?;
-            }
+            let discarded: Vec<(JobId, Leaving<'_>)> = ids
+                .iter()
+                .map(|id| (JobId(*id), Leaving::removed(FinalStatus::Discarded)))
+                .collect();
+            archive_all(conn, now, &discarded, &mut released).await?;
             Ok::<_, sqlx::Error>((ids, released))
         })?;
         self.signal_all(&released);

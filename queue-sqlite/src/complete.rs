@@ -169,6 +169,47 @@ pub(crate) async fn archive(
     Ok(moved)
 }
 
+/// [`archive`] for several jobs: all of them move to history first, then
+/// the jobs waiting on them hear of the finishes, one step per final
+/// status, so a job cancelled by several at once names the lowest id
+/// (`queue_core::dependency_failed`). The jobs that were live.
+pub(crate) async fn archive_all(
+    conn: &mut SqliteConnection,
+    now: i64,
+    jobs: &[(JobId, Leaving<'_>)],
+    released: &mut Released,
+) -> Result<u64, sqlx::Error> {
+    let mut finished: Vec<(FinalStatus, Vec<i64>)> = Vec::new();
+    for (id, leaving) in jobs {
+        let moved = move_to_history(
+            conn,
+            now,
+            *id,
+            leaving.status,
+            leaving.result,
+            leaving.last_error,
+            leaving.processed_by,
+        )
+        .await?;
+        if !moved {
+            continue;
+        }
+        match finished
+            .iter_mut()
+            .find(|(status, _)| *status == leaving.status)
+        {
+            Some((_, ids)) => ids.push(id.get()),
+            None => finished.push((leaving.status, vec![id.get()])),
+        }
+    }
+    let mut moved = 0;
+    for (status, ids) in &finished {
+        moved += ids.len() as u64;
+        workflow::finish(conn, now, ids, *status, released).await?;
+    }
+    Ok(moved)
+}
+
 /// How a job leaves the live table ([`archive`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Leaving<'a> {

@@ -4,7 +4,7 @@ use queue_core::{FinalStatus, JobId, MAX_BATCH, ReclaimOutcome, Result, validate
 use serde_json::json;
 use sqlx::Row;
 
-use crate::complete::{Leaving, archive};
+use crate::complete::{Leaving, archive_all};
 use crate::workflow::Released;
 use crate::{SqliteStorage, sql};
 
@@ -19,6 +19,7 @@ impl SqliteStorage {
                 .fetch_all(&mut *conn)
                 .await?;
             let mut outcome = ReclaimOutcome::default();
+            let mut expired_errors: Vec<(i64, Option<String>)> = Vec::new();
             for row in chosen {
                 let id: i64 = row.try_get("id")?;
                 let holder: Option<String> = row.try_get("locked_by")?;
@@ -37,14 +38,21 @@ impl SqliteStorage {
                         .await?;
                     outcome.requeued += 1;
                 } else {
+                    expired_errors.push((id, expired));
+                    outcome.dead_lettered += 1;
+                }
+            }
+            let dead: Vec<(JobId, Leaving<'_>)> = expired_errors
+                .iter()
+                .map(|(id, expired)| {
                     let leaving = Leaving {
                         last_error: expired.as_deref(),
                         ..Leaving::removed(FinalStatus::DeadLetter)
                     };
-                    archive(conn, now, JobId(id), leaving, &mut released).await?;
-                    outcome.dead_lettered += 1;
-                }
-            }
+                    (JobId(*id), leaving)
+                })
+                .collect();
+            archive_all(conn, now, &dead, &mut released).await?;
             Ok::<_, sqlx::Error>((outcome, released))
         })?;
         self.signal_all(&released);

@@ -130,10 +130,12 @@ pub(crate) async fn finish(
                 .execute(&mut *conn)
                 .await?;
         }
-        let counted: Vec<(i64, i64)> = sqlx::query_as(sql::FINISH_DEPENDENCIES)
+        let mut counted: Vec<(i64, i64)> = sqlx::query_as(sql::FINISH_DEPENDENCIES)
             .bind(&ids)
             .fetch_all(&mut *conn)
             .await?;
+        // A job cancelled by several failures at once names the lowest.
+        counted.sort_unstable();
         let mut cancelled = Vec::new();
         for (waiter, dependency) in counted {
             let found: Option<(i64, i64, String)> = sqlx::query_as(sql::GET_WAITING)

@@ -7,9 +7,10 @@
 pub(super) const WAITING_AT: &str = "'9999-12-31 23:59:59.999999+00'";
 
 /// Locks the live jobs among $1 (ids) against deletion until the enqueue
-/// commits, and marks those not yet marked as having dependants, so that
-/// the ack that finishes one waits for this enqueue and then counts its
-/// edges (the trigger's `WHEN` reads the mark). Their ids.
+/// commits, and marks those of them among $2 (the ones that get edges)
+/// not yet marked as having dependants, so that the ack that finishes one
+/// waits for this enqueue and then counts its edges (the trigger's `WHEN`
+/// reads the mark). Their ids.
 pub(super) const LOCK_DEPENDENCIES: &str = "
 WITH locked AS MATERIALIZED (
     SELECT j.id, j.has_dependants FROM {s}.job_queue j
@@ -19,7 +20,7 @@ WITH locked AS MATERIALIZED (
 ),
 marked AS (
     UPDATE {s}.job_queue j SET has_dependants = true
-    FROM locked l WHERE j.id = l.id AND NOT l.has_dependants
+    FROM locked l WHERE j.id = l.id AND NOT l.has_dependants AND j.id = ANY($2::bigint[])
     RETURNING j.id
 )
 SELECT l.id FROM locked l";

@@ -160,6 +160,24 @@ impl State {
         }
     }
 
+    /// Moves the live jobs `ids` into history, then lets the jobs waiting
+    /// on them know in ascending id order: a job cancelled by several of
+    /// them names the lowest (`queue_core::dependency_failed`), as it does
+    /// on a backend that archives them in one statement.
+    fn archive_all(&mut self, ids: Vec<(JobId, Archive)>, now: DateTime<Utc>) {
+        let mut finished = Vec::with_capacity(ids.len());
+        for (id, archive) in ids {
+            let status = archive.status;
+            if self.move_to_history(id, archive, now) {
+                finished.push((id, status));
+            }
+        }
+        finished.sort_unstable_by_key(|(id, _)| *id);
+        for (id, status) in finished {
+            self.release_dependants(id, status, now);
+        }
+    }
+
     /// Moves a live job into history; false when it is not live.
     fn move_to_history(&mut self, id: JobId, archive: Archive, now: DateTime<Utc>) -> bool {
         let Some(job) = self.jobs.remove(&id) else {

@@ -269,6 +269,7 @@ impl State {
     /// letters the rest.
     pub(crate) fn reclaim(&mut self, ids: &[JobId], now: DateTime<Utc>) -> ReclaimOutcome {
         let mut outcome = ReclaimOutcome::default();
+        let mut dead = Vec::new();
         for &id in ids {
             let Some(job) = self.jobs.get_mut(&id) else {
                 continue;
@@ -290,12 +291,13 @@ impl State {
                     last_error: None,
                     processed_by: None,
                 };
-                self.archive(id, archive, now);
+                dead.push((id, archive));
                 outcome.dead_lettered += 1;
             } else {
                 outcome.requeued += 1;
             }
         }
+        self.archive_all(dead, now);
         outcome
     }
 }

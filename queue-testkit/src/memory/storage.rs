@@ -366,9 +366,11 @@ impl Storage for MemoryStorage {
             .take(filter.limit as usize)
             .map(|job| job.id)
             .collect();
-        for id in &ids {
-            state.archive(*id, Archive::removed(FinalStatus::Discarded), now);
-        }
+        let archives: Vec<(JobId, Archive)> = ids
+            .iter()
+            .map(|id| (*id, Archive::removed(FinalStatus::Discarded)))
+            .collect();
+        state.archive_all(archives, now);
         Ok(ids.len() as u64)
     }
 

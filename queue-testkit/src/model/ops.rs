@@ -195,6 +195,14 @@ pub enum Op {
     /// Give group `g{n}` of a queue its own weight (0 or above the most:
     /// refused), or remove it, through every handle.
     SetGroupWeight(usize, u8, Option<u32>),
+    /// Enqueue one job depending on the jobs picked by index (live, in
+    /// history, or pruned: refused), cancelled when one fails unless
+    /// `.2` (it then runs anyway).
+    EnqueueDependent(JobSpec, Vec<usize>, bool),
+    /// Enqueue a graph in one batch: job `i` depends on the earlier jobs
+    /// of the batch listed with it (an index not below `i` is refused, and
+    /// so is the whole batch).
+    EnqueueGraph(Vec<(JobSpec, Vec<u8>)>),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -237,6 +245,7 @@ impl Op {
             Op::ConfigureAging(..) => Some(Capability::PriorityAging),
             Op::ConfigureFair(..) => Some(Capability::FairGroups),
             Op::SetGroupWeight(..) => Some(Capability::GroupWeights),
+            Op::EnqueueDependent(..) | Op::EnqueueGraph(_) => Some(Capability::Dependencies),
             _ => None,
         }
     }
@@ -381,6 +390,10 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(q, fair, weight)| Op::ConfigureFair(q, fair, weight)),
         1 => (0..QUEUES.len(), 0u8..3, proptest::option::weighted(0.9, prop_oneof![9 => 2u32..=3, 1 => Just(0u32)]))
             .prop_map(|(q, g, weight)| Op::SetGroupWeight(q, g, weight)),
+        3 => (job_spec(), proptest::collection::vec(pick.clone(), 1..3), proptest::bool::weighted(0.3))
+            .prop_map(|(spec, on, run)| Op::EnqueueDependent(spec, on, run)),
+        2 => proptest::collection::vec((job_spec(), proptest::collection::vec(0u8..4, 0..3)), 1..5)
+            .prop_map(Op::EnqueueGraph),
     ]
 }
 

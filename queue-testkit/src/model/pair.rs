@@ -7,9 +7,10 @@ use proptest::test_runner::TestCaseError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use queue_core::{
-    Ack, Capability, Clock, DequeueRequest, EnqueueOutcome, GroupKey, HistoryFilter, HistoryRecord,
-    Job, JobId, Lease, ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueLimits,
-    QueueName, Result, ScheduleName, Storage, WorkerId,
+    Ack, Capability, Clock, Dependency, DependencyFailure, DequeueRequest, EnqueueOutcome,
+    FinalStatus, GroupKey, HistoryFilter, HistoryRecord, Job, JobId, JobLink, JobLinks, Lease,
+    ManualClock, NewJob, PeriodicFire, PruneRequest, QueueError, QueueLimits, QueueName, Result,
+    ScheduleName, Storage, WorkerId,
 };
 use serde_json::json;
 
@@ -144,12 +145,47 @@ impl<S: Storage> Pair<S> {
         })
     }
 
+    /// Backend links with the model's ids.
+    pub(super) fn normalise_links(&self, links: JobLinks) -> Result<JobLinks, TestCaseError> {
+        let side = |side: Vec<JobLink>| -> Result<Vec<JobLink>, TestCaseError> {
+            let mut side = side
+                .into_iter()
+                .map(|link| {
+                    Ok(JobLink {
+                        id: self.to_model(link.id)?,
+                        ..link
+                    })
+                })
+                .collect::<Result<Vec<_>, TestCaseError>>()?;
+            side.sort_by_key(|link| link.id);
+            Ok(side)
+        };
+        Ok(JobLinks {
+            dependencies: side(links.dependencies)?,
+            dependants: side(links.dependants)?,
+        })
+    }
+
     pub(super) fn normalise_record(
         &self,
         record: HistoryRecord,
     ) -> Result<HistoryRecord, TestCaseError> {
+        // A job cancelled by a failed dependency names it by the
+        // backend's id.
+        let dependency = record
+            .last_error
+            .as_ref()
+            .and_then(|error| Some((error.get("dependency")?.as_i64()?, error.get("status")?)))
+            .and_then(|(id, status)| Some((id, status.as_str()?.parse::<FinalStatus>().ok()?)));
+        let last_error = match dependency {
+            Some((id, status)) if record.status == FinalStatus::Cancelled => Some(
+                queue_core::dependency_failed(self.to_model(JobId(id))?, status),
+            ),
+            _ => record.last_error,
+        };
         Ok(HistoryRecord {
             id: self.to_model(record.id)?,
+            last_error,
             ..record
         })
     }
@@ -453,6 +489,41 @@ impl<S: Storage> Pair<S> {
                 let backend_lease = self.backend_lease(&lease)?;
                 let backend = kind(self.backend().snooze(&backend_lease, delay).await);
                 same("snooze", model, backend)
+            }
+            Op::EnqueueDependent(spec, on, run_anyway) => {
+                let picked: Vec<(JobId, JobId)> = on.iter().filter_map(|p| self.job(*p)).collect();
+                let mut job = self.next_job(spec);
+                if *run_anyway {
+                    job = job.on_dependency_failure(DependencyFailure::Run);
+                }
+                let model_job = job.clone().depends_on_all(picked.iter().map(|(m, _)| *m));
+                let backend_job = job.depends_on_all(picked.iter().map(|(_, b)| *b));
+                let model = kind(self.model.enqueue(model_job).await);
+                let backend = kind(self.backend().enqueue(backend_job).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => self.record_enqueue(m, b),
+                    (m, b) => same("enqueue of a dependant", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Op::EnqueueGraph(specs) => {
+                let jobs: Vec<NewJob> = specs
+                    .iter()
+                    .map(|(spec, on)| {
+                        self.next_job(spec)
+                            .depends_on_all(on.iter().map(|i| Dependency::InBatch(usize::from(*i))))
+                    })
+                    .collect();
+                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
+                let backend = kind(self.backend().enqueue_batch(jobs).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => {
+                        same("graph length", m.len(), b.len())?;
+                        m.into_iter()
+                            .zip(b)
+                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
+                    }
+                    (m, b) => same("enqueue of a graph", m.map(|_| ()), b.map(|_| ())),
+                }
             }
             Op::EnqueueGrouped(spec, g) => {
                 let job = self.next_job(spec).group_key(format!("g{g}"));
@@ -769,6 +840,16 @@ impl<S: Storage> Pair<S> {
             same(&format!("history of {m}"), kind(model), kind(backend))?;
         }
         let declared = self.backend().capabilities();
+        if declared.supports(Capability::Dependencies) {
+            for (m, b) in &self.ids {
+                let model = kind(self.model.job_links(*m).await);
+                let backend = match self.backend().job_links(*b).await {
+                    Ok(links) => Ok(self.normalise_links(links)?),
+                    Err(e) => Err(e),
+                };
+                same(&format!("links of {m}"), model, kind(backend))?;
+            }
+        }
         if declared.supports(Capability::Periodic) {
             let model = kind(self.model.schedules().await);
             let backend = kind(self.backend().schedules().await);
