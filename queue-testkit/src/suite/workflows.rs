@@ -274,7 +274,7 @@ pub async fn discarded_cancelled_and_reclaimed_dependencies_fail_their_dependant
 /// Dependencies in history count at enqueue: a completed one is finished
 /// (the job is pending at once), a failed one is refused unless the job
 /// runs anyway, an unknown id is refused; a refusal writes nothing of the
-/// batch.
+/// batch, and holds for a job whose unique key is live.
 pub async fn dependencies_in_history_count_at_enqueue<S: Storage>(ctx: Ctx<S>) {
     let completed = ctx.finish("q", false).await;
     let dead = ctx.finish("q", true).await;
@@ -295,10 +295,13 @@ pub async fn dependencies_in_history_count_at_enqueue<S: Storage>(ctx: Ctx<S>) {
         ctx.link_status(runs).await,
         LinkStatus::Live(JobState::Pending)
     );
+    let keyed = ctx.enqueue(job(7).unique_key("held")).await;
     let before = ctx.live_count().await;
     for refused in [
         vec![job(3), job(4).depends_on(dead)],
         vec![job(5), job(6).depends_on(JobId(dead.get() + 1_000_000))],
+        // The refusal does not depend on whether the job's key is live.
+        vec![job(8).unique_key("held").depends_on(dead)],
     ] {
         assert_invalid(ctx.storage.enqueue_batch(refused).await, "depends_on");
         assert_eq!(
@@ -307,6 +310,10 @@ pub async fn dependencies_in_history_count_at_enqueue<S: Storage>(ctx: Ctx<S>) {
             "nothing of the batch is written"
         );
     }
+    assert_eq!(
+        ctx.link_status(keyed).await,
+        LinkStatus::Live(JobState::Pending)
+    );
 }
 
 /// What cannot form a graph is refused, nothing written: a dependency on
