@@ -43,8 +43,14 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
-    // Every backend has group keys (`Capability::GroupLimits`).
+    // Every backend has group keys (`Capability::GroupLimits`); PostgreSQL
+    // and SQLite have dependencies (`Capability::Dependencies`).
     let fairness = ["fairness_groups", "fairness_tenants"];
+    let workflow: &[&str] = if matches!(backend, "postgres" | "sqlite") {
+        &["workflow"]
+    } else {
+        &[]
+    };
     for workload in [
         "enqueue",
         "drain",
@@ -60,6 +66,7 @@ fn smoke(backend: &str, url: &str, schema: &str) {
     ]
     .iter()
     .chain(&fairness)
+    .chain(workflow)
     {
         assert!(
             results
@@ -71,11 +78,16 @@ fn smoke(backend: &str, url: &str, schema: &str) {
     // enqueue batch + single, drain at two concurrencies, latency, the
     // scheduled backlog's enqueue, idle claims, scheduled, backlog empty +
     // two variants, eleven storage operations, three soak samples and the
-    // soak's summary; with groups, the group drain and the tenants' lag.
+    // soak's summary; with groups, the group drain and the tenants' lag;
+    // with dependencies, the workflow's row.
     let (reads, others): (Vec<&&str>, Vec<&&str>) = results
         .iter()
         .partition(|l| l.contains(" workload=inspect "));
-    assert_eq!(others.len(), 26 + fairness.len(), "{stdout}");
+    assert_eq!(
+        others.len(),
+        26 + fairness.len() + workflow.len(),
+        "{stdout}"
+    );
     // The operator reads: stats, the overview, throughput, every listing
     // and every page, each listing or page against its target.
     for read in [
