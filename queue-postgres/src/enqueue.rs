@@ -99,14 +99,7 @@ impl PgStorage {
             return Ok(outcomes);
         }
         // Committed: wake the workers of the queues that got new jobs.
-        let queues = jobs
-            .iter()
-            .zip(&outcomes)
-            .filter(|(_, outcome)| !outcome.existed)
-            .map(|(job, _)| job.queue.as_str().to_owned())
-            .collect();
-        self.signals
-            .send(&self.pool, self.pooling, &self.sql.signal, queues);
+        self.signal_new(&jobs, &outcomes);
         Ok(outcomes)
     }
 
@@ -121,15 +114,20 @@ impl PgStorage {
             Ok::<_, Failure>(outcomes)
         })
         .await?;
+        self.signal_new(jobs, &outcomes);
+        Ok(outcomes)
+    }
+
+    /// Wakes, after the commit, the workers of the queues that got new jobs.
+    fn signal_new(&self, jobs: &[ValidJob], outcomes: &[EnqueueOutcome]) {
         let queues = jobs
             .iter()
-            .zip(&outcomes)
+            .zip(outcomes)
             .filter(|(_, outcome)| !outcome.existed)
             .map(|(job, _)| job.queue.as_str().to_owned())
             .collect();
         self.signals
             .send(&self.pool, self.pooling, &self.sql.signal, queues);
-        Ok(outcomes)
     }
 
     /// Inserts `jobs`, resolving keys repeated inside the batch to their
