@@ -7,15 +7,15 @@ use queue_core::{
     FinalStatus, HistoryFilter, JobFilter, JobId, PruneRequest, QueueError, QueueName, Result,
 };
 
-use crate::MySqlStorage;
 use crate::bind::{Param, job_filter, query};
-use crate::complete::delete_live;
+use crate::complete::finish_live;
 use crate::error::Failure;
 use crate::rows::IdRow;
 use crate::sql::{
     self, DISCARD_LOCK, PAUSE_QUEUE, PRUNE_COUNTERS, PRUNE_HISTORY, RESUME_QUEUE,
     RETRY_DEAD_LETTER_LOCK, RETRY_DEAD_LETTERS_LOCK,
 };
+use crate::{MySqlStorage, workflow};
 
 /// A dead letter `retry_dead_letters` may move: its id, queue and key.
 #[derive(diesel::QueryableByName)]
@@ -47,6 +47,7 @@ impl MySqlStorage {
                             guard.close(conn).await?;
                             return Ok(false);
                         }
+                        let linked = workflow::linked(conn, &[id.get()]).await?;
                         query(
                             &sql::discard_jobs(1),
                             vec![
@@ -57,7 +58,7 @@ impl MySqlStorage {
                         )
                         .execute(conn)
                         .await?;
-                        delete_live(conn, &[id.get()]).await?;
+                        finish_live(conn, &[id.get()], &linked, status, now).await?;
                         guard.close(conn).await?;
                         Ok(true)
                     })
@@ -207,6 +208,7 @@ impl MySqlStorage {
                     guard.open(conn).await?;
                     let (now, ids) = self.lock_selected(conn, filter).await?;
                     if !ids.is_empty() {
+                        let linked = workflow::linked(conn, &ids).await?;
                         let mut params = vec![
                             Param::Text(FinalStatus::Discarded.as_str().to_owned()),
                             Param::Time(now),
@@ -215,7 +217,7 @@ impl MySqlStorage {
                         query(&sql::discard_jobs(ids.len()), params)
                             .execute(conn)
                             .await?;
-                        delete_live(conn, &ids).await?;
+                        finish_live(conn, &ids, &linked, FinalStatus::Discarded, now).await?;
                     }
                     guard.close(conn).await?;
                     Ok(ids.len() as u64)

@@ -6,23 +6,25 @@ use std::collections::HashSet;
 
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
 use queue_core::time::validate_duration;
-use queue_core::{Ack, Lease, NackOutcome, QueueError, Result, Retry};
+use queue_core::{Ack, FinalStatus, Lease, NackOutcome, QueueError, Result, Retry};
 use serde_json::Value;
 
 use queue_core::backend::{LeaseKey, acked_one, first_mentions, one_ack};
 
-use crate::MySqlStorage;
 use crate::bind::{Param, bucket, cached, id_list, query};
 use crate::error::{Failure, interpret_failure};
 use crate::lease::{HeldRow, later, lock_leased};
 use crate::rows::utc;
 use crate::sql::{self, NACK_RETRY, RELEASE, SNOOZE};
+use crate::{MySqlStorage, workflow};
 
 /// Copies live rows into history as `dead_letter` with `error`, then
-/// deletes them.
+/// deletes them and counts the finish of those of `linked` (the ones with
+/// dependants).
 pub(crate) async fn dead_letter(
     conn: &mut AsyncMysqlConnection,
     ids: &[i64],
+    linked: &[i64],
     error: Option<String>,
     now: chrono::NaiveDateTime,
 ) -> Result<(), Failure> {
@@ -31,10 +33,29 @@ pub(crate) async fn dead_letter(
     query(&sql::nack_dead_letter(ids.len()), params)
         .execute(conn)
         .await?;
-    delete_live(conn, ids).await
+    finish_live(conn, ids, linked, FinalStatus::DeadLetter, now).await
 }
 
-/// Deletes live rows already copied to history.
+/// Deletes live rows already copied to history as `status` at `now`, and
+/// counts the finish of those of `linked` (the ones that have dependants
+/// or wait, as the caller's locking read found them) for the jobs waiting
+/// on them ([`workflow::finish`]): every path that archives live jobs
+/// ends here.
+pub(crate) async fn finish_live(
+    conn: &mut AsyncMysqlConnection,
+    ids: &[i64],
+    linked: &[i64],
+    status: FinalStatus,
+    now: chrono::NaiveDateTime,
+) -> Result<(), Failure> {
+    delete_live(conn, ids).await?;
+    if linked.is_empty() {
+        return Ok(());
+    }
+    workflow::finish(conn, now, linked, status).await
+}
+
+/// Deletes live rows already copied to history (see [`finish_live`]).
 pub(crate) async fn delete_live(
     conn: &mut AsyncMysqlConnection,
     ids: &[i64],
@@ -144,10 +165,12 @@ impl MySqlStorage {
         acks: &[Ack],
     ) -> Result<Vec<bool>, Failure> {
         let keys: Vec<LeaseKey> = acks.iter().map(|a| LeaseKey::of(&a.lease)).collect();
-        let current: HashSet<_> = lock_leased(conn, &keys, None)
-            .await?
+        let held = lock_leased(conn, &keys, None).await?;
+        let current: HashSet<_> = held.iter().filter_map(HeldRow::key).collect();
+        let linked: Vec<i64> = held
             .iter()
-            .filter_map(HeldRow::key)
+            .filter(|row| row.has_dependants)
+            .map(|row| row.id)
             .collect();
         let acked: Vec<bool> = first_mentions(&keys)
             .into_iter()
@@ -180,14 +203,14 @@ impl MySqlStorage {
             params.push(Param::OptText(None));
         }
         cached(sql, params).execute(conn).await?;
-        delete_live(
-            conn,
-            &winners
-                .iter()
-                .map(|a| a.lease.job_id.get())
-                .collect::<Vec<_>>(),
-        )
-        .await?;
+        let ids: Vec<i64> = winners.iter().map(|a| a.lease.job_id.get()).collect();
+        if linked.is_empty() {
+            delete_live(conn, &ids).await?;
+        } else {
+            // Only a job with dependants reads the clock.
+            let now = self.resolve_now(conn).await?;
+            finish_live(conn, &ids, &linked, FinalStatus::Completed, now).await?;
+        }
         Ok(acked)
     }
 
@@ -218,7 +241,8 @@ impl MySqlStorage {
                 Ok(Some(NackOutcome::Retrying { at: utc(at) }))
             }
             _ => {
-                dead_letter(conn, &[key.id], Some(error.to_string()), now).await?;
+                let linked: &[i64] = if row.has_dependants { &[key.id] } else { &[] };
+                dead_letter(conn, &[key.id], linked, Some(error.to_string()), now).await?;
                 Ok(Some(NackOutcome::DeadLettered))
             }
         }

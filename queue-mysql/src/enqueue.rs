@@ -18,15 +18,17 @@ use std::collections::HashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{first_occurrences, refuse_dependencies, validate_batch};
+use queue_core::backend::{first_occurrences, validate_batch};
 use queue_core::time::{to_time_delta, truncate_to_micros};
-use queue_core::{EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob};
+use queue_core::{
+    EnqueueOutcome, JobId, NewJob, QueueError, Result, Schedule, ValidJob, check_batch_dependencies,
+};
 
 use crate::bind::{Param, cached, naive, query};
 use crate::error::{Failure, interpret_failure};
 use crate::galera::Guard;
 use crate::rows::{IdRow, utc};
-use crate::{MySqlStorage, sql};
+use crate::{MySqlStorage, sql, workflow};
 
 /// Rows per lookup statement, well under the 65,535 placeholders a
 /// prepared statement may have.
@@ -108,7 +110,7 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        refuse_dependencies(&jobs, "enqueue_batch")?;
+        check_batch_dependencies(&jobs)?;
         self.insert_all(conn, &jobs, Guard::NONE)
             .await
             .map_err(interpret_failure)
@@ -119,7 +121,7 @@ impl MySqlStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let jobs = validate_batch(&jobs)?;
-        refuse_dependencies(&jobs, "enqueue_batch")?;
+        check_batch_dependencies(&jobs)?;
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
@@ -157,7 +159,12 @@ impl MySqlStorage {
                 Err(Failure::Query(diesel::result::Error::DatabaseError(
                     diesel::result::DatabaseErrorKind::UniqueViolation,
                     _,
-                ))) if attempt < 3 => attempt += 1,
+                )))
+                | Err(Failure::Raced)
+                    if attempt < 3 =>
+                {
+                    attempt += 1
+                }
                 other => return other,
             }
         }
@@ -187,6 +194,12 @@ impl MySqlStorage {
         conn: &mut AsyncMysqlConnection,
         jobs: &[ValidJob],
     ) -> Result<Vec<EnqueueOutcome>, Failure> {
+        // The live jobs the batch depends on, locked; or its refusal.
+        let live_dependencies = workflow::check(conn, jobs).await?;
+        let waits: Vec<bool> = jobs
+            .iter()
+            .map(|job| workflow::waits(job, &live_dependencies))
+            .collect();
         let first_of = first_occurrences(jobs);
         let firsts: Vec<usize> = (0..jobs.len()).filter(|i| first_of[*i] == *i).collect();
         let mut outcomes: HashMap<usize, EnqueueOutcome> = HashMap::new();
@@ -221,16 +234,19 @@ impl MySqlStorage {
             }
         }
 
+        let mut now = None;
         if !new_rows.is_empty() {
-            let now = self.resolve_now(conn).await?;
+            let at = self.resolve_now(conn).await?;
+            now = Some(at);
+            let now = at;
             let server = self.server_traits(conn).await?;
             let slot = self.ready_slot(conn).await?;
             let ids = if server.consecutive_ids {
-                insert_consecutive(conn, jobs, &new_rows, now, server, slot).await?
+                insert_consecutive(conn, jobs, &waits, &new_rows, now, server, slot).await?
             } else {
-                insert_marked(conn, jobs, &new_rows, now, server, slot).await?
+                insert_marked(conn, jobs, &waits, &new_rows, now, server, slot).await?
             };
-            insert_ready(conn, jobs, &new_rows, &ids, now, slot).await?;
+            insert_ready(conn, jobs, &waits, &new_rows, &ids, now, slot).await?;
             for (index, id) in new_rows.iter().zip(ids) {
                 outcomes.insert(
                     *index,
@@ -242,7 +258,7 @@ impl MySqlStorage {
             }
         }
 
-        (0..jobs.len())
+        let outcomes = (0..jobs.len())
             .map(|i| match outcomes.get(&first_of[i]) {
                 Some(first) if first_of[i] != i => Ok(EnqueueOutcome {
                     id: first.id,
@@ -251,7 +267,13 @@ impl MySqlStorage {
                 Some(outcome) => Ok(*outcome),
                 None => Err(Failure::Invariant("a job of the batch got no outcome")),
             })
-            .collect()
+            .collect::<Result<Vec<_>, Failure>>()?;
+        if let Some(now) = now
+            && jobs.iter().any(|job| !job.dependencies.is_empty())
+        {
+            workflow::link(conn, jobs, &outcomes, &live_dependencies, now).await?;
+        }
+        Ok(outcomes)
     }
 }
 
@@ -279,6 +301,7 @@ fn lookup_key((queue, key): &(String, Option<String>)) -> (String, String) {
 async fn insert_consecutive(
     conn: &mut AsyncMysqlConnection,
     jobs: &[ValidJob],
+    waits: &[bool],
     rows: &[usize],
     now: chrono::NaiveDateTime,
     server: ServerTraits,
@@ -301,7 +324,7 @@ async fn insert_consecutive(
                 .iter()
                 .zip(&keys[chunk])
                 .zip(texts)
-                .map(|((i, k), p)| (&jobs[*i], k, p)),
+                .map(|((i, k), p)| (&jobs[*i], written_at(&jobs[*i], waits[*i], now), k, p)),
             now,
             slot,
         )
@@ -328,6 +351,7 @@ async fn insert_consecutive(
 async fn insert_marked(
     conn: &mut AsyncMysqlConnection,
     jobs: &[ValidJob],
+    waits: &[bool],
     rows: &[usize],
     now: chrono::NaiveDateTime,
     server: ServerTraits,
@@ -358,7 +382,7 @@ async fn insert_marked(
                 .iter()
                 .zip(&written[chunk])
                 .zip(texts)
-                .map(|((i, w), p)| (&jobs[*i], &w.1, p)),
+                .map(|((i, w), p)| (&jobs[*i], written_at(&jobs[*i], waits[*i], now), &w.1, p)),
             now,
             slot,
         )
@@ -461,8 +485,19 @@ async fn lookup(
     Ok(found)
 }
 
-/// When a job written at `now` becomes claimable.
-fn available_at(job: &ValidJob, now: chrono::NaiveDateTime) -> chrono::NaiveDateTime {
+/// The `available_at` a job is written with at `now`: [`sql::WAITING_AT`]
+/// when it `waits` for a dependency, else [`available_at`].
+fn written_at(job: &ValidJob, waits: bool, now: chrono::NaiveDateTime) -> chrono::NaiveDateTime {
+    if waits {
+        naive(queue_core::waiting_at())
+    } else {
+        available_at(job, now)
+    }
+}
+
+/// When a job written at `now` becomes claimable, once it waits for
+/// nothing.
+pub(crate) fn available_at(job: &ValidJob, now: chrono::NaiveDateTime) -> chrono::NaiveDateTime {
     match job.schedule {
         Schedule::Now => now,
         Schedule::After(delay) => naive(truncate_to_micros(utc(now) + to_time_delta(delay))),
@@ -470,25 +505,32 @@ fn available_at(job: &ValidJob, now: chrono::NaiveDateTime) -> chrono::NaiveDate
     }
 }
 
-/// One multi-row INSERT; `key` is the job's key, its temporary key, or
-/// none; `payload` its payload as JSON text; `slot` the ring slot its
+/// One multi-row INSERT; `at` is the job's [`written_at`], `key` its key,
+/// its temporary key, or none; `payload` its payload as JSON text; `slot` the ring slot its
 /// entry goes to if it is due ([`insert_ready`]).
 async fn insert<'a>(
     conn: &mut AsyncMysqlConnection,
-    rows: impl Iterator<Item = (&'a ValidJob, &'a Option<String>, String)>,
+    rows: impl Iterator<
+        Item = (
+            &'a ValidJob,
+            chrono::NaiveDateTime,
+            &'a Option<String>,
+            String,
+        ),
+    >,
     now: chrono::NaiveDateTime,
     slot: u8,
 ) -> Result<(), Failure> {
     let mut params = Vec::new();
     let mut count = 0;
-    for (job, key, payload) in rows {
+    for (job, at, key, payload) in rows {
         params.extend([
             Param::Text(job.queue.as_str().to_owned()),
             Param::Int(i64::from(job.priority)),
             Param::OptText(key.clone()),
             Param::Text(payload),
             Param::Int(i64::from(job.max_attempts)),
-            Param::Time(available_at(job, now)),
+            Param::Time(at),
             Param::Time(now),
             Param::Time(now),
             Param::OptText(job.trace_context.as_ref().map(|ctx| ctx.to_stored())),
@@ -507,6 +549,7 @@ async fn insert<'a>(
 async fn insert_ready(
     conn: &mut AsyncMysqlConnection,
     jobs: &[ValidJob],
+    waits: &[bool],
     rows: &[usize],
     ids: &[i64],
     now: chrono::NaiveDateTime,
@@ -515,7 +558,7 @@ async fn insert_ready(
     let due: Vec<(&ValidJob, i64, chrono::NaiveDateTime)> = rows
         .iter()
         .zip(ids)
-        .map(|(i, id)| (&jobs[*i], *id, available_at(&jobs[*i], now)))
+        .map(|(i, id)| (&jobs[*i], *id, written_at(&jobs[*i], waits[*i], now)))
         .filter(|(_, _, at)| *at <= now)
         .collect();
     for chunk in due.chunks(MAX_ROWS) {

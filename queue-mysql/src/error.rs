@@ -16,6 +16,12 @@ pub(crate) enum Failure {
     Pool(String),
     /// The database answered something the queue never writes.
     Invariant(&'static str),
+    /// An error decided after the transaction read the database (a
+    /// dependency unknown or failed, a corrupt value): it rolls back.
+    Refused(QueueError),
+    /// A job the batch depends on finished between the enqueue's lookup of
+    /// its key and its lock: the enqueue's transaction runs again.
+    Raced,
 }
 
 impl From<Error> for Failure {
@@ -85,6 +91,8 @@ pub(crate) fn interpret_failure(failure: Failure) -> QueueError {
         Failure::Query(error) => interpret_error(error),
         Failure::Pool(message) => QueueError::unavailable(message),
         Failure::Invariant(what) => QueueError::backend(what),
+        Failure::Refused(error) => error,
+        Failure::Raced => QueueError::backend("a dependency kept finishing during the enqueue"),
     }
 }
 
@@ -124,6 +132,6 @@ impl crate::MySqlStorage {
 fn is_retryable(failure: &Failure, idempotent: bool) -> bool {
     match failure {
         Failure::Query(error) => is_lock_conflict(error) || idempotent && is_connection_loss(error),
-        Failure::Pool(_) | Failure::Invariant(_) => false,
+        Failure::Pool(_) | Failure::Invariant(_) | Failure::Refused(_) | Failure::Raced => false,
     }
 }

@@ -103,6 +103,8 @@ struct LevelRow {
     #[diesel(sql_type = BigInt)]
     due: i64,
     #[diesel(sql_type = BigInt)]
+    later: i64,
+    #[diesel(sql_type = BigInt)]
     waiting: i64,
     #[diesel(sql_type = Nullable<Datetime>)]
     oldest: Option<NaiveDateTime>,
@@ -112,11 +114,13 @@ fn count(value: Option<i64>) -> u64 {
     u64::try_from(value.unwrap_or(0)).unwrap_or_default()
 }
 
-/// The unleased jobs of one queue: due and not yet due index entries, each
-/// counted up to its limit, and the earliest `available_at` of an
-/// unexhausted job, walking the priority levels ([`STATS_LEVEL`]).
+/// The unleased jobs of one queue: due, not yet due, and waiting for
+/// dependencies, each counted up to its limit, and the earliest
+/// `available_at` of an unexhausted job, walking the priority levels
+/// ([`STATS_LEVEL`]).
 struct Unleased {
     due: u64,
+    later: u64,
     waiting: u64,
     oldest: Option<NaiveDateTime>,
 }
@@ -126,10 +130,12 @@ async fn unleased_in_queue(
     queue: &str,
     now: NaiveDateTime,
     due_limit: u64,
+    later_limit: u64,
     waiting_limit: u64,
 ) -> diesel::QueryResult<Unleased> {
     let mut found = Unleased {
         due: 0,
+        later: 0,
         waiting: 0,
         oldest: None,
     };
@@ -148,6 +154,9 @@ async fn unleased_in_queue(
             name(),
             Param::OptInt(previous),
             Param::Time(now),
+            limit(later_limit - found.later),
+            name(),
+            Param::OptInt(previous),
             limit(waiting_limit - found.waiting),
             name(),
             Param::OptInt(previous),
@@ -156,6 +165,7 @@ async fn unleased_in_queue(
             .get_result::<LevelRow>(conn)
             .await?;
         found.due += count(Some(step.due));
+        found.later += count(Some(step.later));
         found.waiting += count(Some(step.waiting));
         if let Some(at) = step.oldest {
             found.oldest = Some(found.oldest.map_or(at, |o| o.min(at)));
@@ -174,8 +184,9 @@ async fn unleased_in_queue(
 struct RawStats {
     name: String,
     paused: bool,
-    /// pending, scheduled, running, stalled, exhausted; each at most the cap.
-    counts: [u64; 5],
+    /// pending, scheduled, running, stalled, exhausted, waiting; each at
+    /// most the cap.
+    counts: [u64; 6],
     oldest_pending: Option<NaiveDateTime>,
 }
 
@@ -216,21 +227,23 @@ async fn stats_on(
             .iter()
             .find(|r| r.queue_name == name)
             .map_or((0, 0), |r| (count(Some(r.total)), count(r.due)));
-        let ex_waiting = ex_total.saturating_sub(ex_due);
+        let ex_later = ex_total.saturating_sub(ex_due);
         let unleased = unleased_in_queue(
             conn,
             &name,
             now,
             cap.saturating_add(ex_due),
-            cap.saturating_add(ex_waiting),
+            cap.saturating_add(ex_later),
+            cap,
         )
         .await?;
         let counts = [
             unleased.due.saturating_sub(ex_due).min(cap),
-            unleased.waiting.saturating_sub(ex_waiting).min(cap),
+            unleased.later.saturating_sub(ex_later).min(cap),
             running.min(cap),
             stalled.min(cap),
             ex_total.min(cap),
+            unleased.waiting.min(cap),
         ];
         out.push(RawStats {
             paused: paused.contains(&name),
@@ -290,7 +303,7 @@ impl MySqlStorage {
         let mut stats = rows
             .into_iter()
             .map(|raw| {
-                let [pending, scheduled, running, stalled, exhausted] = raw.counts;
+                let [pending, scheduled, running, stalled, exhausted, waiting] = raw.counts;
                 Ok(QueueStats {
                     queue: stored("queue_name", raw.name, QueueName::new)?,
                     paused: raw.paused,
@@ -299,8 +312,7 @@ impl MySqlStorage {
                     running,
                     stalled,
                     exhausted,
-                    // No job waits on a storage without dependencies.
-                    waiting: 0,
+                    waiting,
                     oldest_pending_age: raw
                         .oldest_pending
                         .map(|at| (utc(now) - utc(at)).to_std().unwrap_or_default()),
@@ -404,8 +416,8 @@ impl MySqlStorage {
             .await?)
     }
 
-    /// When `filter` lists scheduled jobs and its queue (or every queue)
-    /// has at most [`sql::SCHEDULED_SORTED`] candidates (jobs written due
+    /// When `filter` lists scheduled (or waiting) jobs and its queue (or
+    /// every queue) has at most [`sql::SCHEDULED_SORTED`] candidates (jobs written due
     /// later and not due yet, below `before`), their ids newest first:
     /// read from `job_queue_scheduled` alone and sorted here, which beats
     /// reading newest first when they sit behind a pending backlog.
@@ -415,8 +427,10 @@ impl MySqlStorage {
         filter: &JobFilter,
         now: chrono::NaiveDateTime,
     ) -> diesel::QueryResult<Option<Vec<i64>>> {
-        if filter.state != Some(queue_core::JobState::Scheduled)
-            || filter.id.is_some()
+        if !matches!(
+            filter.state,
+            Some(queue_core::JobState::Scheduled | queue_core::JobState::Waiting)
+        ) || filter.id.is_some()
             || filter.unique_key.is_some()
         {
             return Ok(None);

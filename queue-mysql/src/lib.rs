@@ -44,6 +44,7 @@ mod samples;
 mod sql;
 mod storage;
 mod workers;
+mod workflow;
 
 pub use diesel_async::AsyncMysqlConnection;
 pub use error::{interpret_connection_error, interpret_error};

@@ -80,6 +80,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "group_weights",
         sql: include_str!("../migrations/0014_group_weights.sql"),
     },
+    Migration {
+        version: 15,
+        name: "workflows",
+        sql: include_str!("../migrations/0015_workflows.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

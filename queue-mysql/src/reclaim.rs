@@ -2,11 +2,11 @@
 //! transaction.
 
 use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
-use queue_core::{MAX_BATCH, ReclaimOutcome, Result, validate_limit};
+use queue_core::{FinalStatus, MAX_BATCH, ReclaimOutcome, Result, validate_limit};
 
 use crate::MySqlStorage;
 use crate::bind::{Param, query};
-use crate::complete::delete_live;
+use crate::complete::finish_live;
 use crate::error::Failure;
 use crate::lease::HeldRow;
 use crate::sql::{self, RECLAIM_STALLED_EXHAUSTED, RECLAIM_STALLED_EXPIRED};
@@ -64,7 +64,12 @@ impl MySqlStorage {
             let mut params = vec![Param::Time(now)];
             params.extend(ids.iter().map(|id| Param::Int(*id)));
             query(&sql, params).execute(conn).await?;
-            delete_live(conn, &ids).await?;
+            let linked: Vec<i64> = dead
+                .iter()
+                .filter(|row| row.has_dependants)
+                .map(|row| row.id)
+                .collect();
+            finish_live(conn, &ids, &linked, FinalStatus::DeadLetter, now).await?;
         }
         Ok(ReclaimOutcome {
             requeued: requeue.len() as u64,

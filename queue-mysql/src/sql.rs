@@ -14,15 +14,25 @@ use queue_core::{JobFilter, JobState};
 use crate::bind::{placeholders, tuples};
 use crate::rows::{HISTORY_SELECT, JOB_SELECT};
 
+/// `queue_core::waiting_at()` as a DATETIME(6) literal, for `concat!`
+/// ([`WAITING_AT`] is the same text; its unit test checks it).
+macro_rules! waiting_at {
+    () => {
+        "'9999-12-31 23:59:59.999999'"
+    };
+}
+
 #[cfg(test)]
 mod by_id_plans;
 mod fair;
 mod ready;
 mod samples;
+mod workflow;
 
 pub(crate) use fair::*;
 pub(crate) use ready::*;
 pub(crate) use samples::*;
+pub(crate) use workflow::*;
 
 /// `job_queue` read through its primary key, for statements that name their
 /// rows by id (`... WHERE id IN (...)`); see the module's dialect notes.
@@ -44,10 +54,12 @@ pub(crate) const NOW: &str = "SELECT COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts";
 /// servers' optimizers: a recursive CTE doing the same cannot range-scan
 /// on a correlated priority (MariaDB read the whole queue that way), and
 /// MAX(priority) is not optimised on a descending index, so the bounds are
-/// bound values and the probes `ORDER BY ... LIMIT 1`.
+/// bound values and the probes `ORDER BY ... LIMIT 1`. A waiting job
+/// (its `available_at` at `queue_core::waiting_at()`) is never due.
 /// Parameters: queue, bound, now, queue, previous priority (NULL at
 /// first), now (now as `COALESCE(?, UTC_TIMESTAMP(6))`).
-pub(crate) const NEXT_DUE_STEP: &str = "
+pub(crate) const NEXT_DUE_STEP: &str = concat!(
+    r#"
 SELECT
     (SELECT j.priority FROM job_queue j FORCE INDEX (job_queue_scheduled)
       WHERE j.queue_name = ? AND j.is_scheduled = 1 AND j.priority < ?
@@ -56,7 +68,11 @@ SELECT
         (SELECT j.available_at FROM job_queue j FORCE INDEX (job_queue_scheduled)
           WHERE j.queue_name = ? AND j.is_scheduled = 1 AND j.priority = ?
             AND j.available_at > COALESCE(?, UTC_TIMESTAMP(6))
-          ORDER BY j.available_at LIMIT 1)) AS due_in_us";
+            AND j.available_at < "#,
+    waiting_at!(),
+    r#"
+          ORDER BY j.available_at LIMIT 1)) AS due_in_us"#
+);
 
 /// The history columns filled by archiving statements.
 const HISTORY_COLUMNS: &str = "id, queue_name, priority, unique_key, payload, \
@@ -73,7 +89,7 @@ WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
 
 /// Stalled jobs, oldest lease first. Binds: now, limit.
 pub(crate) const RECLAIM_STALLED_EXPIRED: &str = "
-SELECT id, locked_by, attempts, max_attempts FROM job_queue
+SELECT id, locked_by, attempts, max_attempts, has_dependants FROM job_queue
 WHERE lease_until <= ?
 ORDER BY lease_until, id
 LIMIT ?
@@ -82,7 +98,7 @@ FOR UPDATE SKIP LOCKED";
 /// Exhausted jobs, by id, through the index on the generated column.
 /// Binds: limit.
 pub(crate) const RECLAIM_STALLED_EXHAUSTED: &str = "
-SELECT id, locked_by, attempts, max_attempts FROM job_queue
+SELECT id, locked_by, attempts, max_attempts, has_dependants FROM job_queue
 WHERE is_exhausted = 1
 ORDER BY id
 LIMIT ?
@@ -129,9 +145,12 @@ GROUP BY queue_name";
 /// step's priority, the unleased jobs due and not yet due, each counted up
 /// to a limit as a covering range of `job_queue_dequeue` (so a level of a
 /// million jobs costs the limit, not the million), and the earliest
-/// `available_at` of an unexhausted job. Binds: queue, bound; queue,
-/// previous, now, limit; queue, previous, now, limit; queue, previous.
-pub(crate) const STATS_LEVEL: &str = "
+/// `available_at` of an unexhausted job; and the waiting jobs (not due,
+/// at `queue_core::waiting_at()`) apart from the rest not yet due. Binds:
+/// queue, bound; queue, previous, now, limit; queue, previous, now, limit;
+/// queue, previous, limit; queue, previous.
+pub(crate) const STATS_LEVEL: &str = concat!(
+    r#"
 SELECT
     (SELECT j.priority FROM job_queue j
       WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority < ?
@@ -143,11 +162,22 @@ SELECT
     (SELECT COUNT(*) FROM (
         SELECT 1 FROM job_queue j
         WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ? AND j.available_at > ?
+          AND j.available_at < "#,
+    waiting_at!(),
+    r#"
+        LIMIT ?) l) AS later,
+    (SELECT COUNT(*) FROM (
+        SELECT 1 FROM job_queue j
+        WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ?
+          AND j.available_at = "#,
+    waiting_at!(),
+    r#"
         LIMIT ?) w) AS waiting,
     (SELECT j.available_at FROM job_queue j
       WHERE j.queue_name = ? AND j.lease_until IS NULL AND j.priority = ?
         AND j.attempts < j.max_attempts
-      ORDER BY j.available_at LIMIT 1) AS oldest";
+      ORDER BY j.available_at LIMIT 1) AS oldest"#
+);
 
 /// Pauses a queue. Binds: queue, now, now.
 pub(crate) const PAUSE_QUEUE: &str = "
@@ -371,7 +401,7 @@ pub(crate) fn dequeue_lease(ids: usize) -> String {
 /// `unexpired`.
 pub(crate) fn lock_leased(leases: usize, unexpired: bool) -> String {
     format!(
-        "SELECT id, locked_by, attempts, max_attempts FROM {LIVE_BY_ID} \
+        "SELECT id, locked_by, attempts, max_attempts, has_dependants FROM {LIVE_BY_ID} \
          WHERE id IN {} AND (id, locked_by, attempts) IN ({}) AND lease_until IS NOT NULL{} \
          FOR UPDATE",
         placeholders(leases),
@@ -623,10 +653,8 @@ pub(crate) fn state_filter(state: JobState) -> &'static str {
         JobState::Exhausted => "j.is_exhausted = 1",
         JobState::Pending => DERIVED_PENDING,
         JobState::Scheduled => DERIVED_SCHEDULED,
-        // MySQL storages refuse dependencies (they do not declare
-        // `Capability::Dependencies` yet), so no job waits here: the
-        // listing answers nothing.
-        JobState::Waiting => "FALSE",
+        // A waiting job's `available_at` marks it (no bind).
+        JobState::Waiting => concat!("j.lease_until IS NULL AND j.available_at = ", waiting_at!()),
     }
 }
 
@@ -636,6 +664,9 @@ macro_rules! derived_state {
         concat!(
             "(CASE WHEN j.lease_until > ? THEN 'running' ",
             "WHEN j.lease_until IS NOT NULL THEN 'stalled' ",
+            "WHEN j.available_at = ",
+            waiting_at!(),
+            " THEN 'waiting' ",
             "WHEN j.attempts >= j.max_attempts THEN 'exhausted' ",
             "WHEN j.available_at <= ? THEN 'pending' ",
             "ELSE 'scheduled' END) = '",
@@ -732,8 +763,9 @@ fn scheduled_source(filter: &JobFilter) -> &'static str {
     }
 }
 
-/// The ids of the scheduled candidates of the filter's queue or of every
-/// queue, up to [`SCHEDULED_SORTED`] + 1, in no order: the unleased jobs
+/// The ids of the scheduled (or, for that state, waiting) candidates of
+/// the filter's queue or of every queue, up to [`SCHEDULED_SORTED`] + 1,
+/// in no order: the unleased jobs
 /// written due later (`is_scheduled`: every scheduled job is one) and
 /// not due yet, below `before` when set, read from `job_queue_scheduled`
 /// alone (no row is read: 7,900 candidates in 4 ms, where reading their
@@ -750,9 +782,15 @@ pub(crate) fn scheduled_ids(filter: &JobFilter) -> String {
     } else {
         ""
     };
+    // Waiting jobs are scheduled ones at the waiting instant.
+    let waiting = if filter.state == Some(JobState::Waiting) {
+        concat!(" AND j.available_at = ", waiting_at!())
+    } else {
+        concat!(" AND j.available_at < ", waiting_at!())
+    };
     format!(
-        "SELECT j.id FROM {} WHERE j.is_scheduled = 1 AND j.available_at > ?{queue}{before} \
-         LIMIT {}",
+        "SELECT j.id FROM {} WHERE j.is_scheduled = 1 AND j.available_at > ?{waiting}{queue}\
+         {before} LIMIT {}",
         scheduled_source(filter),
         SCHEDULED_SORTED + 1
     )

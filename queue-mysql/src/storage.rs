@@ -190,6 +190,7 @@ impl Storage for MySqlStorage {
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
             .with(Capability::GroupWeights)
+            .with(Capability::Dependencies)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -206,6 +207,10 @@ impl Storage for MySqlStorage {
 
     async fn next_due(&self, queues: &[QueueName]) -> Result<Option<Duration>> {
         self.next_due_pooled(queues).await
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<queue_core::JobLinks> {
+        self.job_links_pooled(id).await
     }
 
     async fn ack_batch(&self, acks: &[Ack]) -> Result<Vec<bool>> {

@@ -76,6 +76,7 @@ async fn migrations_apply_to_an_empty_database() {
     assert_eq!(
         tables(&mut conn).await,
         [
+            "job_dependency",
             "job_group_turn",
             "job_history",
             "job_queue",
@@ -87,6 +88,7 @@ async fn migrations_apply_to_an_empty_database() {
             "job_sample_depth",
             "job_sample_lag",
             "job_throughput",
+            "job_waiting",
             "queue_config",
             "queue_group_limit",
             "queue_group_weight",
@@ -281,7 +283,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
     drop(conn);
 
     let storage = MySqlStorage::connect(&db.url()).expect("pool");
-    assert_eq!(storage.migrate().await.expect("upgrade"), vec![13, 14]);
+    assert_eq!(storage.migrate().await.expect("upgrade"), vec![13, 14, 15]);
     let queue = QueueName::new("q").expect("valid");
     let limits = QueueLimits {
         concurrency: Some(4),
@@ -373,7 +375,7 @@ async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
         .expect("a pending job of the old schema");
     }
     let storage = MySqlStorage::connect(&db.url()).expect("pool");
-    assert_eq!(storage.migrate().await.expect("upgrade"), vec![14]);
+    assert_eq!(storage.migrate().await.expect("upgrade"), vec![14, 15]);
     let queue = QueueName::new("q").expect("valid");
     let claim = || async {
         let request = DequeueRequest::new(
@@ -426,5 +428,84 @@ async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
     };
     assert_eq!(taken, [1], "one job of a's weight of 2 taken");
     drop(storage);
+    db.drop_database().await;
+}
+
+/// A database of the release before workflows (migration 0014) holding a
+/// pending, a leased and a scheduled job: after the upgrade each can be
+/// depended on, and its finish releases the job waiting on it.
+#[tokio::test]
+async fn an_upgrade_to_workflows_keeps_jobs_that_new_jobs_can_depend_on() {
+    use diesel_async::SimpleAsyncConnection;
+    use queue_core::{
+        DequeueRequest, JobFilter, JobId, JobState, NewJob, QueueName, Storage, WorkerId,
+    };
+    use queue_mysql::MySqlStorage;
+    use serde_json::json;
+
+    let (db, mut conn) = common::schema_before(15).await;
+    conn.batch_execute(
+        "INSERT INTO job_queue (queue_name, priority, payload, max_attempts, available_at, \
+                                lease_until, locked_by, attempts, created_at, updated_at) \
+         VALUES ('q', 0, '\"pending\"', 5, UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE, NULL, NULL, 0, \
+                 UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE, UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE), \
+                ('q', 0, '\"leased\"', 5, UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE, \
+                 UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, 'old', 1, \
+                 UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE, UTC_TIMESTAMP(6)), \
+                ('q', 0, '\"scheduled\"', 5, UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, NULL, NULL, 0, \
+                 UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+    )
+    .await
+    .expect("jobs of the old schema");
+    drop(conn);
+
+    let storage = MySqlStorage::connect(&db.url()).expect("pool");
+    assert_eq!(storage.migrate().await.expect("upgrade"), vec![15]);
+    let old = storage
+        .list_jobs(&JobFilter::default())
+        .await
+        .expect("list")
+        .jobs;
+    let ids: Vec<JobId> = old.iter().rev().map(|job| job.id).collect();
+    assert_eq!(ids.len(), 3, "{old:?}");
+    let waiting = storage
+        .enqueue(NewJob::new("after", json!({})).depends_on_all(ids.clone()))
+        .await
+        .expect("a job depending on the three old ones");
+    let state = |id| {
+        let storage = &storage;
+        async move {
+            storage
+                .get_job(id)
+                .await
+                .expect("get")
+                .map(|job| queue_core::derive_state(&job, chrono::Utc::now()))
+        }
+    };
+    assert_eq!(state(waiting.id).await, Some(JobState::Waiting));
+    let claim = DequeueRequest::new(
+        vec![QueueName::new("q").expect("valid")],
+        10,
+        std::time::Duration::from_secs(30),
+        WorkerId::new("upgraded").expect("valid"),
+    )
+    .expect("a valid request");
+    let claimed = storage.dequeue(&claim).await.expect("dequeue");
+    assert_eq!(claimed.len(), 1, "the pending job: {claimed:?}");
+    storage
+        .ack(&claimed[0].lease().expect("leased"), None)
+        .await
+        .expect("ack the pending job");
+    storage
+        .cancel(ids[1])
+        .await
+        .expect("cancel the old lease's job");
+    assert_eq!(
+        state(waiting.id).await,
+        None,
+        "a cancelled dependency cancels the job"
+    );
+    let links = storage.job_links(waiting.id).await.expect("links");
+    assert_eq!(links.dependencies.len(), 3);
     db.drop_database().await;
 }

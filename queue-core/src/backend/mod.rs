@@ -16,12 +16,14 @@
 //! | samples as rows, merged the same way everywhere; their window and retention | [`SampleRows`], [`sample_rows`], [`coalesce_samples`], [`lag_text`], [`sample_window`], [`samples_expire_before`] |
 //! | group concurrency in the claim, and refusing it without the capability | [`GroupSlots`], [`refuse_group_keys`], [`refuse_group_concurrency`], [`unconfigured_queue`] |
 //! | refusing dependencies without [`crate::Capability::Dependencies`] | [`refuse_dependencies`] |
+//! | a `job_links` row as a link | [`job_link`], [`LiveLink`], [`FinishedLink`] |
 
 mod batch;
 mod fair;
 mod flow;
 mod groups;
 mod lease;
+mod links;
 pub mod migration;
 mod order;
 mod plan;
@@ -38,6 +40,7 @@ pub use groups::{
     unconfigured_queue,
 };
 pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};
+pub use links::{FinishedLink, LiveLink, job_link};
 pub use order::{
     FairTurn, aged_claim_order, aged_priority, claim_order, fair_order, refuse_fair_groups,
     refuse_priority_aging,
