@@ -13,12 +13,11 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{corrupt, stored};
+use queue_core::backend::{FinishedLink, LiveLink, corrupt, job_link};
 use queue_core::{
-    Dependency, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, JobState, LinkStatus,
-    QueueError, QueueName, Result, ValidJob, failed_dependency, state_of, unknown_dependency,
+    Dependency, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, QueueError, Result,
+    ValidJob, failed_dependency, unknown_dependency,
 };
-use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
@@ -272,51 +271,25 @@ impl PgStorage {
 
 /// One row of [`sql::JOB_LINKS`](crate::sql) as a link.
 fn link_of(row: &PgRow, id: JobId) -> Result<JobLink, Failure> {
-    let name = |column: &str| -> Result<Option<QueueName>, Failure> {
-        let name: Option<String> = row.try_get(column)?;
-        Ok(name
-            .map(|n| stored(column, n, QueueName::new))
-            .transpose()?)
+    let live_queue: Option<String> = row.try_get("live_queue")?;
+    let live = match live_queue {
+        Some(queue) => Some(LiveLink {
+            queue,
+            available_at: row.try_get("available_at")?,
+            lease_until: row.try_get("lease_until")?,
+            attempts: i64::from(row.try_get::<i32, _>("attempts")?),
+            max_attempts: i64::from(row.try_get::<i32, _>("max_attempts")?),
+        }),
+        None => None,
     };
-    if let Some(queue) = name("live_queue")? {
-        return Ok(JobLink {
-            id,
-            queue: Some(queue),
-            status: LinkStatus::Live(live_state(row)?),
-            result: None,
-        });
-    }
-    if let Some(queue) = name("done_queue")? {
-        let status: String = row.try_get("status_final")?;
-        let status: FinalStatus = status.parse().map_err(|e| corrupt("status_final", e))?;
-        let result: Option<Value> = row.try_get("result")?;
-        return Ok(JobLink {
-            id,
-            queue: Some(queue),
-            status: LinkStatus::Finished(status),
-            result,
-        });
-    }
-    Ok(JobLink {
-        id,
-        queue: None,
-        status: LinkStatus::Gone,
-        result: None,
-    })
-}
-
-/// The derived state of the live job of a [`sql::JOB_LINKS`](crate::sql) row.
-fn live_state(row: &PgRow) -> Result<JobState, Failure> {
-    let available_at: DateTime<Utc> = row.try_get("available_at")?;
-    let lease_until: Option<DateTime<Utc>> = row.try_get("lease_until")?;
-    let attempts: i32 = row.try_get("attempts")?;
-    let max_attempts: i32 = row.try_get("max_attempts")?;
-    let now: DateTime<Utc> = row.try_get("now")?;
-    Ok(state_of(
-        available_at,
-        lease_until,
-        i64::from(attempts),
-        i64::from(max_attempts),
-        now,
-    ))
+    let done_queue: Option<String> = row.try_get("done_queue")?;
+    let finished = match done_queue {
+        Some(queue) => Some(FinishedLink {
+            queue,
+            status: row.try_get("status_final")?,
+            result: row.try_get("result")?,
+        }),
+        None => None,
+    };
+    Ok(job_link(id, live, finished, row.try_get("now")?)?)
 }

@@ -3,11 +3,10 @@
 //! transaction (migration 0012; the contract is `Storage::enqueue_batch`'s).
 
 use chrono::{DateTime, Utc};
-use queue_core::backend::{corrupt, stored_instant};
+use queue_core::backend::{FinishedLink, LiveLink, corrupt, job_link, stored_instant};
 use queue_core::{
-    Dependency, DependencyFailure, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, JobState,
-    LinkStatus, QueueError, QueueName, Result, ValidJob, dependency_failed, failed_dependency,
-    state_of, unknown_dependency,
+    Dependency, DependencyFailure, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks,
+    QueueError, Result, ValidJob, dependency_failed, failed_dependency, unknown_dependency,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -225,57 +224,38 @@ pub(crate) async fn links(
 /// One row of [`sql::JOB_LINKS`] as a link.
 fn link_of(row: &sqlx::sqlite::SqliteRow, id: JobId, now: DateTime<Utc>) -> Result<JobLink> {
     let fail = crate::interpret_error;
-    let name = |column: &str| -> Result<Option<QueueName>> {
-        let name: Option<String> = row.try_get(column).map_err(fail)?;
-        name.map(|n| QueueName::new(n).map_err(|e| corrupt("queue_name", e)))
-            .transpose()
+    let live_queue: Option<String> = row.try_get("live_queue").map_err(fail)?;
+    let live = match live_queue {
+        Some(queue) => {
+            let lease_until: Option<i64> = row.try_get("lease_until").map_err(fail)?;
+            Some(LiveLink {
+                queue,
+                available_at: stored_instant(
+                    "available_at",
+                    row.try_get("available_at").map_err(fail)?,
+                )?,
+                lease_until: lease_until
+                    .map(|micros| stored_instant("lease_until", micros))
+                    .transpose()?,
+                attempts: row.try_get("attempts").map_err(fail)?,
+                max_attempts: row.try_get("max_attempts").map_err(fail)?,
+            })
+        }
+        None => None,
     };
-    if let Some(queue) = name("live_queue")? {
-        let state = live_state(row, now)?;
-        return Ok(JobLink {
-            id,
-            queue: Some(queue),
-            status: LinkStatus::Live(state),
-            result: None,
-        });
-    }
-    if let Some(queue) = name("done_queue")? {
-        let status: String = row.try_get("status_final").map_err(fail)?;
-        let status: FinalStatus = status.parse().map_err(|e| corrupt("status_final", e))?;
-        let result: Option<String> = row.try_get("result").map_err(fail)?;
-        let result = result
-            .map(|text| serde_json::from_str(&text).map_err(|e| corrupt("result", e)))
-            .transpose()?;
-        return Ok(JobLink {
-            id,
-            queue: Some(queue),
-            status: LinkStatus::Finished(status),
-            result,
-        });
-    }
-    Ok(JobLink {
-        id,
-        queue: None,
-        status: LinkStatus::Gone,
-        result: None,
-    })
-}
-
-/// The derived state of the live job of a [`sql::JOB_LINKS`] row.
-fn live_state(row: &sqlx::sqlite::SqliteRow, now: DateTime<Utc>) -> Result<JobState> {
-    let fail = crate::interpret_error;
-    let available_at = stored_instant("available_at", row.try_get("available_at").map_err(fail)?)?;
-    let lease_until: Option<i64> = row.try_get("lease_until").map_err(fail)?;
-    let lease_until = lease_until
-        .map(|micros| stored_instant("lease_until", micros))
-        .transpose()?;
-    let attempts: i64 = row.try_get("attempts").map_err(fail)?;
-    let max_attempts: i64 = row.try_get("max_attempts").map_err(fail)?;
-    Ok(state_of(
-        available_at,
-        lease_until,
-        attempts,
-        max_attempts,
-        now,
-    ))
+    let done_queue: Option<String> = row.try_get("done_queue").map_err(fail)?;
+    let finished = match done_queue {
+        Some(queue) => {
+            let result: Option<String> = row.try_get("result").map_err(fail)?;
+            Some(FinishedLink {
+                queue,
+                status: row.try_get("status_final").map_err(fail)?,
+                result: result
+                    .map(|text| serde_json::from_str(&text).map_err(|e| corrupt("result", e)))
+                    .transpose()?,
+            })
+        }
+        None => None,
+    };
+    job_link(id, live, finished, now)
 }
