@@ -37,9 +37,12 @@ CREATE TABLE IF NOT EXISTS job_waiting (
     CONSTRAINT job_waiting_on_failure CHECK (on_failure IN ('cancel', 'run'))
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
--- Set (never cleared) by the enqueue of a job that depends on this one,
--- under the row's lock: an ack that deletes the row waits for that
--- enqueue to commit, then sees its edges; a job without dependants skips
--- the count. Instant on both servers: a column with a constant default,
--- added last.
-ALTER TABLE job_queue ADD COLUMN has_dependants BOOLEAN NOT NULL DEFAULT FALSE;
+-- How many enqueues have linked a dependant to this job: each adds one,
+-- under the row's lock, so that an ack deleting the row waits for that
+-- enqueue to commit and then sees its edges; a job at 0 skips the count.
+-- A count rather than PostgreSQL's flag: every such enqueue then changes
+-- the row, so on a Galera cluster (whose locking reads lock one node
+-- only) an enqueue and an ack of the same job through two nodes always
+-- conflict at certification, and one of them runs again. Instant on both
+-- servers: a column with a constant default, added last.
+ALTER TABLE job_queue ADD COLUMN dependants_linked INT NOT NULL DEFAULT 0;

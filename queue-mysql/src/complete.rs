@@ -169,7 +169,7 @@ impl MySqlStorage {
         let current: HashSet<_> = held.iter().filter_map(HeldRow::key).collect();
         let linked: Vec<i64> = held
             .iter()
-            .filter(|row| row.has_dependants)
+            .filter(|row| row.has_dependants())
             .map(|row| row.id)
             .collect();
         let acked: Vec<bool> = first_mentions(&keys)
@@ -241,7 +241,7 @@ impl MySqlStorage {
                 Ok(Some(NackOutcome::Retrying { at: utc(at) }))
             }
             _ => {
-                let linked: &[i64] = if row.has_dependants { &[key.id] } else { &[] };
+                let linked: &[i64] = if row.has_dependants() { &[key.id] } else { &[] };
                 dead_letter(conn, &[key.id], linked, Some(error.to_string()), now).await?;
                 Ok(Some(NackOutcome::DeadLettered))
             }

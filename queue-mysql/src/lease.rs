@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Bool, Integer, Nullable, Text};
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 use queue_core::backend::LeaseKey;
 use queue_core::time::{to_time_delta, truncate_to_micros};
@@ -26,15 +26,20 @@ pub(crate) struct HeldRow {
     pub(crate) attempts: i32,
     #[diesel(sql_type = Integer)]
     pub(crate) max_attempts: i32,
-    /// A job waits on it: its finish counts (`workflow::finish`).
-    #[diesel(sql_type = Bool)]
-    pub(crate) has_dependants: bool,
+    /// Enqueues that linked dependants to it (migration 0015).
+    #[diesel(sql_type = Integer)]
+    pub(crate) dependants_linked: i32,
 }
 
 impl HeldRow {
     /// The row's lease, `None` when it is not leased.
     pub(crate) fn key(&self) -> Option<LeaseKey> {
         LeaseKey::of_row(self.id, self.locked_by.as_deref(), self.attempts)
+    }
+
+    /// Whether a job may wait on it: its finish counts (`workflow::finish`).
+    pub(crate) fn has_dependants(&self) -> bool {
+        self.dependants_linked > 0
     }
 }
 

@@ -66,7 +66,7 @@ impl MySqlStorage {
             query(&sql, params).execute(conn).await?;
             let linked: Vec<i64> = dead
                 .iter()
-                .filter(|row| row.has_dependants)
+                .filter(|row| row.has_dependants())
                 .map(|row| row.id)
                 .collect();
             finish_live(conn, &ids, &linked, FinalStatus::DeadLetter, now).await?;

@@ -89,7 +89,7 @@ WHERE id = ? AND locked_by = ? AND attempts = ? AND lease_until IS NOT NULL";
 
 /// Stalled jobs, oldest lease first. Binds: now, limit.
 pub(crate) const RECLAIM_STALLED_EXPIRED: &str = "
-SELECT id, locked_by, attempts, max_attempts, has_dependants FROM job_queue
+SELECT id, locked_by, attempts, max_attempts, dependants_linked FROM job_queue
 WHERE lease_until <= ?
 ORDER BY lease_until, id
 LIMIT ?
@@ -98,7 +98,7 @@ FOR UPDATE SKIP LOCKED";
 /// Exhausted jobs, by id, through the index on the generated column.
 /// Binds: limit.
 pub(crate) const RECLAIM_STALLED_EXHAUSTED: &str = "
-SELECT id, locked_by, attempts, max_attempts, has_dependants FROM job_queue
+SELECT id, locked_by, attempts, max_attempts, dependants_linked FROM job_queue
 WHERE is_exhausted = 1
 ORDER BY id
 LIMIT ?
@@ -401,7 +401,7 @@ pub(crate) fn dequeue_lease(ids: usize) -> String {
 /// `unexpired`.
 pub(crate) fn lock_leased(leases: usize, unexpired: bool) -> String {
     format!(
-        "SELECT id, locked_by, attempts, max_attempts, has_dependants FROM {LIVE_BY_ID} \
+        "SELECT id, locked_by, attempts, max_attempts, dependants_linked FROM {LIVE_BY_ID} \
          WHERE id IN {} AND (id, locked_by, attempts) IN ({}) AND lease_until IS NOT NULL{} \
          FOR UPDATE",
         placeholders(leases),

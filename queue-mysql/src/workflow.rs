@@ -7,8 +7,9 @@
 //! count is ours: every path that archives live rows ([`crate::complete`]'s
 //! `delete_live`) hands the ones that have dependants or wait to
 //! [`finish`]. The enqueue locks every live dependency `FOR UPDATE` and
-//! marks it `has_dependants`, so an ack racing it waits for its commit and
-//! then sees its edges; a job without dependants skips the count.
+//! counts itself in its `dependants_linked`, so an ack racing it waits for
+//! its commit (or, through another Galera node, conflicts with it) and
+//! then sees its edges; a job at 0 skips the count.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -293,7 +294,7 @@ pub(crate) async fn link(
 
 /// Of the live jobs `ids`, those whose finish [`finish`] must count (they
 /// have dependants, or wait): for the paths that archive jobs they did not
-/// read with `has_dependants` (discard, cancel, bulk discard). Read before
+/// read with `dependants_linked` (discard, cancel, bulk discard). Read before
 /// the rows are deleted, under their locks.
 pub(crate) async fn linked(
     conn: &mut AsyncMysqlConnection,

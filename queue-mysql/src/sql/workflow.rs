@@ -26,11 +26,13 @@ pub(crate) fn dependency_history(ids: usize) -> String {
     )
 }
 
-/// Marks locked live jobs as having dependants (a finish then counts its
-/// dependants). Binds: the ids.
+/// Counts one more enqueue linking dependants to each of the locked live
+/// jobs (a finish then counts its dependants): always a change of the
+/// row, which Galera certifies against a concurrent delete of it. Binds:
+/// the ids (distinct).
 pub(crate) fn mark_dependants(ids: usize) -> String {
     format!(
-        "UPDATE {LIVE_BY_ID} SET has_dependants = TRUE WHERE id IN {} AND NOT has_dependants",
+        "UPDATE {LIVE_BY_ID} SET dependants_linked = dependants_linked + 1 WHERE id IN {}",
         placeholders(ids)
     )
 }
@@ -139,7 +141,7 @@ pub(crate) fn archive_cancelled(ids: usize) -> String {
 pub(crate) fn linked_jobs(ids: usize) -> String {
     format!(
         "SELECT id FROM {LIVE_BY_ID} WHERE id IN {} \
-         AND (has_dependants OR available_at = {WAITING_AT})",
+         AND (dependants_linked > 0 OR available_at = {WAITING_AT})",
         placeholders(ids)
     )
 }
