@@ -527,6 +527,13 @@ async fn dependencies_on_postgres() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependencies_on_mysql() {
+    let db = TestDatabase::create().await;
+    workflow_tour(&db.url(), None).await;
+    db.drop_database().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dependencies_on_sqlite() {
     let path = format!("{}/cli-dependencies.db", env!("CARGO_TARGET_TMPDIR"));
     for suffix in ["", "-wal", "-shm"] {
