@@ -675,19 +675,22 @@ pub(crate) const WAITING_AT: i64 = 253_402_300_799_999_999;
 pub(crate) const DEPENDENCY_STATUS: &str = "SELECT 'live' FROM job_queue WHERE id = ?1
 UNION ALL SELECT status_final FROM job_history WHERE id = ?1 LIMIT 1";
 
-/// Records that job ?1 depends on ?2 (?3: 1 while ?2 is live).
-pub(crate) const INSERT_DEPENDENCY: &str =
-    "INSERT INTO job_dependency (job_id, depends_on, unfinished) VALUES (?1, ?2, ?3)
-ON CONFLICT (job_id, depends_on) DO NOTHING";
+/// Records edges: the JSON array ?1 of `[job, dependency, unfinished]`
+/// (unfinished 1 while the dependency is live), distinct pairs.
+pub(crate) const INSERT_DEPENDENCIES: &str =
+    "INSERT INTO job_dependency (job_id, depends_on, unfinished)
+SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1)";
 
-/// Makes live job ?1 wait: ?2 dependencies left, ?3 the `available_at`
-/// it was enqueued for, ?4 its `on_failure`.
+/// Makes live jobs wait: the JSON array ?1 of `[job, remaining, run_at,
+/// on_failure]` (run_at the `available_at` it was enqueued for), and
+/// writes their `available_at` at [`WAITING_AT`] (?2; ?3 now).
 pub(crate) const INSERT_WAITING: &str =
-    "INSERT INTO job_waiting (job_id, remaining, run_at, on_failure) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO job_waiting (job_id, remaining, run_at, on_failure)
+SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?1)";
 
-/// Sets live job ?1's `available_at` to ?2 (?3 now).
-pub(crate) const SET_AVAILABLE: &str =
-    "UPDATE job_queue SET available_at = ?2, updated_at = ?3 WHERE id = ?1";
+/// The jobs in the JSON array ?1 wait: `available_at` ?2, now ?3.
+pub(crate) const SET_WAITING: &str = "UPDATE job_queue SET available_at = ?2, updated_at = ?3
+WHERE id IN (SELECT value FROM json_each(?1))";
 
 /// Counts the finish of each job in the JSON array ?1, once, for each job
 /// waiting on it: (waiting job, finished dependency) per edge counted.
@@ -695,24 +698,49 @@ pub(crate) const FINISH_DEPENDENCIES: &str = "UPDATE job_dependency SET unfinish
 WHERE depends_on IN (SELECT value FROM json_each(?1)) AND unfinished = 1
 RETURNING job_id, depends_on";
 
-/// One waiting job's count, time and `on_failure`.
-pub(crate) const GET_WAITING: &str =
-    "SELECT remaining, run_at, on_failure FROM job_waiting WHERE job_id = ?1";
+/// Of the waiting jobs in the JSON array ?1, those a failed dependency
+/// cancels.
+pub(crate) const CANCELLED_BY_FAILURE: &str = "SELECT job_id FROM job_waiting
+WHERE job_id IN (SELECT value FROM json_each(?1)) AND on_failure = 'cancel'";
 
-/// One dependency fewer for waiting job ?1.
-pub(crate) const COUNT_DOWN_WAITING: &str =
-    "UPDATE job_waiting SET remaining = remaining - 1 WHERE job_id = ?1";
+/// The JSON array ?1 of `[job, count]` as a table `c (id, n)`: how many
+/// of each waiting job's dependencies one finish counted.
+macro_rules! counted {
+    () => {
+        "(SELECT value ->> 0 AS id, value ->> 1 AS n FROM json_each(?1)) c"
+    };
+}
 
-/// Job ?1 waits no more.
-pub(crate) const DELETE_WAITING: &str = "DELETE FROM job_waiting WHERE job_id = ?1";
+/// Releases the waiting jobs whose count ([`counted!`]) reaches their
+/// remaining dependencies: due at the later of now (?2) and the time each
+/// was enqueued for; their queues, for the wake-up.
+pub(crate) const RELEASE_WAITING: &str = concat!(
+    "UPDATE job_queue SET available_at = max(w.run_at, ?2), updated_at = ?2
+FROM ",
+    counted!(),
+    " JOIN job_waiting w ON w.job_id = c.id
+WHERE job_queue.id = c.id AND w.remaining <= c.n
+RETURNING job_queue.queue_name"
+);
+
+/// Forgets the waiting jobs [`RELEASE_WAITING`] released.
+pub(crate) const DELETE_RELEASED: &str = concat!(
+    "DELETE FROM job_waiting WHERE job_id IN (SELECT w.job_id FROM ",
+    counted!(),
+    " JOIN job_waiting w ON w.job_id = c.id WHERE w.remaining <= c.n)"
+);
+
+/// Counts the others' finishes off ([`counted!`], run after
+/// [`DELETE_RELEASED`]).
+pub(crate) const COUNT_DOWN_WAITING: &str = concat!(
+    "UPDATE job_waiting SET remaining = remaining - c.n FROM ",
+    counted!(),
+    " WHERE job_waiting.job_id = c.id"
+);
 
 /// The jobs in the JSON array ?1 wait no more.
 pub(crate) const DELETE_WAITING_IDS: &str =
     "DELETE FROM job_waiting WHERE job_id IN (SELECT value FROM json_each(?1))";
-
-/// Releases waiting job ?1 at ?2 (?3 now); its queue, for the wake-up.
-pub(crate) const RELEASE_WAITING: &str =
-    "UPDATE job_queue SET available_at = ?2, updated_at = ?3 WHERE id = ?1 RETURNING queue_name";
 
 /// Job ?1's dependencies (`other`), then its dependants, with where each
 /// stands: live columns, else history's, else neither.

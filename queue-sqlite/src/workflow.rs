@@ -2,11 +2,13 @@
 //! what finishing a job does to the jobs waiting on it, in the same write
 //! transaction (migration 0012; the contract is `Storage::enqueue_batch`'s).
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use chrono::{DateTime, Utc};
 use queue_core::backend::{FinishedLink, LiveLink, corrupt, job_link, stored_instant};
 use queue_core::{
-    Dependency, DependencyFailure, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks,
-    QueueError, Result, ValidJob, dependency_failed, failed_dependency, unknown_dependency,
+    Dependency, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, QueueError, Result,
+    ValidJob, dependency_failed, failed_dependency, unknown_dependency,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -50,7 +52,8 @@ pub(crate) async fn check(
 }
 
 /// Records the dependencies of each job `outcomes` says was written, and
-/// makes it wait for those still live.
+/// makes it wait for those still live: a statement for all the edges, one
+/// for the waiting rows and one for their `available_at`.
 pub(crate) async fn link(
     conn: &mut SqliteConnection,
     now: i64,
@@ -58,50 +61,71 @@ pub(crate) async fn link(
     outcomes: &[EnqueueOutcome],
 ) -> Result<(), sqlx::Error> {
     let start = stored_instant("time", now).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    // Where each dependency enqueued before stands, asked once.
+    let mut live: HashMap<i64, bool> = HashMap::new();
+    let mut edges: Vec<(i64, i64, i64)> = Vec::new();
+    let mut waiting: Vec<(i64, i64, i64, &'static str)> = Vec::new();
     for (job, outcome) in jobs.iter().zip(outcomes) {
         if outcome.existed || job.dependencies.is_empty() {
             continue;
         }
+        let mut seen = HashSet::new();
         let mut remaining: i64 = 0;
         for dependency in &job.dependencies {
             // A job of the batch is live (new, or the one holding its
             // key); one enqueued before is live or, as `check` found, in
             // history.
             let (id, unfinished) = match *dependency {
-                Dependency::InBatch(index) => (outcomes[index].id, true),
+                Dependency::InBatch(index) => (outcomes[index].id.get(), true),
                 Dependency::Job(id) => {
-                    let status: Option<String> = sqlx::query_scalar(sql::DEPENDENCY_STATUS)
-                        .bind(id.get())
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                    (id, status.as_deref() == Some("live"))
+                    let unfinished = match live.get(&id.get()) {
+                        Some(known) => *known,
+                        None => {
+                            let status: Option<String> = sqlx::query_scalar(sql::DEPENDENCY_STATUS)
+                                .bind(id.get())
+                                .fetch_optional(&mut *conn)
+                                .await?;
+                            let known = status.as_deref() == Some("live");
+                            live.insert(id.get(), known);
+                            known
+                        }
+                    };
+                    (id.get(), unfinished)
                 }
             };
-            let done = sqlx::query(sql::INSERT_DEPENDENCY)
-                .bind(outcome.id.get())
-                .bind(id.get())
-                .bind(i64::from(unfinished))
-                .execute(&mut *conn)
-                .await?;
-            if unfinished && done.rows_affected() == 1 {
-                remaining += 1;
+            if seen.insert(id) {
+                edges.push((outcome.id.get(), id, i64::from(unfinished)));
+                remaining += i64::from(unfinished);
             }
         }
         if remaining > 0 {
-            sqlx::query(sql::INSERT_WAITING)
-                .bind(outcome.id.get())
-                .bind(remaining)
-                .bind(job.available_at(start).timestamp_micros())
-                .bind(job.on_dependency_failure.as_str())
-                .execute(&mut *conn)
-                .await?;
-            sqlx::query(sql::SET_AVAILABLE)
-                .bind(outcome.id.get())
-                .bind(sql::WAITING_AT)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?;
+            waiting.push((
+                outcome.id.get(),
+                remaining,
+                job.available_at(start).timestamp_micros(),
+                job.on_dependency_failure.as_str(),
+            ));
         }
+    }
+    let encode = |e: serde_json::Error| sqlx::Error::Encode(Box::new(e));
+    if !edges.is_empty() {
+        sqlx::query(sql::INSERT_DEPENDENCIES)
+            .bind(serde_json::to_string(&edges).map_err(encode)?)
+            .execute(&mut *conn)
+            .await?;
+    }
+    if !waiting.is_empty() {
+        sqlx::query(sql::INSERT_WAITING)
+            .bind(serde_json::to_string(&waiting).map_err(encode)?)
+            .execute(&mut *conn)
+            .await?;
+        let ids: Vec<i64> = waiting.iter().map(|w| w.0).collect();
+        sqlx::query(sql::SET_WAITING)
+            .bind(serde_json::to_string(&ids).map_err(encode)?)
+            .bind(sql::WAITING_AT)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
     }
     Ok(())
 }
@@ -110,7 +134,8 @@ pub(crate) async fn link(
 /// jobs waiting on them: each waiting job counts each of them once; the
 /// last one releases it (its queue goes to `released`), a failure cancels
 /// a job that does not run anyway, and those cancellations are finishes of
-/// their own, handled in turn. One statement counts a whole ack's finishes.
+/// their own, handled in turn. A whole finish is counted down and released
+/// in a few statements, however many jobs wait on it.
 pub(crate) async fn finish(
     conn: &mut SqliteConnection,
     now: i64,
@@ -118,9 +143,10 @@ pub(crate) async fn finish(
     status: FinalStatus,
     released: &mut Released,
 ) -> Result<(), sqlx::Error> {
+    let encode = |e: serde_json::Error| sqlx::Error::Encode(Box::new(e));
     let mut events = vec![(finished.to_vec(), status)];
     while let Some((finished, status)) = events.pop() {
-        let ids = serde_json::to_string(&finished).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+        let ids = serde_json::to_string(&finished).map_err(encode)?;
         // A job that held a lease (acked, nacked, reclaimed) was not
         // waiting; one discarded or cancelled may have been.
         if matches!(status, FinalStatus::Discarded | FinalStatus::Cancelled) {
@@ -129,55 +155,73 @@ pub(crate) async fn finish(
                 .execute(&mut *conn)
                 .await?;
         }
-        let mut counted: Vec<(i64, i64)> = sqlx::query_as(sql::FINISH_DEPENDENCIES)
+        let edges: Vec<(i64, i64)> = sqlx::query_as(sql::FINISH_DEPENDENCIES)
             .bind(&ids)
             .fetch_all(&mut *conn)
             .await?;
-        // A job cancelled by several failures at once names the lowest.
-        counted.sort_unstable();
+        if edges.is_empty() {
+            continue;
+        }
+        // Per waiting job: how many of its dependencies finished, and the
+        // lowest of them (a job cancelled by several failures names it).
+        let mut counted: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
+        for (waiter, dependency) in edges {
+            counted
+                .entry(waiter)
+                .and_modify(|(n, lowest)| {
+                    *n += 1;
+                    *lowest = (*lowest).min(dependency);
+                })
+                .or_insert((1, dependency));
+        }
+        let waiters: Vec<i64> = counted.keys().copied().collect();
+        let waiters = serde_json::to_string(&waiters).map_err(encode)?;
+        let to_cancel: Vec<i64> = if status == FinalStatus::Completed {
+            Vec::new()
+        } else {
+            sqlx::query_scalar(sql::CANCELLED_BY_FAILURE)
+                .bind(&waiters)
+                .fetch_all(&mut *conn)
+                .await?
+        };
         let mut cancelled = Vec::new();
-        for (waiter, dependency) in counted {
-            let found: Option<(i64, i64, String)> = sqlx::query_as(sql::GET_WAITING)
-                .bind(waiter)
-                .fetch_optional(&mut *conn)
-                .await?;
-            let Some((remaining, run_at, on_failure)) = found else {
+        for waiter in to_cancel {
+            let Some((_, dependency)) = counted.remove(&waiter) else {
                 continue;
             };
-            let on_failure = DependencyFailure::parse(&on_failure)
-                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            if !on_failure.counts(status) {
-                let error = dependency_failed(JobId(dependency), status).to_string();
-                let moved = move_to_history(
-                    conn,
-                    now,
-                    JobId(waiter),
-                    FinalStatus::Cancelled,
-                    None,
-                    Some(&error),
-                    None,
-                )
+            sqlx::query(sql::DELETE_WAITING_IDS)
+                .bind(format!("[{waiter}]"))
+                .execute(&mut *conn)
                 .await?;
-                if moved {
-                    cancelled.push(waiter);
-                }
-            } else if remaining > 1 {
-                sqlx::query(sql::COUNT_DOWN_WAITING)
-                    .bind(waiter)
+            let error = dependency_failed(JobId(dependency), status).to_string();
+            let moved = move_to_history(
+                conn,
+                now,
+                JobId(waiter),
+                FinalStatus::Cancelled,
+                None,
+                Some(&error),
+                None,
+            )
+            .await?;
+            if moved {
+                cancelled.push(waiter);
+            }
+        }
+        if !counted.is_empty() {
+            let counts: Vec<(i64, i64)> = counted.iter().map(|(w, (n, _))| (*w, *n)).collect();
+            let counts = serde_json::to_string(&counts).map_err(encode)?;
+            let queues: Vec<String> = sqlx::query_scalar(sql::RELEASE_WAITING)
+                .bind(&counts)
+                .bind(now)
+                .fetch_all(&mut *conn)
+                .await?;
+            released.extend(queues);
+            for statement in [sql::DELETE_RELEASED, sql::COUNT_DOWN_WAITING] {
+                sqlx::query(statement)
+                    .bind(&counts)
                     .execute(&mut *conn)
                     .await?;
-            } else {
-                sqlx::query(sql::DELETE_WAITING)
-                    .bind(waiter)
-                    .execute(&mut *conn)
-                    .await?;
-                let queue: Option<String> = sqlx::query_scalar(sql::RELEASE_WAITING)
-                    .bind(waiter)
-                    .bind(run_at.max(now))
-                    .bind(now)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                released.extend(queue);
             }
         }
         if !cancelled.is_empty() {
