@@ -43,10 +43,10 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
-    // Every backend has group keys (`Capability::GroupLimits`); PostgreSQL
-    // and SQLite have dependencies (`Capability::Dependencies`).
+    // Every backend has group keys (`Capability::GroupLimits`); PostgreSQL,
+    // MySQL and SQLite have dependencies (`Capability::Dependencies`).
     let fairness = ["fairness_groups", "fairness_tenants"];
-    let workflow: &[&str] = if matches!(backend, "postgres" | "sqlite") {
+    let workflow: &[&str] = if matches!(backend, "postgres" | "mysql" | "sqlite") {
         &["workflow"]
     } else {
         &[]
