@@ -15,16 +15,41 @@ impl RedisStorage {
         let Some(queue) = self.queue_of(id).await? else {
             return Err(not_found());
         };
-        let args = [
+        let done = self.discard_all(&[(queue, id)], status).await?;
+        if done == 1 { Ok(()) } else { Err(not_found()) }
+    }
+
+    /// Discards or cancels (`status`) the live jobs `jobs` of their queues
+    /// in one script (they may sit in several queues only on standalone
+    /// Redis): each moves to history and its id is published to the
+    /// cancel channel, then their dependants learn of it, in ascending id
+    /// order. Returns how many were live.
+    pub(crate) async fn discard_all(
+        &self,
+        jobs: &[(QueueName, JobId)],
+        status: FinalStatus,
+    ) -> Result<u64> {
+        let mut keys: Vec<String> = Vec::new();
+        let mut args = vec![
             self.now_arg(),
-            token(id),
             status.as_str().to_owned(),
             self.keys.cancels(),
         ];
-        let done: i64 = self
-            .invoke(&scripts::DISCARD, &self.keys.queue(queue.as_str()), &args)
-            .await?;
-        if done == 1 { Ok(()) } else { Err(not_found()) }
+        for (queue, id) in jobs {
+            let key = self.keys.queue(queue.as_str());
+            let position = match keys.iter().position(|k| *k == key) {
+                Some(position) => position,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            };
+            args.extend([(position + 1).to_string(), token(*id)]);
+        }
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        self.invoke_keys(&scripts::DISCARD, &keys, &args).await
     }
 
     pub(crate) async fn retry_dead_letter_scripted(&self, id: JobId) -> Result<()> {

@@ -1,9 +1,10 @@
 //! Bulk actions: run now, discard and retry dead letters by filter. Each
-//! selects with the listing (`inspect.rs`), then acts per job with the
-//! script that acts on one (each atomic on its own).
+//! selects with the listing (`inspect.rs`), then acts with one script per
+//! queue (run now, discard: on standalone Redis one discard script for all)
+//! or per job (retry), each atomic on its own.
 
 use queue_core::{
-    FinalStatus, HistoryFilter, JobFilter, MAX_PAGE_SIZE, QueueError, QueueName, Result,
+    FinalStatus, HistoryFilter, JobFilter, JobId, MAX_PAGE_SIZE, QueueError, QueueName, Result,
 };
 
 use crate::keys::token;
@@ -42,14 +43,22 @@ impl RedisStorage {
 
     pub(crate) async fn discard_jobs_scripted(&self, filter: &JobFilter) -> Result<u64> {
         let page = self.list_jobs_scripted(filter).await?;
+        let mut jobs: Vec<(QueueName, JobId)> = page
+            .jobs
+            .into_iter()
+            .map(|job| (job.queue, job.id))
+            .collect();
+        // Jobs finished or discarded by someone else since the listing are
+        // not counted. On standalone Redis one script discards them all
+        // (their dependants learn of it in ascending id order); on a
+        // cluster, one script per queue.
+        if !self.is_cluster() {
+            return self.discard_all(&jobs, FinalStatus::Discarded).await;
+        }
+        jobs.sort();
         let mut discarded = 0;
-        for job in &page.jobs {
-            match self.discard_scripted(job.id, FinalStatus::Discarded).await {
-                Ok(()) => discarded += 1,
-                // Finished or discarded by someone else since the listing.
-                Err(QueueError::NotFound { .. }) => {}
-                Err(other) => return Err(other),
-            }
+        for queue_jobs in jobs.chunk_by(|a, b| a.0 == b.0) {
+            discarded += self.discard_all(queue_jobs, FinalStatus::Discarded).await?;
         }
         Ok(discarded)
     }

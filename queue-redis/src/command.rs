@@ -32,6 +32,23 @@ impl RedisStorage {
         self.run_script(script, &cmd).await
     }
 
+    /// Runs `script` with the keys `keys` (queue prefixes: one on a
+    /// cluster, where it routes the script to its slot; several only on
+    /// standalone Redis) and `args`.
+    pub(crate) async fn invoke_keys<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<T> {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(script.get_hash()).arg(keys.len()).arg(keys);
+        for arg in args {
+            cmd.arg(arg);
+        }
+        self.run_script(script, &cmd).await
+    }
+
     /// Runs `cmd`, made by [`script_cmd`] for `script`, loading the script
     /// when the server does not know it (NOSCRIPT) and running it again.
     pub(crate) async fn run_script<T: FromRedisValue>(

@@ -122,6 +122,8 @@ fn reads_only(script: &Script) -> bool {
         &*scripts::PRUNE_HISTORY_PEEK,
         &*scripts::LIST_HISTORY,
         &*scripts::LIST_JOBS,
+        &*scripts::JOB_LINKS,
+        &*scripts::LINK_STATUS,
         &*scripts::THROUGHPUT,
         &*scripts::COUNT,
         &*scripts::LIST_WORKERS,

@@ -1,5 +1,6 @@
 //! Enqueue: validates every job, registers their queues and reserves ids
-//! in one global call, then adds each queue's jobs in one script.
+//! in one global call, then adds each queue's jobs in one script (a batch
+//! with dependencies: all its jobs in one script, `workflow.rs`).
 
 use std::collections::HashMap;
 
@@ -23,7 +24,12 @@ impl RedisStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let valid: Vec<ValidJob> = queue_core::backend::validate_batch(&jobs)?;
-        queue_core::backend::refuse_dependencies(&valid, "enqueue_batch")?;
+        let linked = valid.iter().any(|job| !job.dependencies.is_empty());
+        if linked && self.is_cluster() {
+            // Workflows span queues, which a cluster's scripts cannot
+            // (design.md).
+            queue_core::backend::refuse_dependencies(&valid, "enqueue_batch")?;
+        }
         if valid.is_empty() {
             return Ok(Vec::new());
         }
@@ -47,6 +53,15 @@ impl RedisStorage {
             .map_err(|_| QueueError::invalid("jobs", "too many jobs in one batch"))?;
         let (last, indexes) = self.register(&queues, valid.len()).await?;
         let first = last - count + 1;
+        if linked {
+            let mut ids = Vec::with_capacity(valid.len());
+            for (i, job) in valid.iter().enumerate() {
+                let slot = seen[&job.queue];
+                let offset = i64::try_from(i).unwrap_or(i64::MAX);
+                ids.push(keys::job_id(first.saturating_add(offset), indexes[slot])?);
+            }
+            return self.enqueue_linked(&valid, &payloads, &ids).await;
+        }
         let now = self.now_arg();
         let channel = self.keys.channel();
         let mut calls = Vec::with_capacity(queues.len());

@@ -29,7 +29,16 @@ impl RedisStorage {
         let answers = try_join_all(calls).await?;
         let mut all = Vec::new();
         for (queue, answer) in queues.into_iter().zip(answers) {
-            let [now, paused, pending, scheduled, running, stalled, oldest] = answer.as_slice()
+            let [
+                now,
+                paused,
+                pending,
+                scheduled,
+                running,
+                stalled,
+                oldest,
+                waiting,
+            ] = answer.as_slice()
             else {
                 return Err(QueueError::backend("the stats script answered badly"));
             };
@@ -43,6 +52,7 @@ impl RedisStorage {
             stats.scheduled = count("scheduled", scheduled)?;
             stats.running = count("running", running)?;
             stats.stalled = count("stalled", stalled)?;
+            stats.waiting = count("waiting", waiting)?;
             if !oldest.is_empty() {
                 let age = integer("now", now)?.saturating_sub(integer("available_at", oldest)?);
                 stats.oldest_pending_age =

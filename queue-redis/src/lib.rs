@@ -33,6 +33,7 @@ mod scripts;
 mod storage;
 mod wakeups;
 mod workers;
+mod workflow;
 
 pub use durable::MAX_DURABLE_TIMEOUT;
 pub use error::{NodeError, interpret_error};

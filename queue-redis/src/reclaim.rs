@@ -1,6 +1,7 @@
 //! Reclaim: recovering jobs whose holder died. Over several queues a peek
-//! per queue finds the oldest expired leases, and each queue's script
-//! then reclaims its share of the oldest `limit`.
+//! per queue finds the oldest expired leases, and the reclaim script then
+//! takes each queue's share of the oldest `limit` (one script for all on
+//! standalone Redis, one per queue on a cluster).
 
 use futures_util::future::try_join_all;
 use queue_core::{MAX_BATCH, QueueError, QueueName, ReclaimOutcome, Result, validate_limit};
@@ -21,19 +22,30 @@ impl RedisStorage {
                 limit,
             )
             .await?;
-        let calls = queues
+        let shares: Vec<(String, u32)> = queues
             .iter()
             .zip(counts)
             .filter(|(_, n)| *n > 0)
-            .map(|(queue, n)| {
-                let args = [now.clone(), n.to_string()];
+            .map(|(queue, n)| (self.keys.queue(queue.as_str()), n))
+            .collect();
+        // One script for every queue on standalone Redis (the dependants of
+        // the jobs it dead-letters learn of it in ascending id order), one
+        // per queue on a cluster.
+        let calls: Vec<&[(String, u32)]> = if self.is_cluster() {
+            shares.chunks(1).collect()
+        } else {
+            vec![&shares[..]]
+        };
+        let calls = calls
+            .into_iter()
+            .filter(|share| !share.is_empty())
+            .map(|share| {
+                let keys: Vec<String> = share.iter().map(|(key, _)| key.clone()).collect();
+                let mut args = vec![now.clone()];
+                args.extend(share.iter().map(|(_, n)| n.to_string()));
                 async move {
-                    self.invoke::<Vec<u64>>(
-                        &scripts::RECLAIM_STALLED,
-                        &self.keys.queue(queue.as_str()),
-                        &args,
-                    )
-                    .await
+                    self.invoke_keys::<Vec<u64>>(&scripts::RECLAIM_STALLED, &keys, &args)
+                        .await
                 }
             });
         let mut outcome = ReclaimOutcome::default();

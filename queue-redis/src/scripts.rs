@@ -4,7 +4,9 @@
 //! with `scripts/common.lua`, their shared helpers, and those that claim
 //! or configure with `scripts/fair.lua`, the fair pick (`with`: the other
 //! scripts leave it out, since Lua builds every function of a script at
-//! each call), as do the two of the groups' weights, whose key it names.
+//! each call), as do the two of the groups' weights, whose key it names;
+//! those that finish jobs, and the linked enqueue, with
+//! `scripts/workflow.lua`, what a finish does to the jobs waiting for it.
 
 use std::sync::LazyLock;
 
@@ -56,8 +58,18 @@ queue_script!(
     "next_due.lua",
     "The earliest scheduled time of one queue."
 );
-queue_script!(ACK, "ack.lua", "Completes jobs of one queue.");
-queue_script!(NACK, "nack.lua", "Records a failed attempt.");
+queue_script!(
+    ACK,
+    "ack.lua",
+    "Completes jobs of one queue.",
+    with "workflow.lua"
+);
+queue_script!(
+    NACK,
+    "nack.lua",
+    "Records a failed attempt.",
+    with "workflow.lua"
+);
 queue_script!(RELEASE, "release.lua", "Gives a lease back uncounted.");
 queue_script!(HEARTBEAT, "heartbeat.lua", "Extends leases of one queue.");
 queue_script!(
@@ -68,12 +80,30 @@ queue_script!(
 queue_script!(
     RECLAIM_STALLED,
     "reclaim_stalled.lua",
-    "Recovers expired leases of one queue."
+    "Recovers expired leases of one queue (of several on standalone Redis).",
+    with "workflow.lua"
 );
 queue_script!(
     DISCARD,
     "discard.lua",
-    "Archives a live job as discarded or cancelled."
+    "Archives live jobs as discarded or cancelled.",
+    with "workflow.lua"
+);
+queue_script!(
+    ENQUEUE_LINKED,
+    "enqueue_linked.lua",
+    "Adds a batch with dependencies, over its queues (standalone Redis).",
+    with "workflow.lua"
+);
+queue_script!(
+    JOB_LINKS,
+    "job_links.lua",
+    "A job's dependencies as written and its dependants."
+);
+queue_script!(
+    LINK_STATUS,
+    "link_status.lua",
+    "Where jobs of one queue stand, for job links."
 );
 queue_script!(
     SNOOZE,

@@ -11,9 +11,9 @@ use queue_core::backend::stored_instant;
 use queue_core::{
     Ack, Capabilities, Capability, Clock, DequeueRequest, EnqueueOutcome, FinalStatus, GroupKey,
     GroupLimit, GroupWeight, HistoryFilter, HistoryPage, HistoryRecord, Job, JobFilter, JobId,
-    JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig, QueueLimits,
-    QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord, Storage,
-    Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
+    JobLinks, JobPage, Lease, NackOutcome, NewJob, PeriodicFire, PruneRequest, QueueConfig,
+    QueueLimits, QueueName, QueueSample, QueueStats, ReclaimOutcome, Result, Retry, ScheduleRecord,
+    Storage, Throughput, Wakeups, WorkerId, WorkerInfo, WorkerRecord,
 };
 use serde_json::Value as Json;
 
@@ -120,6 +120,12 @@ impl RedisStorage {
             .unwrap_or_default()
     }
 
+    /// Whether this storage talks to a Redis Cluster (where a script
+    /// reaches one queue's slot only).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.conn, Conn::Cluster(_))
+    }
+
     /// The client that wake-up subscriptions connect with.
     pub(crate) fn pubsub_client(&self) -> &redis::Client {
         &self.pubsub
@@ -129,7 +135,7 @@ impl RedisStorage {
 #[async_trait::async_trait]
 impl Storage for RedisStorage {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::OPERATIONS
+        let common = Capabilities::OPERATIONS
             .with(Capability::Wakeups)
             .with(Capability::RemoteWakeups)
             .with(Capability::Workers)
@@ -137,7 +143,13 @@ impl Storage for RedisStorage {
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
             .with(Capability::GroupWeights)
-            .with(Capability::Samples)
+            .with(Capability::Samples);
+        // Workflows span queues, hence slots: standalone only (design.md).
+        if self.is_cluster() {
+            common
+        } else {
+            common.with(Capability::Dependencies)
+        }
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {
@@ -313,5 +325,15 @@ impl Storage for RedisStorage {
 
     async fn throughput(&self, window: Duration) -> Result<Vec<Throughput>> {
         self.throughput_scripted(window).await
+    }
+
+    async fn job_links(&self, id: JobId) -> Result<JobLinks> {
+        if self.is_cluster() {
+            return Err(queue_core::QueueError::not_supported(
+                Capability::Dependencies,
+                "job_links",
+            ));
+        }
+        self.job_links_scripted(id).await
     }
 }

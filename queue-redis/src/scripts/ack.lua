@@ -1,6 +1,6 @@
 -- Ack: archives each job whose lease is current as completed.
 -- ARGV: now, then per ack: id, worker, attempt, has result (0/1), result.
--- Returns {1 acked | 0 lease lost, ...}.
+-- Returns {1 acked | 0 lease lost, ...}. Their dependants learn of it (settle).
 local now = clock(ARGV[1])
 local out = {}
 local sink = new_sink()
@@ -21,4 +21,5 @@ while i <= #ARGV do
   end
 end
 flush(sink)
+settle(now)
 return out

@@ -5,35 +5,80 @@
 -- Ids travel as 19-digit zero-padded decimal strings and are never used
 -- in arithmetic (Lua numbers are doubles).
 
-local P = KEYS[1]
-local READY = P .. ':ready'       -- pending: score -priority, member pad(available_at):id
-local LEVELS = P .. ':levels'     -- pending: member a level of READY (its score), score its oldest available_at
-local DELAYED = P .. ':delayed'   -- scheduled: score available_at, member id
-local LEASED = P .. ':leased'     -- running and stalled: score lease_until, member id
+-- The keys of the queue the script is working on: KEYS[1]'s, until a
+-- workflow step (`use_queue`, standalone Redis only) moves to the queue
+-- of a job that waits for a finished one, and back.
+local P
+local READY       -- pending: score -priority, member pad(available_at):id
+local LEVELS      -- pending: member a level of READY (its score), score its oldest available_at
+local DELAYED     -- scheduled, and waiting at WAITING_AT: score available_at, member id
+local LEASED      -- running and stalled: score lease_until, member id
 -- The same jobs by id, for the listings (score 0, member id: lexical =
 -- numeric, walked with ZREVRANGEBYLEX): each holds exactly the jobs of
 -- its index above, and every write to one is mirrored in the other.
-local IDS_READY = P .. ':ids:ready'
-local IDS_DELAYED = P .. ':ids:delayed'
-local IDS_LEASED = P .. ':ids:leased'
-local UNIQUE = P .. ':unique'     -- hash: unique key -> id
-local PAUSED = P .. ':paused'     -- exists while the queue is paused
-local CONFIG = P .. ':config'     -- hash: the queue's limits and token bucket (absent: none)
-local SCHEDULES = P .. ':schedules' -- hash: schedule -> last fire ':' next fire (micros)
-local GROUP_LIMITS = P .. ':group_limits' -- hash: group key -> that group's own limit
+local IDS_READY, IDS_DELAYED, IDS_LEASED
+local UNIQUE      -- hash: unique key -> id
+local PAUSED      -- exists while the queue is paused
+local CONFIG      -- hash: the queue's limits and token bucket (absent: none)
+local SCHEDULES   -- hash: schedule -> last fire ':' next fire (micros)
+local GROUP_LIMITS -- hash: group key -> that group's own limit
 -- Fair claiming between groups (P:config's fair_groups): while the queue is
 -- fair, its pending jobs are also filed per group, as in READY.
-local FAIR_GROUPS = P .. ':fair:groups' -- the group keys with pending jobs (score 0, lexical)
-local FAIR_NONE = P .. ':fair:none'     -- the pending jobs without a group key
-local FAIR_GROUP = P .. ':fair:g:'      -- ..group: that group's pending jobs
-local TURNS = P .. ':turns'             -- hash: group key ('' for none) -> its turn
-local CLAIMS = P .. ':claims'           -- jobs claims took from the queue while it was fair
+local FAIR_GROUPS -- the group keys with pending jobs (score 0, lexical)
+local FAIR_NONE   -- the pending jobs without a group key
+local FAIR_GROUP  -- ..group: that group's pending jobs
+local TURNS       -- hash: group key ('' for none) -> its turn
+local CLAIMS      -- jobs claims took from the queue while it was fair
 -- History, per status (completed, dead_letter, discarded, cancelled):
-local HIST_IDS = P .. ':hist:ids' -- ..':'..status: score 0, member id (lexical = numeric)
-local HIST_FIN = P .. ':hist:fin' -- ..':'..status: score finished_at, member id
+local HIST_IDS    -- ..':'..status: score 0, member id (lexical = numeric)
+local HIST_FIN    -- ..':'..status: score finished_at, member id
+-- Whether the queue claims fairly between groups (see `is_fair`).
+local fair_flag = nil
+
+-- Points every key above at the queue with key prefix `prefix`.
+local function use_queue(prefix)
+  P = prefix
+  READY = P .. ':ready'
+  LEVELS = P .. ':levels'
+  DELAYED = P .. ':delayed'
+  LEASED = P .. ':leased'
+  IDS_READY = P .. ':ids:ready'
+  IDS_DELAYED = P .. ':ids:delayed'
+  IDS_LEASED = P .. ':ids:leased'
+  UNIQUE = P .. ':unique'
+  PAUSED = P .. ':paused'
+  CONFIG = P .. ':config'
+  SCHEDULES = P .. ':schedules'
+  GROUP_LIMITS = P .. ':group_limits'
+  FAIR_GROUPS = P .. ':fair:groups'
+  FAIR_NONE = P .. ':fair:none'
+  FAIR_GROUP = P .. ':fair:g:'
+  TURNS = P .. ':turns'
+  CLAIMS = P .. ':claims'
+  HIST_IDS = P .. ':hist:ids'
+  HIST_FIN = P .. ':hist:fin'
+  fair_flag = nil
+end
+use_queue(KEYS[1])
+
 local STATUSES = {'completed', 'dead_letter', 'discarded', 'cancelled'}
 
 local PROMOTE_CAP = 10000
+
+-- Workflows (standalone Redis): the available_at of a job waiting for
+-- its dependencies (queue_core::waiting_at, later than any enqueue may
+-- ask for), with which it sits in DELAYED, never due; as a number (a
+-- double, which tells it from max_instant, a second earlier).
+local WAITING_AT = '253402300799999999'
+local WAITING_FROM = tonumber(WAITING_AT)
+-- The jobs `archive` moved to history that have dependants (their hash
+-- holds `dependants`), as {prefix, id, status}: what workflow.lua's
+-- `settle` lets their dependants know of, at the end of the script.
+local finished = {}
+
+local function is_waiting(at)
+  return tonumber(at) >= WAITING_FROM
+end
 
 local function fmt(n)
   return string.format('%.0f', n)
@@ -95,9 +140,8 @@ local function level_refresh(level)
   end
 end
 
--- Whether the queue claims fairly between groups (read once a script;
--- only configure_queue changes it).
-local fair_flag = nil
+-- Whether the queue claims fairly between groups (read once a script
+-- and queue; only configure_queue changes it).
 local function is_fair()
   if fair_flag == nil then
     fair_flag = redis.call('HEXISTS', CONFIG, 'fair_groups') == 1
@@ -198,9 +242,9 @@ end
 -- read for both: each call into Redis costs microseconds); else false.
 local function held_row(id, worker, attempt)
   local f = redis.call('HMGET', job_key(id), 'locked_by', 'attempts', 'lease_until',
-    'unique_key', 'available_at', 'created_at')
+    'unique_key', 'available_at', 'created_at', 'dependants')
   if f[1] == worker and f[2] == attempt and f[3] ~= false then
-    return {f[4], f[5], f[6]}
+    return {f[4], f[5], f[6], f[7]}
   end
   return false
 end
@@ -229,10 +273,13 @@ end
 -- index needs cleaning). With `sink` (see `new_sink`), the index writes
 -- are collected there for `flush` instead of made one by one; `row`, when
 -- given, is the job's unique_key, available_at and created_at as read by
--- `held_row`. Returns false when the job is not live.
+-- `held_row`. A job with dependants (see `finished`) is noted for
+-- `settle`; a waiting one forgets what it waited for. Returns false when
+-- the job is not live.
 local function archive(id, status, result, last_error, processed_by, now, held, sink, row)
   local key = job_key(id)
-  local f = row or redis.call('HMGET', key, 'unique_key', 'available_at', 'created_at')
+  local f = row or redis.call('HMGET', key, 'unique_key', 'available_at', 'created_at',
+    'dependants')
   if not f[3] then
     return false
   end
@@ -243,6 +290,12 @@ local function archive(id, status, result, last_error, processed_by, now, held, 
     redis.call('ZREM', IDS_LEASED, id)
   else
     unplace(id, f[2])
+    if is_waiting(f[2]) then
+      redis.call('DEL', P .. ':waits:' .. id)
+    end
+  end
+  if f[4] then
+    finished[#finished + 1] = {prefix = P, id = id, status = status}
   end
   if f[1] and redis.call('HGET', UNIQUE, f[1]) == id then
     redis.call('HDEL', UNIQUE, f[1])

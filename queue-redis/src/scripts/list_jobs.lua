@@ -6,7 +6,8 @@
 --   any state: the newest `n` of each id index, merged;
 --   pending: the newest `n` of IDS_READY, merged with the newest `n`
 --     DELAYED jobs already due (not promoted yet: no claim ran since);
---   scheduled: DELAYED jobs not due; running and stalled: LEASED jobs
+--   scheduled: DELAYED jobs not due, before WAITING_AT; waiting: those
+--     at WAITING_AT (workflows); running and stalled: LEASED jobs
 --     whose lease runs past now, or not;
 --   exhausted: none (every script archives a job whose last attempt
 --     ends, so no unheld job has attempts left at 0).
@@ -110,6 +111,14 @@ local function later(score)
   return score > now
 end
 
+local function scheduled(score)
+  return score > now and score < WAITING_FROM
+end
+
+local function waits(score)
+  return score >= WAITING_FROM
+end
+
 local out = {}
 if ARGV[5] ~= '' or key ~= '' then
   -- One job at most: read it and derive its state.
@@ -124,6 +133,8 @@ if ARGV[5] ~= '' or key ~= '' then
       local state
       if f[1] then
         state = tonumber(f[1]) > now and 'running' or 'stalled'
+      elseif is_waiting(f[4]) then
+        state = 'waiting'
       elseif tonumber(f[2]) >= tonumber(f[3]) then
         state = 'exhausted'
       elseif tonumber(f[4]) <= now then
@@ -146,7 +157,9 @@ if want == '' then
 elseif want == 'pending' then
   ids = merge({newest(IDS_READY), in_range(DELAYED, IDS_DELAYED, '-inf', n_text, due)})
 elseif want == 'scheduled' then
-  ids = in_range(DELAYED, IDS_DELAYED, '(' .. n_text, '+inf', later)
+  ids = in_range(DELAYED, IDS_DELAYED, '(' .. n_text, '(' .. WAITING_AT, scheduled)
+elseif want == 'waiting' then
+  ids = in_range(DELAYED, IDS_DELAYED, WAITING_AT, '+inf', waits)
 elseif want == 'running' then
   ids = in_range(LEASED, IDS_LEASED, '(' .. n_text, '+inf', later)
 elseif want == 'stalled' then

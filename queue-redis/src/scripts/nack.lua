@@ -1,6 +1,6 @@
 -- Nack: records a failed attempt of the current lease: a retry at
 -- now + delay while attempts are left and a retry is wanted, else a dead
--- letter.
+-- letter (whose dependants learn of it: settle).
 -- ARGV: now, id, worker, attempt, error, retry (1/0), delay (micros).
 -- Returns {0} lease lost, {1, available_at} retrying, {2} dead-lettered.
 local now = clock(ARGV[1])
@@ -18,4 +18,5 @@ if ARGV[6] == '1' and tonumber(f[1]) < tonumber(f[2]) then
   return {1, at}
 end
 archive(id, 'dead_letter', false, err, worker, now, true)
+settle(now)
 return {2}

@@ -6,7 +6,8 @@ local now = clock(ARGV[1])
 local id = ARGV[2]
 local h = hist_key(id)
 local f = redis.call('HMGET', h, 'status', 'priority', 'unique_key', 'payload',
-  'max_attempts', 'last_error', 'created_at', 'snoozes', 'trace_context', 'group_key')
+  'max_attempts', 'last_error', 'created_at', 'snoozes', 'trace_context', 'group_key',
+  'depends_on')
 if f[1] ~= 'dead_letter' then
   return {0}
 end
@@ -31,6 +32,11 @@ if f[9] then
 end
 if f[10] then
   redis.call('HSET', k, 'group_key', f[10])
+end
+-- The dependencies it was enqueued with, for job_links (it waits for none
+-- now: it had run).
+if f[11] then
+  redis.call('HSET', k, 'depends_on', f[11])
 end
 to_ready(id, f[2], fmt(now))
 forget(id, 'dead_letter')

@@ -1,5 +1,6 @@
 -- Run now: makes the given jobs of one queue that are scheduled at now
--- (unleased, available_at later than now) pending now; others are left.
+-- (unleased, available_at later than now, not waiting for dependencies)
+-- pending now; others are left.
 -- ARGV: now, channel, queue name, padded ids... Returns how many moved.
 local now = clock(ARGV[1])
 local at = fmt(now)
@@ -7,7 +8,7 @@ local moved = 0
 for i = 4, #ARGV do
   local id = ARGV[i]
   local f = redis.call('HMGET', job_key(id), 'priority', 'available_at', 'lease_until')
-  if f[2] and not f[3] and tonumber(f[2]) > now then
+  if f[2] and not f[3] and tonumber(f[2]) > now and not is_waiting(f[2]) then
     redis.call('ZREM', DELAYED, id)
     redis.call('ZREM', IDS_DELAYED, id)
     redis.call('HSET', job_key(id), 'available_at', at, 'updated_at', at)

@@ -1,0 +1,194 @@
+//! Workflows on standalone Redis beyond the conformance cases: a
+//! dependant in a queue whose name is escaped in its keys (and a namespace
+//! with a colon) is released and cancelled across queues, and the keys a
+//! workflow writes are gone once nothing needs them.
+
+mod common;
+
+use std::time::Duration;
+
+use queue_core::{
+    Capability, DequeueRequest, FinalStatus, Job, JobId, JobState, Lease, NewJob, PruneRequest,
+    QueueName, Retry, Storage, WorkerId,
+};
+use queue_redis::RedisStorage;
+use serde_json::json;
+
+/// Queue names whose keys escape `%`, `{` and `}`.
+const ODD: &str = "{odd}%7D";
+const ODDER: &str = "%{x";
+
+async fn storage(namespace: &str) -> RedisStorage {
+    common::connect(false)
+        .await
+        .with_namespace(namespace)
+        .expect("a valid namespace")
+}
+
+async fn claim(storage: &RedisStorage, queue: &str) -> Job {
+    let request = DequeueRequest::new(
+        vec![QueueName::new(queue).expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("w").expect("worker id"),
+    )
+    .expect("request");
+    let mut jobs = storage.dequeue(&request).await.expect("dequeue");
+    assert_eq!(jobs.len(), 1, "one job claimable in {queue}");
+    jobs.remove(0)
+}
+
+fn lease(job: &Job) -> Lease {
+    Lease {
+        job_id: job.id,
+        worker_id: job.locked_by.clone().expect("claimed"),
+        attempt: job.attempts,
+    }
+}
+
+async fn state(storage: &RedisStorage, id: JobId) -> Option<JobState> {
+    let now = storage.now().await.expect("now");
+    storage
+        .get_job(id)
+        .await
+        .expect("get_job")
+        .map(|job| job.state(now))
+}
+
+async fn exists(conn: &mut redis::aio::MultiplexedConnection, key: String) -> bool {
+    redis::cmd("EXISTS")
+        .arg(&key)
+        .query_async::<i64>(conn)
+        .await
+        .expect("exists")
+        == 1
+}
+
+#[tokio::test]
+async fn dependants_in_queues_with_escaped_names_are_released_and_cancelled() {
+    let namespace = format!("{}:wf", common::fresh_namespace());
+    let storage = storage(&namespace).await;
+    assert!(storage.capabilities().supports(Capability::Dependencies));
+
+    let a = storage
+        .enqueue(NewJob::new("q", json!(1)))
+        .await
+        .expect("a")
+        .id;
+    let released = storage
+        .enqueue(NewJob::new(ODD, json!(2)).depends_on(a))
+        .await
+        .expect("released")
+        .id;
+    let failing = storage
+        .enqueue(NewJob::new(ODD, json!(3)).max_attempts(1))
+        .await
+        .expect("failing")
+        .id;
+    let cancelled = storage
+        .enqueue(NewJob::new(ODDER, json!(4)).depends_on(failing))
+        .await
+        .expect("cancelled")
+        .id;
+    let behind = storage
+        .enqueue(NewJob::new("q", json!(5)).depends_on(cancelled))
+        .await
+        .expect("behind")
+        .id;
+    assert_eq!(state(&storage, released).await, Some(JobState::Waiting));
+
+    let first = claim(&storage, "q").await;
+    assert_eq!(first.id, a);
+    storage.ack(&lease(&first), None).await.expect("ack");
+    assert_eq!(state(&storage, released).await, Some(JobState::Pending));
+
+    // Pending since the ack, the released job comes after `failing`.
+    let third = claim(&storage, ODD).await;
+    assert_eq!(third.id, failing);
+    let second = claim(&storage, ODD).await;
+    assert_eq!(second.id, released);
+    storage
+        .nack(&lease(&third), json!("boom"), Retry::Never)
+        .await
+        .expect("nack");
+    for (id, dependency, status) in [
+        (cancelled, failing, FinalStatus::DeadLetter),
+        (behind, cancelled, FinalStatus::Cancelled),
+    ] {
+        let record = storage
+            .get_history(id)
+            .await
+            .expect("get_history")
+            .expect("archived");
+        assert_eq!(record.status, FinalStatus::Cancelled);
+        assert_eq!(
+            record.last_error,
+            Some(queue_core::dependency_failed(dependency, status))
+        );
+    }
+    let links = storage.job_links(cancelled).await.expect("job_links");
+    assert_eq!(
+        links.dependencies.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [failing]
+    );
+    assert_eq!(
+        links
+            .dependants
+            .iter()
+            .map(|l| l.queue.clone())
+            .collect::<Vec<_>>(),
+        [Some(QueueName::new("q").expect("name"))]
+    );
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn workflow_keys_go_once_nothing_needs_them() {
+    let namespace = common::fresh_namespace();
+    let storage = storage(&namespace).await;
+    let mut conn = common::raw_connection().await;
+    let prefix = format!("{namespace}:{{q}}");
+
+    let a = storage
+        .enqueue(NewJob::new("q", json!(1)))
+        .await
+        .expect("a")
+        .id;
+    let w = storage
+        .enqueue(NewJob::new("q", json!(2)).depends_on(a))
+        .await
+        .expect("w")
+        .id;
+    let waits = format!("{prefix}:waits:{:019}", w.get());
+    let dependants = format!("{prefix}:dependants:{:019}", a.get());
+    assert!(exists(&mut conn, waits.clone()).await);
+    assert!(exists(&mut conn, dependants.clone()).await);
+
+    // Cancelled while waiting, the job forgets what it waited for; its
+    // dependency still lists it.
+    storage.cancel(w).await.expect("cancel");
+    assert!(!exists(&mut conn, waits).await);
+    let links = storage.job_links(a).await.expect("job_links");
+    assert_eq!(links.dependants.len(), 1);
+
+    // Finishing `a` finds nothing left to count; pruning its row drops
+    // its dependants.
+    let held = claim(&storage, "q").await;
+    assert_eq!(held.id, a);
+    storage.ack(&lease(&held), None).await.expect("ack");
+    let pruned = storage
+        .prune_history(&PruneRequest {
+            older_than: Duration::ZERO,
+            status: None,
+            limit: 100,
+        })
+        .await
+        .expect("prune");
+    assert_eq!(pruned, 2);
+    assert!(!exists(&mut conn, dependants).await);
+    assert!(matches!(
+        storage.job_links(a).await,
+        Err(queue_core::QueueError::NotFound { .. })
+    ));
+    common::purge(false, namespace).await;
+}
