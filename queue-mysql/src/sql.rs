@@ -463,11 +463,18 @@ WHERE id = ?";
 /// Archives live rows as `dead_letter` with an error (a nack's, or none).
 /// Binds: error, finished_at, the ids.
 pub(crate) fn nack_dead_letter(ids: usize) -> String {
+    archive_with_error("'dead_letter'", "locked_by", ids)
+}
+
+/// Archives live rows as `status` (an SQL literal) with one error and
+/// `processed_by` (an SQL expression over the live row), no result.
+/// Binds: error, finished_at, the ids.
+fn archive_with_error(status: &str, processed_by: &str, ids: usize) -> String {
     format!(
         "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-         SELECT id, queue_name, priority, unique_key, payload, 'dead_letter', NULL, ?, attempts, \
-                max_attempts, locked_by, created_at, first_locked_at, ?, snoozes, trace_context, \
-                group_key \
+         SELECT id, queue_name, priority, unique_key, payload, {status}, NULL, ?, attempts, \
+                max_attempts, {processed_by}, created_at, first_locked_at, ?, snoozes, \
+                trace_context, group_key \
          FROM {LIVE_BY_ID} WHERE id IN {}",
         placeholders(ids)
     )

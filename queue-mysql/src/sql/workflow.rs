@@ -2,7 +2,7 @@
 //! lock and record of a job's dependencies, what a finish does to the jobs
 //! waiting on it, and `job_links`.
 
-use super::{HISTORY_COLUMNS, LIVE_BY_ID, placeholders, tuples};
+use super::{LIVE_BY_ID, placeholders, tuples};
 
 /// `queue_core::waiting_at()` as a DATETIME(6) literal: the `available_at`
 /// of a waiting job (unit-tested against queue-core's).
@@ -126,14 +126,7 @@ pub(crate) fn lock_cancelled(ids: usize) -> String {
 /// Archives waiting jobs as `cancelled` with one last error (the
 /// dependency that failed them). Binds: last_error, finished_at, the ids.
 pub(crate) fn archive_cancelled(ids: usize) -> String {
-    format!(
-        "INSERT INTO job_history ({HISTORY_COLUMNS}) \
-         SELECT id, queue_name, priority, unique_key, payload, 'cancelled', NULL, ?, attempts, \
-                max_attempts, NULL, created_at, first_locked_at, ?, snoozes, trace_context, \
-                group_key \
-         FROM {LIVE_BY_ID} WHERE id IN {}",
-        placeholders(ids)
-    )
+    super::archive_with_error("'cancelled'", "NULL", ids)
 }
 
 /// Of the ids, those of jobs that have dependants or wait: the ones whose
