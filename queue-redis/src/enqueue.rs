@@ -37,6 +37,11 @@ impl RedisStorage {
             .iter()
             .map(|job| self.payload_text(job))
             .collect::<Result<Vec<_>>>()?;
+        let owners = if linked {
+            self.dependency_queues(&valid).await?
+        } else {
+            Default::default()
+        };
         // Each queue once, in order of first appearance, with its jobs' positions.
         let mut queues: Vec<&QueueName> = Vec::new();
         let mut positions: Vec<Vec<usize>> = Vec::new();
@@ -60,7 +65,7 @@ impl RedisStorage {
                 let offset = i64::try_from(i).unwrap_or(i64::MAX);
                 ids.push(keys::job_id(first.saturating_add(offset), indexes[slot])?);
             }
-            return self.enqueue_linked(&valid, &payloads, &ids).await;
+            return self.enqueue_linked(&valid, &payloads, &ids, &owners).await;
         }
         let now = self.now_arg();
         let channel = self.keys.channel();

@@ -40,17 +40,13 @@ impl<'a> Queues<'a> {
 }
 
 impl RedisStorage {
-    /// Enqueues `valid` (with `payloads` as stored, under `ids`), a batch
-    /// in which some job names dependencies, in one script
-    /// (`scripts/enqueue_linked.lua`).
-    pub(crate) async fn enqueue_linked(
+    /// The queue of every dependency of `valid` on a job enqueued before,
+    /// read before anything is written: an id of no queue is unknown
+    /// ([`unknown_dependency`]).
+    pub(crate) async fn dependency_queues(
         &self,
         valid: &[ValidJob],
-        payloads: &[String],
-        ids: &[JobId],
-    ) -> Result<Vec<EnqueueOutcome>> {
-        // The queue of every dependency on a job enqueued before: an id of
-        // no queue is unknown.
+    ) -> Result<BTreeMap<JobId, QueueName>> {
         let mut owners: BTreeMap<JobId, QueueName> = BTreeMap::new();
         for job in valid {
             for dependency in &job.dependencies {
@@ -65,6 +61,20 @@ impl RedisStorage {
                 }
             }
         }
+        Ok(owners)
+    }
+
+    /// Enqueues `valid` (with `payloads` as stored, under `ids`), a batch
+    /// in which some job names dependencies (of the queues `owners`, from
+    /// [`RedisStorage::dependency_queues`]), in one script
+    /// (`scripts/enqueue_linked.lua`).
+    pub(crate) async fn enqueue_linked(
+        &self,
+        valid: &[ValidJob],
+        payloads: &[String],
+        ids: &[JobId],
+        owners: &BTreeMap<JobId, QueueName>,
+    ) -> Result<Vec<EnqueueOutcome>> {
         // Every queue first (the script's KEYS), then the jobs.
         let mut queues = Queues::default();
         for job in valid {

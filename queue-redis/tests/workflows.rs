@@ -1,15 +1,17 @@
 //! Workflows on standalone Redis beyond the conformance cases: a
 //! dependant in a queue whose name is escaped in its keys (and a namespace
-//! with a colon) is released and cancelled across queues, and the keys a
-//! workflow writes are gone once nothing needs them.
+//! with a colon) is released and cancelled across queues, a reclaim that
+//! fails two dependencies of a job names the lowest, a retried dead letter
+//! keeps its dependencies, and the keys a workflow writes are gone once
+//! nothing needs them.
 
 mod common;
 
 use std::time::Duration;
 
 use queue_core::{
-    Capability, DequeueRequest, FinalStatus, Job, JobId, JobState, Lease, NewJob, PruneRequest,
-    QueueName, Retry, Storage, WorkerId,
+    Capability, DependencyFailure, DequeueRequest, FinalStatus, Job, JobId, JobState, Lease,
+    ManualClock, NewJob, PruneRequest, QueueName, Retry, Storage, WorkerId,
 };
 use queue_redis::RedisStorage;
 use serde_json::json;
@@ -26,10 +28,14 @@ async fn storage(namespace: &str) -> RedisStorage {
 }
 
 async fn claim(storage: &RedisStorage, queue: &str) -> Job {
+    claim_for(storage, queue, Duration::from_secs(30)).await
+}
+
+async fn claim_for(storage: &RedisStorage, queue: &str, lease: Duration) -> Job {
     let request = DequeueRequest::new(
         vec![QueueName::new(queue).expect("name")],
         1,
-        Duration::from_secs(30),
+        lease,
         WorkerId::new("w").expect("worker id"),
     )
     .expect("request");
@@ -190,5 +196,135 @@ async fn workflow_keys_go_once_nothing_needs_them() {
         storage.job_links(a).await,
         Err(queue_core::QueueError::NotFound { .. })
     ));
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn a_reclaim_failing_two_dependencies_names_the_lowest() {
+    let namespace = common::fresh_namespace();
+    let clock = ManualClock::new(chrono::Utc::now());
+    let storage = storage(&namespace).await.with_clock(clock.clone());
+    let low = storage
+        .enqueue(NewJob::new("q", json!(1)).max_attempts(1))
+        .await
+        .expect("low")
+        .id;
+    let high = storage
+        .enqueue(NewJob::new("q", json!(2)).max_attempts(1))
+        .await
+        .expect("high")
+        .id;
+    let waiter = storage
+        .enqueue(NewJob::new("after", json!(3)).depends_on_all([high, low]))
+        .await
+        .expect("waiter")
+        .id;
+    // `high`'s lease ends first, so the reclaim takes it first.
+    assert_eq!(
+        claim_for(&storage, "q", Duration::from_secs(60)).await.id,
+        low
+    );
+    assert_eq!(
+        claim_for(&storage, "q", Duration::from_secs(30)).await.id,
+        high
+    );
+    clock.advance(Duration::from_secs(61));
+    let outcome = storage.reclaim_stalled(10).await.expect("reclaim");
+    assert_eq!(outcome.dead_lettered, 2);
+    let record = storage
+        .get_history(waiter)
+        .await
+        .expect("get_history")
+        .expect("cancelled");
+    assert_eq!(
+        record.last_error,
+        Some(queue_core::dependency_failed(low, FinalStatus::DeadLetter))
+    );
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn a_retried_dead_letter_keeps_its_dependencies() {
+    let namespace = common::fresh_namespace();
+    let storage = storage(&namespace).await;
+    let a = storage
+        .enqueue(NewJob::new("q", json!(1)))
+        .await
+        .expect("a")
+        .id;
+    let w = storage
+        .enqueue(
+            NewJob::new("q", json!(2))
+                .max_attempts(1)
+                .depends_on(a)
+                .on_dependency_failure(DependencyFailure::Run),
+        )
+        .await
+        .expect("w")
+        .id;
+    storage.discard(a).await.expect("discard");
+    let held = claim(&storage, "q").await;
+    assert_eq!(held.id, w);
+    storage
+        .nack(&lease(&held), json!("boom"), Retry::Never)
+        .await
+        .expect("nack");
+    storage.retry_dead_letter(w).await.expect("retry");
+    let links = storage.job_links(w).await.expect("job_links");
+    assert_eq!(
+        links.dependencies.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [a]
+    );
+    assert_eq!(state(&storage, w).await, Some(JobState::Pending));
+    common::purge(false, namespace).await;
+}
+
+#[tokio::test]
+async fn a_refused_linked_batch_writes_no_job() {
+    let namespace = common::fresh_namespace();
+    let storage = storage(&namespace).await;
+    let mut conn = common::raw_connection().await;
+    let known = storage
+        .enqueue(NewJob::new("q", json!(1)))
+        .await
+        .expect("known")
+        .id;
+    let queues = async |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut names: Vec<String> = redis::cmd("HKEYS")
+            .arg(format!("{{{namespace}}}:queues"))
+            .query_async(conn)
+            .await
+            .expect("queues");
+        names.sort();
+        names
+    };
+    // An id of a queue index no queue has is refused before anything is
+    // written, the queue registry included; one of "q" never given, by the
+    // script (the batch's queue is registered by then, but holds no job).
+    for (unknown, registered) in [
+        (JobId((1 << 20) | 77), vec!["q"]),
+        (JobId(known.get() + (1000 << 20)), vec!["fresh", "q"]),
+    ] {
+        let refused = storage
+            .enqueue_batch(vec![
+                NewJob::new("fresh", json!(2)),
+                NewJob::new("fresh", json!(3)).depends_on(unknown),
+            ])
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err(queue_core::QueueError::InvalidInput {
+                    field: "depends_on",
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(queues(&mut conn).await, registered);
+        let stats = storage.stats().await.expect("stats");
+        let live: u64 = stats.iter().map(|s| s.live()).sum();
+        assert_eq!(live, 1, "only the known job: {stats:?}");
+    }
     common::purge(false, namespace).await;
 }
