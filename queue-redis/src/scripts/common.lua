@@ -272,8 +272,8 @@ end
 -- own) and processed_by; `held` says the job is leased (only the lease
 -- index needs cleaning). With `sink` (see `new_sink`), the index writes
 -- are collected there for `flush` instead of made one by one; `row`, when
--- given, is the job's unique_key, available_at and created_at as read by
--- `held_row`. A job with dependants (see `finished`) is noted for
+-- given, is the job's unique_key, available_at, created_at and dependants
+-- as read by `held_row`. A job with dependants (see `finished`) is noted for
 -- `settle`; a waiting one forgets what it waited for. Returns false when
 -- the job is not live.
 local function archive(id, status, result, last_error, processed_by, now, held, sink, row)
