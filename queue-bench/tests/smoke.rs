@@ -43,14 +43,11 @@ fn smoke(backend: &str, url: &str, schema: &str) {
         .lines()
         .filter(|l| l.starts_with("result "))
         .collect();
-    // Every backend has group keys (`Capability::GroupLimits`); PostgreSQL,
-    // MySQL and SQLite have dependencies (`Capability::Dependencies`).
+    // Every backend has group keys (`Capability::GroupLimits`) and
+    // dependencies (`Capability::Dependencies`; Redis standalone only,
+    // which the smoke runs on).
     let fairness = ["fairness_groups", "fairness_tenants"];
-    let workflow: &[&str] = if matches!(backend, "postgres" | "mysql" | "sqlite") {
-        &["workflow"]
-    } else {
-        &[]
-    };
+    let workflow = ["workflow"];
     for workload in [
         "enqueue",
         "drain",
@@ -66,7 +63,7 @@ fn smoke(backend: &str, url: &str, schema: &str) {
     ]
     .iter()
     .chain(&fairness)
-    .chain(workflow)
+    .chain(&workflow)
     {
         assert!(
             results

@@ -96,6 +96,11 @@ pub enum Capability {
     /// dependencies, their results, and its dependants. A storage without
     /// it refuses a job with dependencies with `NotSupported`.
     Dependencies,
+    /// Batches grow: a job may join an open batch
+    /// ([`crate::NewJob::joins`]), whose callback then waits for it too
+    /// (see [`crate::batch`]). Needs [`Capability::Dependencies`]. A
+    /// storage without it refuses such a job with `NotSupported`.
+    Batches,
 }
 
 impl Capability {
@@ -122,6 +127,7 @@ impl Capability {
         Capability::FairGroups,
         Capability::GroupWeights,
         Capability::Dependencies,
+        Capability::Batches,
     ];
 
     /// Its name in snake case, as reports and errors print it.
@@ -148,6 +154,7 @@ impl Capability {
             Capability::FairGroups => "fair_groups",
             Capability::GroupWeights => "group_weights",
             Capability::Dependencies => "dependencies",
+            Capability::Batches => "batches",
         }
     }
 
@@ -176,6 +183,7 @@ impl Capability {
             Capability::FairGroups => "fair claiming between groups",
             Capability::GroupWeights => "weights between fair groups",
             Capability::Dependencies => "jobs that depend on other jobs",
+            Capability::Batches => "jobs that join an open batch",
         }
     }
 
@@ -199,8 +207,9 @@ impl Capability {
             Capability::GroupLimits => &["set_group_limit", "group_limits"],
             Capability::GroupWeights => &["set_group_weight", "group_weights"],
             Capability::Dependencies => &["job_links"],
-            // Settings of `configure_queue`, no method of their own.
-            Capability::PriorityAging | Capability::FairGroups => &[],
+            // Settings of `configure_queue`, or of `NewJob`: no method of
+            // their own.
+            Capability::PriorityAging | Capability::FairGroups | Capability::Batches => &[],
             Capability::Samples => &["record_samples", "samples"],
         }
     }

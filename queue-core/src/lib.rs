@@ -10,6 +10,7 @@
 
 pub mod backend;
 mod backoff;
+mod batches;
 mod capability;
 mod clock;
 mod dequeue;
@@ -35,6 +36,7 @@ mod worker;
 mod workflow;
 
 pub use backoff::Backoff;
+pub use batches::{BatchCounts, batch, batch_closed};
 pub use capability::{Capabilities, Capability};
 pub use clock::{Clock, ManualClock};
 pub use dequeue::{DequeueRequest, MAX_DEQUEUE_LIMIT, MAX_LEASE, validate_lease};

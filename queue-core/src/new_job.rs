@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::time::{truncate_to_micros, validate_duration, validate_instant};
 use crate::{
-    Dependency, DependencyFailure, GroupKey, QueueError, QueueName, Result, TraceContext, UniqueKey,
+    Dependency, DependencyFailure, GroupKey, JobId, QueueError, QueueName, Result, TraceContext,
+    UniqueKey,
 };
 
 /// Attempts a job gets when the caller does not say: the first run plus 19 retries.
@@ -55,6 +56,7 @@ pub struct NewJob {
     trace_context: Option<TraceContext>,
     dependencies: Vec<Dependency>,
     on_dependency_failure: DependencyFailure,
+    joins: Option<JobId>,
 }
 
 impl NewJob {
@@ -73,6 +75,7 @@ impl NewJob {
             trace_context: None,
             dependencies: Vec::new(),
             on_dependency_failure: DependencyFailure::Cancel,
+            joins: None,
         }
     }
 
@@ -159,6 +162,23 @@ impl NewJob {
         &self.dependencies
     }
 
+    /// Adds the job to the open batch whose callback is `callback` (see
+    /// [`crate::batch`]): the callback, waiting for the batch's jobs,
+    /// waits for this one too, from the enqueue's transaction on. A batch
+    /// whose callback no longer waits (every job finished, or it was
+    /// discarded) is closed: the enqueue is refused
+    /// ([`crate::batch_closed`]) and writes nothing. Only a storage that
+    /// declares [`crate::Capability::Batches`] takes such a job.
+    pub fn joins(mut self, callback: JobId) -> Self {
+        self.joins = Some(callback);
+        self
+    }
+
+    /// The batch it joins, if set ([`NewJob::joins`]).
+    pub fn current_joins(&self) -> Option<JobId> {
+        self.joins
+    }
+
     /// The group key set so far, if any (unchecked until validation).
     pub fn current_group_key(&self) -> Option<&str> {
         self.group_key.as_deref()
@@ -223,6 +243,7 @@ impl NewJob {
             trace_context: self.trace_context.clone(),
             dependencies: distinct(&self.dependencies),
             on_dependency_failure: self.on_dependency_failure,
+            joins: self.joins,
         })
     }
 }
@@ -251,6 +272,8 @@ pub struct ValidJob {
     pub dependencies: Vec<Dependency>,
     /// What a dependency that fails does to it.
     pub on_dependency_failure: DependencyFailure,
+    /// The callback of the open batch it joins ([`NewJob::joins`]).
+    pub joins: Option<JobId>,
 }
 
 impl ValidJob {

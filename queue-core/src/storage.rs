@@ -119,9 +119,21 @@ pub trait Storage: Send + Sync + 'static {
     ///   a dependency counts once for each job waiting on it, however the
     ///   finishes race; a dead letter retried and finished again counts no
     ///   more.
+    /// - With [`Capability::Batches`], a job joining a batch
+    ///   ([`crate::NewJob::joins`]: the id of the batch's callback, see
+    ///   [`crate::batch`]) that is written becomes one more dependency of
+    ///   that callback, counted like the others, in the same transaction;
+    ///   one that existed under its key does not join. A callback that is
+    ///   not live and waiting (its jobs have all finished, so it was
+    ///   released, or it never existed) refuses the call with
+    ///   [`crate::batch_closed`], nothing written; a join racing the last
+    ///   finish of a batch's jobs either joins first (the callback then
+    ///   waits for it) or is refused, never neither.
     /// - A storage that does not declare [`Capability::Dependencies`]
     ///   refuses a job with a dependency with
-    ///   [`crate::QueueError::NotSupported`] and writes nothing.
+    ///   [`crate::QueueError::NotSupported`] and writes nothing; one that
+    ///   does not declare [`Capability::Batches`] refuses a job joining a
+    ///   batch the same way.
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
 
     /// Claims up to `request.limit()` pending jobs.

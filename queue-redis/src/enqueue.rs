@@ -24,6 +24,8 @@ impl RedisStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let valid: Vec<ValidJob> = queue_core::backend::validate_batch(&jobs)?;
+        // Not built on Redis: a job joining an open batch.
+        queue_core::backend::refuse_joins(&valid, "enqueue_batch")?;
         let linked = valid.iter().any(|job| !job.dependencies.is_empty());
         if linked && self.is_cluster() {
             // Workflows span queues, which a cluster's scripts cannot

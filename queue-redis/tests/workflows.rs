@@ -328,3 +328,27 @@ async fn a_refused_linked_batch_writes_no_job() {
     }
     common::purge(false, namespace).await;
 }
+
+/// Batches that grow are not built on Redis: a job joining one is refused
+/// with `NotSupported`, nothing written (the batch helper itself, a
+/// callback depending on its jobs, works as any workflow does).
+#[tokio::test]
+async fn a_job_joining_a_batch_is_refused() {
+    let storage = storage(&common::fresh_namespace()).await;
+    queue_testkit::suite::batches::joins_are_refused_without_the_capability(&storage).await;
+    let outcomes = storage
+        .enqueue_batch(queue_core::batch(
+            vec![NewJob::new("q", json!(0))],
+            NewJob::new("done", json!({})),
+        ))
+        .await
+        .expect("a batch");
+    let callback = outcomes[1].id;
+    let job = claim(&storage, "q").await;
+    storage
+        .ack(&job.lease().expect("leased"), None)
+        .await
+        .expect("ack");
+    let done = claim(&storage, "done").await;
+    assert_eq!(done.id, callback);
+}

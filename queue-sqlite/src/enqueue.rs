@@ -44,9 +44,9 @@ impl SqliteStorage {
         // Without unique keys nothing is looked up after the insert, so a
         // batch that fits one statement needs no transaction around it.
         let one_statement = jobs.len() <= sql::ROWS_PER_STATEMENT
-            && jobs
-                .iter()
-                .all(|job| job.unique_key.is_none() && job.dependencies.is_empty());
+            && jobs.iter().all(|job| {
+                job.unique_key.is_none() && job.dependencies.is_empty() && job.joins.is_none()
+            });
         let outcomes = if one_statement {
             write_statement!(self, |conn, now| insert_all(conn, now, &jobs))?
         } else {
@@ -114,7 +114,10 @@ pub(crate) async fn insert_all(
         };
         outcomes.push(outcome);
     }
-    if jobs.iter().any(|job| !job.dependencies.is_empty()) {
+    if jobs
+        .iter()
+        .any(|job| !job.dependencies.is_empty() || job.joins.is_some())
+    {
         workflow::link(conn, now, jobs, &outcomes).await?;
     }
     Ok(outcomes)

@@ -730,6 +730,17 @@ pub(crate) const DELETE_RELEASED: &str = concat!(
     " JOIN job_waiting w ON w.job_id = c.id WHERE w.remaining <= c.n)"
 );
 
+/// Makes waiting callbacks wait for the jobs that joined their batches:
+/// the JSON array ?1 of `[callback, joined]` as [`counted!`].
+pub(crate) const JOIN_WAITING: &str = concat!(
+    "UPDATE job_waiting SET remaining = remaining + c.n FROM ",
+    counted!(),
+    " WHERE job_waiting.job_id = c.id"
+);
+
+/// Whether job ?1 is waiting: a batch's callback that jobs may still join.
+pub(crate) const IS_WAITING: &str = "SELECT EXISTS (SELECT 1 FROM job_waiting WHERE job_id = ?1)";
+
 /// Counts the others' finishes off ([`counted!`], run after
 /// [`DELETE_RELEASED`]).
 pub(crate) const COUNT_DOWN_WAITING: &str = concat!(

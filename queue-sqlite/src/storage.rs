@@ -303,6 +303,7 @@ impl Storage for SqliteStorage {
             .with(Capability::GroupWeights)
             .with(Capability::Samples)
             .with(Capability::Dependencies)
+            .with(Capability::Batches)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

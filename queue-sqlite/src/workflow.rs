@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::{FinishedLink, LiveLink, corrupt, job_link, stored_instant};
 use queue_core::{
     Dependency, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, QueueError, Result,
-    ValidJob, dependency_failed, failed_dependency, unknown_dependency,
+    ValidJob, batch_closed, dependency_failed, failed_dependency, unknown_dependency,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -19,13 +19,24 @@ use crate::sql;
 pub(crate) type Released = Vec<String>;
 
 /// Refuses a batch whose dependencies on jobs enqueued before are unknown,
-/// or failed for a job that would be cancelled at once: `Ok(Err(..))`,
-/// nothing written. Run in the enqueue's write transaction.
+/// or failed for a job that would be cancelled at once, or that joins a
+/// closed batch: `Ok(Err(..))`, nothing written. Run in the enqueue's
+/// write transaction (which no other writer shares: a callback found
+/// waiting stays so until it commits).
 pub(crate) async fn check(
     conn: &mut SqliteConnection,
     jobs: &[ValidJob],
 ) -> Result<Result<(), QueueError>, sqlx::Error> {
     for job in jobs {
+        if let Some(callback) = job.joins {
+            let waiting: bool = sqlx::query_scalar(sql::IS_WAITING)
+                .bind(callback.get())
+                .fetch_one(&mut *conn)
+                .await?;
+            if !waiting {
+                return Ok(Err(batch_closed(callback)));
+            }
+        }
         for dependency in &job.dependencies {
             let Dependency::Job(id) = *dependency else {
                 continue;
@@ -65,8 +76,17 @@ pub(crate) async fn link(
     let mut live: HashMap<i64, bool> = HashMap::new();
     let mut edges: Vec<(i64, i64, i64)> = Vec::new();
     let mut waiting: Vec<(i64, i64, i64, &'static str)> = Vec::new();
+    // Per callback, how many written jobs joined its batch.
+    let mut joined: BTreeMap<i64, i64> = BTreeMap::new();
     for (job, outcome) in jobs.iter().zip(outcomes) {
-        if outcome.existed || job.dependencies.is_empty() {
+        if outcome.existed {
+            continue;
+        }
+        if let Some(callback) = job.joins {
+            edges.push((callback.get(), outcome.id.get(), 1));
+            *joined.entry(callback.get()).or_default() += 1;
+        }
+        if job.dependencies.is_empty() {
             continue;
         }
         let mut seen = HashSet::new();
@@ -111,6 +131,13 @@ pub(crate) async fn link(
     if !edges.is_empty() {
         sqlx::query(sql::INSERT_DEPENDENCIES)
             .bind(serde_json::to_string(&edges).map_err(encode)?)
+            .execute(&mut *conn)
+            .await?;
+    }
+    if !joined.is_empty() {
+        let joined: Vec<(i64, i64)> = joined.into_iter().collect();
+        sqlx::query(sql::JOIN_WAITING)
+            .bind(serde_json::to_string(&joined).map_err(encode)?)
             .execute(&mut *conn)
             .await?;
     }

@@ -64,6 +64,9 @@ impl<S: Storage> Restricted<S> {
         {
             self.gate(Capability::Dependencies, operation)?;
         }
+        if jobs.iter().any(|job| job.current_joins().is_some()) {
+            self.gate(Capability::Batches, operation)?;
+        }
         Ok(())
     }
 }

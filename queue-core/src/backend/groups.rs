@@ -118,6 +118,21 @@ pub fn refuse_dependencies(jobs: &[ValidJob], operation: &'static str) -> Result
     }
 }
 
+/// What a storage that does not declare [`Capability::Batches`] returns
+/// from an enqueue of jobs of which one joins a batch: it must not write a
+/// job its batch's callback does not wait for.
+///
+/// # Errors
+/// [`QueueError::NotSupported`] (operation `operation`) when any job joins
+/// a batch.
+pub fn refuse_joins(jobs: &[ValidJob], operation: &'static str) -> Result<()> {
+    if jobs.iter().any(|job| job.joins.is_some()) {
+        Err(QueueError::not_supported(Capability::Batches, operation))
+    } else {
+        Ok(())
+    }
+}
+
 /// What a storage that does not declare [`Capability::GroupLimits`]
 /// returns from `configure_queue` with a group concurrency: it must not
 /// store limits it would not enforce.

@@ -15,7 +15,7 @@
 //! | which queues have claim limits (the limited claim path) | [`LimitedQueues`] |
 //! | samples as rows, merged the same way everywhere; their window and retention | [`SampleRows`], [`sample_rows`], [`coalesce_samples`], [`lag_text`], [`sample_window`], [`samples_expire_before`] |
 //! | group concurrency in the claim, and refusing it without the capability | [`GroupSlots`], [`refuse_group_keys`], [`refuse_group_concurrency`], [`unconfigured_queue`] |
-//! | refusing dependencies without [`crate::Capability::Dependencies`] | [`refuse_dependencies`] |
+//! | refusing dependencies without [`crate::Capability::Dependencies`], joins without [`crate::Capability::Batches`] | [`refuse_dependencies`], [`refuse_joins`] |
 //! | a `job_links` row as a link | [`job_link`], [`LiveLink`], [`FinishedLink`] |
 
 mod batch;
@@ -36,7 +36,7 @@ pub use batch::{first_occurrences, validate_batch};
 pub use fair::{FairPick, FairReader, FairRow, merge_by_next, pick_fair};
 pub use flow::LimitedQueues;
 pub use groups::{
-    GroupSlots, refuse_dependencies, refuse_group_concurrency, refuse_group_keys,
+    GroupSlots, refuse_dependencies, refuse_group_concurrency, refuse_group_keys, refuse_joins,
     unconfigured_queue,
 };
 pub use lease::{LeaseKey, acked_one, first_mentions, one_ack};

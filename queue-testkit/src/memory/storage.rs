@@ -61,6 +61,7 @@ impl Storage for MemoryStorage {
             .with(Capability::GroupWeights)
             .with(Capability::Samples)
             .with(Capability::Dependencies)
+            .with(Capability::Batches)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

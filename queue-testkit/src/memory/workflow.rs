@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 use queue_core::{
     Dependency, DependencyFailure, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks,
-    LinkStatus, QueueError, Result, ValidJob, dependency_failed, failed_dependency,
+    LinkStatus, QueueError, Result, ValidJob, batch_closed, dependency_failed, failed_dependency,
     unknown_dependency, waiting_at,
 };
 
@@ -26,8 +26,14 @@ pub(crate) struct Waiting {
 impl State {
     /// Refuses a batch whose dependencies on jobs enqueued before are
     /// unknown, or failed for a job that would be cancelled at once.
+    /// And a job joining a batch whose callback is not waiting.
     pub(crate) fn check_dependencies(&self, jobs: &[ValidJob]) -> Result<()> {
         for job in jobs {
+            if let Some(callback) = job.joins
+                && !self.waiting.contains_key(&callback)
+            {
+                return Err(batch_closed(callback));
+            }
             for dependency in &job.dependencies {
                 let Dependency::Job(id) = *dependency else {
                     continue;
@@ -65,8 +71,14 @@ impl State {
                 })
                 .collect();
             let on_failure = job.on_dependency_failure;
+            let joins = job.joins;
             let outcome = self.insert(job, now);
             outcomes.push(outcome);
+            if let Some(callback) = joins
+                && !outcome.existed
+            {
+                self.join(outcome.id, callback);
+            }
             if outcome.existed || dependencies.is_empty() {
                 continue;
             }
@@ -101,6 +113,17 @@ impl State {
             }
         }
         outcomes
+    }
+
+    /// Makes the waiting `callback` (checked) wait for the new job `id` too.
+    fn join(&mut self, id: JobId, callback: JobId) {
+        let Some(waiting) = self.waiting.get_mut(&callback) else {
+            return;
+        };
+        waiting.remaining += 1;
+        self.dependants.entry(id).or_default().insert(callback);
+        self.unfinished.insert((id, callback));
+        self.dependencies.entry(callback).or_default().insert(id);
     }
 
     /// What `finished` leaving as `status` does to the jobs waiting on it,

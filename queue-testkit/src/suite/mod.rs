@@ -10,6 +10,7 @@
 pub mod ack;
 pub mod admin;
 pub mod aging;
+pub mod batches;
 pub mod bulk;
 pub mod cancel;
 mod case;
