@@ -269,7 +269,9 @@ impl MySqlStorage {
             })
             .collect::<Result<Vec<_>, Failure>>()?;
         if let Some(now) = now
-            && jobs.iter().any(|job| !job.dependencies.is_empty())
+            && jobs
+                .iter()
+                .any(|job| !job.dependencies.is_empty() || job.joins.is_some())
         {
             workflow::link(conn, jobs, &outcomes, &live_dependencies, now).await?;
         }

@@ -191,6 +191,7 @@ impl Storage for MySqlStorage {
             .with(Capability::FairGroups)
             .with(Capability::GroupWeights)
             .with(Capability::Dependencies)
+            .with(Capability::Batches)
     }
 
     async fn now(&self) -> Result<DateTime<Utc>> {

@@ -20,7 +20,7 @@ use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
 use queue_core::backend::{FinishedLink, LiveLink, corrupt, job_link};
 use queue_core::{
     Dependency, DependencyFailure, EnqueueOutcome, FinalStatus, JobId, JobLinks, QueueError,
-    Result, ValidJob, dependency_failed, failed_dependency, unknown_dependency,
+    Result, ValidJob, batch_closed, dependency_failed, failed_dependency, unknown_dependency,
 };
 
 use crate::bind::{Param, cached, id_list, query};
@@ -151,6 +151,7 @@ pub(crate) async fn check(
     conn: &mut AsyncMysqlConnection,
     jobs: &[ValidJob],
 ) -> Result<HashSet<i64>, Failure> {
+    check_joins(conn, jobs).await?;
     let ids = prior_dependencies(jobs);
     if ids.is_empty() {
         return Ok(HashSet::new());
@@ -189,6 +190,32 @@ pub(crate) async fn check(
     Ok(live)
 }
 
+/// Locks the waiting rows of the callbacks whose batches `jobs` join, and
+/// refuses the batch (`Failure::Refused`: [`batch_closed`]) when one is
+/// not waiting: a finish releasing it waits for the enqueue's commit,
+/// then counts the joined jobs too; one that released it first leaves
+/// no row to lock.
+async fn check_joins(conn: &mut AsyncMysqlConnection, jobs: &[ValidJob]) -> Result<(), Failure> {
+    let mut callbacks: Vec<i64> = jobs
+        .iter()
+        .filter_map(|job| job.joins.map(JobId::get))
+        .collect();
+    if callbacks.is_empty() {
+        return Ok(());
+    }
+    callbacks.sort_unstable();
+    callbacks.dedup();
+    let open: HashSet<i64> = load_chunked::<IdRow>(conn, &callbacks, sql::lock_callbacks)
+        .await?
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
+    match callbacks.iter().find(|id| !open.contains(id)) {
+        Some(closed) => Err(Failure::Refused(batch_closed(JobId(*closed)))),
+        None => Ok(()),
+    }
+}
+
 /// Whether `job` waits when written: it depends on a job of its batch
 /// (live, new or holding its key) or on a live one (`live`, from
 /// [`check`]).
@@ -215,8 +242,17 @@ pub(crate) async fn link(
     let mut existed: Vec<i64> = Vec::new();
     let mut edges: Vec<(i64, i64, bool)> = Vec::new();
     let mut waiting: Vec<(i64, i64, NaiveDateTime, DependencyFailure)> = Vec::new();
+    // Per callback, how many written jobs joined its batch.
+    let mut joined: BTreeMap<i64, i64> = BTreeMap::new();
     for (job, outcome) in jobs.iter().zip(outcomes) {
-        if outcome.existed || job.dependencies.is_empty() {
+        if outcome.existed {
+            continue;
+        }
+        if let Some(callback) = job.joins {
+            edges.push((callback.get(), outcome.id.get(), true));
+            *joined.entry(callback.get()).or_default() += 1;
+        }
+        if job.dependencies.is_empty() {
             continue;
         }
         let mut seen = HashSet::new();
@@ -281,6 +317,13 @@ pub(crate) async fn link(
         query(&sql::insert_waiting(rows.len()), params)
             .execute(conn)
             .await?;
+    }
+    let mut by_count: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for (callback, n) in joined {
+        by_count.entry(n).or_default().push(callback);
+    }
+    for (n, callbacks) in by_count {
+        execute_chunked(conn, &[Param::Int(n)], &callbacks, sql::count_up).await?;
     }
     let mut marked: Vec<i64> = edges
         .iter()

@@ -85,6 +85,24 @@ pub(crate) fn lock_waiting(ids: usize) -> String {
     )
 }
 
+/// Locks the waiting rows of batch callbacks jobs join, in id order;
+/// returns those still waiting (the batches still open). Binds: the ids.
+pub(crate) fn lock_callbacks(ids: usize) -> String {
+    format!(
+        "SELECT job_id AS id FROM job_waiting WHERE job_id IN {} ORDER BY job_id FOR UPDATE",
+        placeholders(ids)
+    )
+}
+
+/// Makes waiting callbacks wait for `?` more jobs (joined). Binds: the
+/// count, the ids.
+pub(crate) fn count_up(ids: usize) -> String {
+    format!(
+        "UPDATE job_waiting SET remaining = remaining + ? WHERE job_id IN {}",
+        placeholders(ids)
+    )
+}
+
 /// Counts `?` finishes off waiting jobs. Binds: the count, the ids.
 pub(crate) fn count_down(ids: usize) -> String {
     format!(
