@@ -411,7 +411,8 @@ impl Storage for PgStorage {
             .with(Capability::PriorityAging)
             .with(Capability::FairGroups)
             .with(Capability::GroupWeights)
-            .with(Capability::Dependencies);
+            .with(Capability::Dependencies)
+            .with(Capability::Batches);
         if self.has_wakeups() {
             capabilities
                 .with(Capability::Wakeups)

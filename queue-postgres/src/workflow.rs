@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use queue_core::backend::{FinishedLink, LiveLink, corrupt, job_link};
 use queue_core::{
     Dependency, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks, QueueError, Result,
-    ValidJob, failed_dependency, unknown_dependency,
+    ValidJob, batch_closed, failed_dependency, unknown_dependency,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
@@ -25,9 +25,10 @@ use crate::PgStorage;
 use crate::enqueue::schedule_columns;
 use crate::error::{Failure, interpret_failure, retrying};
 
-/// Whether any job of the batch names a dependency.
+/// Whether any job of the batch names a dependency or joins a batch.
 pub(crate) fn has_dependencies(jobs: &[ValidJob]) -> bool {
-    jobs.iter().any(|job| !job.dependencies.is_empty())
+    jobs.iter()
+        .any(|job| !job.dependencies.is_empty() || job.joins.is_some())
 }
 
 /// One job written waiting, and what it waits for.
@@ -50,6 +51,32 @@ impl PgStorage {
         jobs: &[ValidJob],
         outcomes: &[EnqueueOutcome],
     ) -> Result<(), Failure> {
+        // Jobs joining batches: their callbacks must still wait.
+        let mut joins: Vec<(i64, i64)> = jobs
+            .iter()
+            .zip(outcomes)
+            .filter(|(_, outcome)| !outcome.existed)
+            .filter_map(|(job, outcome)| job.joins.map(|c| (c.get(), outcome.id.get())))
+            .collect();
+        joins.sort_unstable();
+        let mut callbacks: Vec<i64> = jobs
+            .iter()
+            .filter_map(|job| job.joins.map(JobId::get))
+            .collect();
+        callbacks.sort_unstable();
+        callbacks.dedup();
+        if !callbacks.is_empty() {
+            let open: HashSet<i64> = self
+                .on(conn)
+                .fetch_all(sqlx::query(self.sql.lock_callbacks.clone()).bind(&callbacks))
+                .await?
+                .iter()
+                .map(|row| row.try_get::<i64, _>("id"))
+                .collect::<Result<_, _>>()?;
+            if let Some(closed) = callbacks.iter().find(|id| !open.contains(id)) {
+                return Err(Failure::Queue(batch_closed(JobId(*closed))));
+            }
+        }
         let waiters: Vec<Waiter<'_>> = jobs
             .iter()
             .zip(outcomes)
@@ -76,9 +103,11 @@ impl PgStorage {
         // a job that met a live key included (as `check_batch_dependencies`
         // has it: the refusal does not depend on the key); edges are written
         // for the jobs written.
+        // A job joining a batch is a dependency of its callback.
         let mut linked: Vec<i64> = waiters
             .iter()
             .flat_map(|w| w.dependencies.iter().map(|id| id.get()))
+            .chain(joins.iter().map(|(_, joined)| *joined))
             .collect();
         linked.sort_unstable();
         linked.dedup();
@@ -173,6 +202,26 @@ impl PgStorage {
                 unwaited.delay_us.push(delay_us);
                 unwaited.run_at.push(run_at);
             }
+        }
+        let mut joined: Vec<(i64, i32)> = Vec::new();
+        for (callback, job) in &joins {
+            edges.job.push(*callback);
+            edges.depends_on.push(*job);
+            edges.unfinished.push(true);
+            match joined.last_mut() {
+                Some((last, n)) if last == callback => *n += 1,
+                _ => joined.push((*callback, 1)),
+            }
+        }
+        if !joined.is_empty() {
+            let (ids, counts): (Vec<i64>, Vec<i32>) = joined.into_iter().unzip();
+            self.on(conn)
+                .execute(
+                    sqlx::query(self.sql.count_up_callbacks.clone())
+                        .bind(ids)
+                        .bind(counts),
+                )
+                .await?;
         }
         self.on(conn)
             .execute(

@@ -25,6 +25,22 @@ marked AS (
 )
 SELECT l.id FROM locked l";
 
+/// Locks the waiting rows of the batch callbacks among $1 (the batches
+/// jobs join), in id order: a finish counting one down waits for the
+/// enqueue's commit, then sees the joined jobs; one that released it first
+/// deleted the row. Their ids (those still waiting).
+pub(super) const LOCK_CALLBACKS: &str = "
+SELECT w.job_id AS id FROM {s}.job_waiting w
+WHERE w.job_id = ANY($1::bigint[])
+ORDER BY w.job_id
+FOR UPDATE";
+
+/// Makes the waiting callbacks $1[i] wait for $2[i] more jobs (joined).
+pub(super) const COUNT_UP_CALLBACKS: &str = "
+UPDATE {s}.job_waiting w SET remaining = w.remaining + u.n
+FROM UNNEST($1::bigint[], $2::int[]) AS u(id, n)
+WHERE w.job_id = u.id";
+
 /// The final status of each job among $1 that is in history.
 pub(super) const DEPENDENCY_HISTORY: &str = "
 SELECT h.id, h.status_final FROM {s}.job_history h WHERE h.id = ANY($1::bigint[])";
