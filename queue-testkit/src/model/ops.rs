@@ -203,6 +203,12 @@ pub enum Op {
     /// of the batch listed with it (an index not below `i` is refused, and
     /// so is the whole batch).
     EnqueueGraph(Vec<(JobSpec, Vec<u8>)>),
+    /// Enqueue a batch ([`queue_core::batch`]): the jobs, then the last
+    /// spec as its callback.
+    EnqueueCallbackBatch(Vec<JobSpec>),
+    /// Enqueue a job joining the batch whose callback is the picked job
+    /// (refused as a conflict when that one is not waiting).
+    JoinBatch(JobSpec, usize),
 }
 
 /// What an [`Op::Select`] does with the jobs its filter selects.
@@ -245,7 +251,10 @@ impl Op {
             Op::ConfigureAging(..) => Some(Capability::PriorityAging),
             Op::ConfigureFair(..) => Some(Capability::FairGroups),
             Op::SetGroupWeight(..) => Some(Capability::GroupWeights),
-            Op::EnqueueDependent(..) | Op::EnqueueGraph(_) => Some(Capability::Dependencies),
+            Op::EnqueueDependent(..) | Op::EnqueueGraph(_) | Op::EnqueueCallbackBatch(_) => {
+                Some(Capability::Dependencies)
+            }
+            Op::JoinBatch(..) => Some(Capability::Batches),
             _ => None,
         }
     }
@@ -394,6 +403,8 @@ pub(super) fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(spec, on, run)| Op::EnqueueDependent(spec, on, run)),
         2 => proptest::collection::vec((job_spec(), proptest::collection::vec(0u8..4, 0..3)), 1..5)
             .prop_map(Op::EnqueueGraph),
+        2 => proptest::collection::vec(job_spec(), 1..4).prop_map(Op::EnqueueCallbackBatch),
+        2 => (job_spec(), pick.clone()).prop_map(|(spec, on)| Op::JoinBatch(spec, on)),
     ]
 }
 

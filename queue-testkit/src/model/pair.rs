@@ -525,6 +525,38 @@ impl<S: Storage> Pair<S> {
                     (m, b) => same("enqueue of a graph", m.map(|_| ()), b.map(|_| ())),
                 }
             }
+            Op::EnqueueCallbackBatch(specs) => {
+                let mut jobs: Vec<NewJob> = specs.iter().map(|spec| self.next_job(spec)).collect();
+                let callback = jobs.pop().expect("a batch op has a callback");
+                let jobs = queue_core::batch(jobs, callback);
+                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
+                let backend = kind(self.backend().enqueue_batch(jobs).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => {
+                        same("batch length", m.len(), b.len())?;
+                        m.into_iter()
+                            .zip(b)
+                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
+                    }
+                    (m, b) => same("enqueue of a batch", m.map(|_| ()), b.map(|_| ())),
+                }
+            }
+            Op::JoinBatch(spec, pick) => {
+                let Some((m_callback, b_callback)) = self.job(*pick) else {
+                    return Ok(());
+                };
+                let job = self.next_job(spec);
+                let model = kind(self.model.enqueue(job.clone().joins(m_callback)).await);
+                let backend = kind(self.backend().enqueue(job.joins(b_callback)).await);
+                match (model, backend) {
+                    (Ok(m), Ok(b)) => self.record_enqueue(m, b),
+                    (m, b) => same(
+                        "enqueue of a job joining a batch",
+                        m.map(|_| ()),
+                        b.map(|_| ()),
+                    ),
+                }
+            }
             Op::EnqueueGrouped(spec, g) => {
                 let job = self.next_job(spec).group_key(format!("g{g}"));
                 let model = kind(self.model.enqueue(job.clone()).await);
