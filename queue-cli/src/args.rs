@@ -72,6 +72,11 @@ pub(crate) enum Command {
         /// cancelled (by default the job is then cancelled).
         #[arg(long, requires = "depends_on")]
         run_if_dependency_fails: bool,
+        /// Join the open batch whose callback is this job: the callback
+        /// waits for this one too (refused once the batch has closed). On
+        /// storages with batches.
+        #[arg(long, value_name = "CALLBACK_ID")]
+        joins: Option<i64>,
     },
     /// Live jobs per queue by state; a count that reaches the cap shows as
     /// "10,000+".

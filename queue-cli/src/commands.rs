@@ -41,12 +41,16 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             group,
             depends_on,
             run_if_dependency_fails,
+            joins,
         } => {
             let mut job = NewJob::new(queue, read_payload(payload.as_deref())?)
                 .priority(priority)
                 .depends_on_all(depends_on.into_iter().map(queue::JobId));
             if run_if_dependency_fails {
                 job = job.on_dependency_failure(queue::DependencyFailure::Run);
+            }
+            if let Some(callback) = joins {
+                job = job.joins(queue::JobId(callback));
             }
             if let Some(key) = unique_key {
                 job = job.unique_key(key);

@@ -57,7 +57,11 @@ pub(crate) fn links(links: Option<&queue::JobLinks>) {
         if side.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "{title}:");
+        if title == "depends on" {
+            let _ = writeln!(out, "{title}: {}", queue::BatchCounts::of(links));
+        } else {
+            let _ = writeln!(out, "{title}:");
+        }
         for link in side {
             let queue = link.queue.as_ref().map_or("-", |q| q.as_str());
             let _ = writeln!(out, "  {:>10} {:<20} {}", link.id, queue, link.status);

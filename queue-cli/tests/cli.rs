@@ -490,6 +490,31 @@ async fn workflow_tour(url: &str, schema: Option<&str>) {
     assert!(text.contains("dependants:"), "{text}");
     assert!(text.contains(&format!("{waiting_id:>10} after")), "{text}");
 
+    // The waiting job is a batch's callback: a job joins it, and its
+    // progress counts both; a job joining a job that does not wait is
+    // refused (exit 1), nothing written.
+    let waiting_arg = waiting_id.to_string();
+    ok(
+        url,
+        schema,
+        &["enqueue", "q", "{}", "--joins", &waiting_arg],
+        None,
+    );
+    let text = ok(url, schema, &["show", &waiting_arg], None);
+    assert!(
+        text.contains(
+            "depends on: 0 of 2 finished (0 completed, 0 dead-lettered, 0 discarded, 0 cancelled)"
+        ),
+        "{text}"
+    );
+    let closed = fails(
+        url,
+        schema,
+        &["enqueue", "q", "{}", "--joins", &first_arg],
+        1,
+    );
+    assert!(closed.contains("closed"), "{closed}");
+
     let refused = fails(
         url,
         schema,
@@ -516,7 +541,7 @@ async fn workflow_tour(url: &str, schema: Option<&str>) {
                 .sum::<i64>()
         })
         .sum();
-    assert_eq!(total, 2, "a refused enqueue wrote nothing: {stats}");
+    assert_eq!(total, 3, "a refused enqueue wrote nothing: {stats}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

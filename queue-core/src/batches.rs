@@ -68,6 +68,11 @@ impl BatchCounts {
         counts
     }
 
+    /// How many of them have finished.
+    pub fn finished(&self) -> u64 {
+        self.total() - self.unfinished
+    }
+
     /// How many jobs the batch has.
     pub fn total(&self) -> u64 {
         self.completed
@@ -76,6 +81,28 @@ impl BatchCounts {
             + self.cancelled
             + self.gone
             + self.unfinished
+    }
+}
+
+/// A batch's progress as operators read it (`queue show`, the
+/// dashboard): `3 of 4 finished (2 completed, 1 dead-lettered, 0
+/// discarded, 0 cancelled)`, and the pruned ones when there are any.
+impl std::fmt::Display for BatchCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} finished ({} completed, {} dead-lettered, {} discarded, {} cancelled",
+            self.finished(),
+            self.total(),
+            self.completed,
+            self.dead_lettered,
+            self.discarded,
+            self.cancelled
+        )?;
+        if self.gone > 0 {
+            write!(f, ", {} pruned", self.gone)?;
+        }
+        f.write_str(")")
     }
 }
 
@@ -145,5 +172,9 @@ mod tests {
             }
         );
         assert_eq!(counts.total(), 7);
+        assert_eq!(
+            counts.to_string(),
+            "6 of 7 finished (2 completed, 1 dead-lettered, 1 discarded, 1 cancelled, 1 pruned)"
+        );
     }
 }

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use maud::{Markup, html};
-use queue_core::{JobId, LinkStatus, QueueError, QueueName, Result, Storage};
+use queue_core::{BatchCounts, JobId, LinkStatus, QueueError, QueueName, Result, Storage};
 
 /// The most jobs one graph explores and draws.
 pub(crate) const MOST_NODES: usize = 40;
@@ -40,6 +40,9 @@ pub(crate) struct Graph {
     pub(crate) edges: BTreeSet<(JobId, JobId)>,
     /// Whether links were left out at [`MOST_NODES`].
     pub(crate) truncated: bool,
+    /// How the start's own dependencies stand (all of them, however many
+    /// the graph holds): a batch's progress, read on its callback.
+    pub(crate) progress: Option<BatchCounts>,
 }
 
 impl Graph {
@@ -47,6 +50,7 @@ impl Graph {
     /// [`MOST_NODES`] jobs; `start` is `status` in `queue`.
     pub(crate) async fn explore<S: Storage>(storage: &S, start: Node) -> Result<Self> {
         let mut graph = Graph::default();
+        let start_id = start.id;
         let mut next = VecDeque::from([start.id]);
         graph.nodes.insert(start.id, start);
         let mut visited = BTreeSet::new();
@@ -60,6 +64,9 @@ impl Graph {
                 Err(QueueError::NotFound { .. }) => continue,
                 Err(error) => return Err(error),
             };
+            if id == start_id && !links.dependencies.is_empty() {
+                graph.progress = Some(BatchCounts::of(&links));
+            }
             let sides = [(&links.dependencies, true), (&links.dependants, false)];
             for (side, dependency) in sides {
                 for link in side {
@@ -171,6 +178,9 @@ pub(crate) fn section(graph: &Graph, current: JobId) -> Markup {
     }
     html! {
         h2 { "Workflow" }
+        @if let Some(progress) = graph.progress {
+            p.batch-progress { "its dependencies: " (progress) }
+        }
         (draw(graph, current))
         @if graph.truncated {
             p.muted { "the first " (MOST_NODES) " jobs reached; follow a job to see further" }

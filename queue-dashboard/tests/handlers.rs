@@ -1978,3 +1978,41 @@ async fn a_job_page_draws_its_workflow() {
     let body = send(&app, get(&format!("/jobs/{lonely}"))).await.body;
     assert!(!body.contains("Workflow"), "{body}");
 }
+
+/// A batch's callback page says how its jobs stand, counting every job of
+/// the batch, also past the jobs the graph draws.
+#[tokio::test]
+async fn a_batch_callback_page_shows_its_progress() {
+    let storage = Arc::new(MemoryStorage::new());
+    let jobs = (0..45)
+        .map(|i| NewJob::new("import", json!({ "row": i })))
+        .collect();
+    let outcomes = storage
+        .enqueue_batch(queue_core::batch(jobs, NewJob::new("report", json!({}))))
+        .await
+        .expect("enqueue the batch");
+    let callback = outcomes.last().expect("the callback").id;
+    storage.discard(outcomes[0].id).await.expect("discard");
+    let request = DequeueRequest::new(
+        vec![QueueName::new("import").expect("name")],
+        2,
+        Duration::from_secs(30),
+        WorkerId::new("w").expect("worker"),
+    )
+    .expect("request");
+    for job in storage.dequeue(&request).await.expect("dequeue") {
+        storage
+            .ack(&job.lease().expect("leased"), None)
+            .await
+            .expect("ack");
+    }
+    let app = app(Arc::clone(&storage), DashboardOptions::default());
+    let body = send(&app, get(&format!("/jobs/{callback}"))).await.body;
+    assert!(
+        body.contains(
+            "its dependencies: 3 of 45 finished (2 completed, 0 dead-lettered, 1 discarded, 0 \
+             cancelled)"
+        ),
+        "{body}"
+    );
+}
