@@ -292,6 +292,22 @@ impl<S: Storage> Pair<S> {
         }
     }
 
+    /// Enqueues `jobs` as one batch on both sides and records each pair
+    /// of outcomes, or checks that both refused it alike (`what`).
+    async fn enqueue_both(&mut self, what: &str, jobs: Vec<NewJob>) -> Result<(), TestCaseError> {
+        let model = kind(self.model.enqueue_batch(jobs.clone()).await);
+        let backend = kind(self.backend().enqueue_batch(jobs).await);
+        match (model, backend) {
+            (Ok(m), Ok(b)) => {
+                same(&format!("{what}: length"), m.len(), b.len())?;
+                m.into_iter()
+                    .zip(b)
+                    .try_for_each(|(m, b)| self.record_enqueue(m, b))
+            }
+            (m, b) => same(what, m.map(|_| ()), b.map(|_| ())),
+        }
+    }
+
     fn next_job(&mut self, spec: &super::JobSpec) -> NewJob {
         self.serial += 1;
         spec.to_new_job(self.serial)
@@ -321,17 +337,7 @@ impl<S: Storage> Pair<S> {
             }
             Op::EnqueueBatch(specs) => {
                 let jobs: Vec<NewJob> = specs.iter().map(|s| self.next_job(s)).collect();
-                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
-                let backend = kind(self.backend().enqueue_batch(jobs).await);
-                match (model, backend) {
-                    (Ok(m), Ok(b)) => {
-                        same("batch length", m.len(), b.len())?;
-                        m.into_iter()
-                            .zip(b)
-                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
-                    }
-                    (m, b) => same("enqueue_batch", m.map(|_| ()), b.map(|_| ())),
-                }
+                self.enqueue_both("enqueue_batch", jobs).await
             }
             Op::Dequeue {
                 queues,
@@ -513,33 +519,13 @@ impl<S: Storage> Pair<S> {
                             .depends_on_all(on.iter().map(|i| Dependency::InBatch(usize::from(*i))))
                     })
                     .collect();
-                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
-                let backend = kind(self.backend().enqueue_batch(jobs).await);
-                match (model, backend) {
-                    (Ok(m), Ok(b)) => {
-                        same("graph length", m.len(), b.len())?;
-                        m.into_iter()
-                            .zip(b)
-                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
-                    }
-                    (m, b) => same("enqueue of a graph", m.map(|_| ()), b.map(|_| ())),
-                }
+                self.enqueue_both("enqueue of a graph", jobs).await
             }
             Op::EnqueueCallbackBatch(specs) => {
                 let mut jobs: Vec<NewJob> = specs.iter().map(|spec| self.next_job(spec)).collect();
                 let callback = jobs.pop().expect("a batch op has a callback");
                 let jobs = queue_core::batch(jobs, callback);
-                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
-                let backend = kind(self.backend().enqueue_batch(jobs).await);
-                match (model, backend) {
-                    (Ok(m), Ok(b)) => {
-                        same("batch length", m.len(), b.len())?;
-                        m.into_iter()
-                            .zip(b)
-                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
-                    }
-                    (m, b) => same("enqueue of a batch", m.map(|_| ()), b.map(|_| ())),
-                }
+                self.enqueue_both("enqueue of a batch", jobs).await
             }
             Op::JoinBatch(spec, pick) => {
                 let Some((m_callback, b_callback)) = self.job(*pick) else {
@@ -578,17 +564,7 @@ impl<S: Storage> Pair<S> {
                 let jobs: Vec<NewJob> = (0..*n)
                     .map(|i| self.next_job(&spec).group_key(format!("g{}", i % 3)))
                     .collect();
-                let model = kind(self.model.enqueue_batch(jobs.clone()).await);
-                let backend = kind(self.backend().enqueue_batch(jobs).await);
-                match (model, backend) {
-                    (Ok(m), Ok(b)) => {
-                        same("batch length", m.len(), b.len())?;
-                        m.into_iter()
-                            .zip(b)
-                            .try_for_each(|(m, b)| self.record_enqueue(m, b))
-                    }
-                    (m, b) => same("enqueue of groups", m.map(|_| ()), b.map(|_| ())),
-                }
+                self.enqueue_both("enqueue of groups", jobs).await
             }
             Op::ConfigureGroups(q, limit) => {
                 let queue = QueueName::new(QUEUES[*q]).expect("valid queue");
