@@ -111,8 +111,9 @@ pub async fn a_batch_callback_runs_once_after_every_job_finishes_with_the_counts
 /// does not join; the callback waits for them too. Once the batch has
 /// closed (its callback released), a join is refused as a conflict and
 /// nothing of its call is written; so is a join of an unknown callback.
-/// A batch without jobs, or whose callback is invalid, is a batch like any
-/// other enqueue: pending at once, or refused with nothing written.
+/// A batch without jobs, or whose callback's payload is invalid, is a
+/// batch like any other enqueue: pending at once, or refused with nothing
+/// written.
 pub async fn jobs_join_an_open_batch_and_a_closed_batch_refuses_them<S: Storage>(ctx: Ctx<S>) {
     let (ids, callback) = ctx.enqueue_batch_of(vec![member(0)]).await;
     let joined = ctx.enqueue(member(1).joins(callback)).await;
@@ -159,8 +160,12 @@ pub async fn jobs_join_an_open_batch_and_a_closed_batch_refuses_them<S: Storage>
         ctx.link_status(empty[0].id).await,
         LinkStatus::Live(JobState::Pending)
     );
-    let invalid = batch(vec![member(7)], NewJob::new("", json!({})));
-    assert_invalid(ctx.storage.enqueue_batch(invalid).await, "queue");
+    // A callback whose payload no backend can store (a NUL character).
+    let invalid = batch(
+        vec![member(7)],
+        NewJob::new("done", json!({ "note": "\u{0}" })),
+    );
+    assert_invalid(ctx.storage.enqueue_batch(invalid).await, "payload");
     assert_eq!(ctx.live_count().await, before + 1);
 }
 
