@@ -30,6 +30,15 @@ impl PeriodicFire {
     /// 1970 ..= 9999.
     pub fn validate(&self) -> Result<ValidFire> {
         let job = self.job.validate()?;
+        if !job.dependencies.is_empty() || job.joins.is_some() {
+            // A fire is enqueued on its own: there is no batch to point
+            // into, and a schedule's every fire waiting on the same jobs
+            // would be a workflow no schedule means.
+            return Err(crate::QueueError::invalid(
+                "job",
+                "a periodic job can neither depend on jobs nor join a batch",
+            ));
+        }
         validate_instant("fire_at", self.fire_at)?;
         if let Some(next) = self.next_fire_at {
             validate_instant("next_fire_at", next)?;
@@ -65,4 +74,29 @@ pub struct ScheduleRecord {
     pub last_fire_at: DateTime<Utc>,
     /// The next fire time, as the latest fire reported it.
     pub next_fire_at: Option<DateTime<Utc>>,
+}
+
+#[cfg(test)]
+mod workflow_tests {
+    use super::*;
+    use crate::{JobId, NewJob};
+
+    #[test]
+    fn a_fire_that_depends_or_joins_is_refused() {
+        for job in [
+            NewJob::new("q", serde_json::json!(1)).depends_on(JobId(1)),
+            NewJob::new("q", serde_json::json!(1)).joins(JobId(1)),
+        ] {
+            let fire = PeriodicFire {
+                schedule: ScheduleName::new("s").unwrap(),
+                fire_at: chrono::Utc::now(),
+                next_fire_at: None,
+                job,
+            };
+            match fire.validate() {
+                Err(crate::QueueError::InvalidInput { field, .. }) => assert_eq!(field, "job"),
+                other => panic!("expected InvalidInput(job), got {other:?}"),
+            }
+        }
+    }
 }
