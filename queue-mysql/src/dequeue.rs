@@ -494,14 +494,15 @@ impl MySqlStorage {
                 self.window(conn, &window, None).await?
             };
             // A grouped queue's due scheduled jobs as deep as its ring
-            // window: jobs of full groups may come first there too.
-            let scheduled_room = if groups.contains_key(queue) {
-                limit.max(room)
-            } else {
-                room
-            };
+            // window, from every level: jobs of full groups may fill a
+            // level's range, and a lower level's job of a free group then
+            // belongs to the claim (found by the model test, seed
+            // 3237998083: the claim stopped at a level whose jobs it could
+            // not take).
+            let grouped = groups.contains_key(queue);
+            let scheduled_room = if grouped { limit.max(room) } else { room };
             entries.extend(
-                self.scheduled(conn, queue, scheduled_room, top, ages)
+                self.scheduled(conn, queue, scheduled_room, top, ages || grouped)
                     .await?,
             );
             entries.sort_by_key(|e| orders.entry_order(queue, e));
@@ -615,8 +616,8 @@ impl MySqlStorage {
 
     /// A queue's due scheduled jobs, level by level (highest first), up to
     /// `room`: one probe for the next level and one range per level. With
-    /// `every_level` (an aging queue), up to `room` of each level, every
-    /// level read.
+    /// `every_level` (an aging queue, or a grouped one, whose full groups'
+    /// jobs do not count), up to `room` of each level, every level read.
     async fn scheduled(
         &self,
         conn: &mut AsyncMysqlConnection,
