@@ -205,8 +205,8 @@ macro_rules! for_each_case {
             workflows::waiting_jobs_are_listed_and_run_now_leaves_them [Dependencies, ListJobs, BulkActions],
             workflows::a_released_job_wakes_subscribers [Dependencies, Wakeups],
             batches::a_batch_callback_runs_once_after_every_job_finishes_with_the_counts [Dependencies, Discard, Cancel],
-            batches::jobs_join_an_open_batch_and_a_closed_batch_refuses_them [Batches],
-            batches::a_join_racing_the_last_finish_joins_or_is_refused [Batches] @2,
+            batches::jobs_join_an_open_batch_and_a_closed_batch_refuses_them [Dependencies, Batches],
+            batches::a_join_racing_the_last_finish_joins_or_is_refused [Dependencies, Batches] @2,
         }
     };
 }
