@@ -24,12 +24,13 @@ impl RedisStorage {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         let valid: Vec<ValidJob> = queue_core::backend::validate_batch(&jobs)?;
-        // Not built on Redis: a job joining an open batch.
-        queue_core::backend::refuse_joins(&valid, "enqueue_batch")?;
-        let linked = valid.iter().any(|job| !job.dependencies.is_empty());
+        let linked = valid
+            .iter()
+            .any(|job| !job.dependencies.is_empty() || job.joins.is_some());
         if linked && self.is_cluster() {
             // Workflows span queues, which a cluster's scripts cannot
             // (design.md).
+            queue_core::backend::refuse_joins(&valid, "enqueue_batch")?;
             queue_core::backend::refuse_dependencies(&valid, "enqueue_batch")?;
         }
         if valid.is_empty() {

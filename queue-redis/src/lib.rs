@@ -2,8 +2,9 @@
 //! operation on a queue is one Lua script over sorted sets and hashes, so
 //! it is atomic; the server's `TIME` is the clock; every key of a queue
 //! carries the hash tag `{<queue>}`, so a queue's scripts run on one slot
-//! of a Redis Cluster. Workflows (`Capability::Dependencies`) are declared
-//! on a standalone server only, where a script may reach several queues.
+//! of a Redis Cluster. Workflows and batches (`Capability::Dependencies`,
+//! `Capability::Batches`) are declared on a standalone server only, where
+//! a script may reach several queues.
 //!
 //! The key layout (version [`LAYOUT_VERSION`], written by
 //! [`RedisStorage::migrate`]), flow control, what spans several slots and

@@ -148,7 +148,9 @@ impl Storage for RedisStorage {
         if self.is_cluster() {
             common
         } else {
-            common.with(Capability::Dependencies)
+            common
+                .with(Capability::Dependencies)
+                .with(Capability::Batches)
         }
     }
 

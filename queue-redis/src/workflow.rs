@@ -1,5 +1,6 @@
-//! Workflows ([`queue_core::Capability::Dependencies`], standalone Redis
-//! only): the enqueue of a batch with dependencies, in one script over
+//! Workflows ([`queue_core::Capability::Dependencies`] and
+//! [`queue_core::Capability::Batches`], standalone Redis only): the
+//! enqueue of a batch with dependencies or joins, in one script over
 //! every queue it touches, and `job_links`. What a finish does to the jobs
 //! waiting for it is `scripts/workflow.lua`, run by each finishing script.
 
@@ -9,7 +10,7 @@ use futures_util::future::try_join_all;
 use queue_core::backend::stored_instant;
 use queue_core::{
     Dependency, DependencyFailure, EnqueueOutcome, FinalStatus, JobId, JobLink, JobLinks,
-    LinkStatus, QueueError, QueueName, Result, ValidJob, failed_dependency, state_of,
+    LinkStatus, QueueError, QueueName, Result, ValidJob, batch_closed, failed_dependency, state_of,
     unknown_dependency,
 };
 use redis::Value;
@@ -41,14 +42,24 @@ impl<'a> Queues<'a> {
 
 impl RedisStorage {
     /// The queue of every dependency of `valid` on a job enqueued before,
-    /// read before anything is written: an id of no queue is unknown
-    /// ([`unknown_dependency`]).
+    /// and of every callback a job joins, read before anything is written:
+    /// a dependency of no queue is unknown ([`unknown_dependency`]), a
+    /// callback of none a closed batch ([`batch_closed`]).
     pub(crate) async fn dependency_queues(
         &self,
         valid: &[ValidJob],
     ) -> Result<BTreeMap<JobId, QueueName>> {
         let mut owners: BTreeMap<JobId, QueueName> = BTreeMap::new();
         for job in valid {
+            if let Some(callback) = job.joins
+                && !owners.contains_key(&callback)
+            {
+                let queue = self
+                    .queue_of(callback)
+                    .await?
+                    .ok_or_else(|| batch_closed(callback))?;
+                owners.insert(callback, queue);
+            }
             for dependency in &job.dependencies {
                 if let Dependency::Job(id) = *dependency
                     && !owners.contains_key(&id)
@@ -102,6 +113,12 @@ impl RedisStorage {
                 DependencyFailure::Run => "run",
                 DependencyFailure::Cancel => "cancel",
             });
+            match job.joins {
+                Some(callback) => cmd
+                    .arg(queues.position(&owners[&callback]))
+                    .arg(token(callback)),
+                None => cmd.arg(0).arg(""),
+            };
             cmd.arg(job.dependencies.len());
             for dependency in &job.dependencies {
                 match *dependency {
@@ -122,6 +139,7 @@ impl RedisStorage {
         match answer.split_first() {
             Some((code, rest)) if code == "ok" => outcomes(ids, rest),
             Some((code, [id])) if code == "unknown" => Err(unknown_dependency(rows::job_id(id)?)),
+            Some((code, [id])) if code == "closed" => Err(batch_closed(rows::job_id(id)?)),
             Some((code, [id, status])) if code == "failed" => Err(failed_dependency(
                 rows::job_id(id)?,
                 status.parse::<FinalStatus>()?,

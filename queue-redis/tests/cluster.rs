@@ -13,8 +13,9 @@ fn redis_cluster_agrees_with_the_model() {
 }
 
 /// Workflows span queues, hence slots: a Cluster storage does not declare
-/// them (design.md), refuses a job with a dependency writing nothing of
-/// its batch, and answers `job_links` with `NotSupported`.
+/// them nor batches (design.md), refuses a job with a dependency or a
+/// join writing nothing of its batch, and answers `job_links` with
+/// `NotSupported`.
 #[tokio::test]
 async fn a_cluster_storage_refuses_dependencies() {
     use queue_core::{Capability, JobFilter, NewJob, QueueError, Storage};
@@ -25,6 +26,7 @@ async fn a_cluster_storage_refuses_dependencies() {
         .with_namespace(&namespace)
         .expect("a valid namespace");
     assert!(!storage.capabilities().supports(Capability::Dependencies));
+    queue_testkit::suite::batches::joins_are_refused_without_the_capability(&storage).await;
     let a = storage
         .enqueue(NewJob::new("q", serde_json::json!(1)))
         .await

@@ -2,8 +2,9 @@
 //! dependant in a queue whose name is escaped in its keys (and a namespace
 //! with a colon) is released and cancelled across queues, a reclaim that
 //! fails two dependencies of a job names the lowest, a retried dead letter
-//! keeps its dependencies, and the keys a workflow writes are gone once
-//! nothing needs them.
+//! keeps its dependencies, the keys a workflow writes are gone once
+//! nothing needs them, and a batch's callback waits for a job of another
+//! queue that joined it.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use queue_core::{
     Capability, DependencyFailure, DequeueRequest, FinalStatus, Job, JobId, JobState, Lease,
-    ManualClock, NewJob, PruneRequest, QueueName, Retry, Storage, WorkerId,
+    ManualClock, NewJob, PruneRequest, QueueError, QueueName, Retry, Storage, WorkerId,
 };
 use queue_redis::RedisStorage;
 use serde_json::json;
@@ -329,13 +330,15 @@ async fn a_refused_linked_batch_writes_no_job() {
     common::purge(false, namespace).await;
 }
 
-/// Batches that grow are not built on Redis: a job joining one is refused
-/// with `NotSupported`, nothing written (the batch helper itself, a
-/// callback depending on its jobs, works as any workflow does).
+/// A job in another queue than its callback joins the batch, and the
+/// callback waits for it; a join whose callback's queue was never
+/// registered is refused as a closed batch before any script runs,
+/// nothing written, the queue registry included.
 #[tokio::test]
-async fn a_job_joining_a_batch_is_refused() {
-    let storage = storage(&common::fresh_namespace()).await;
-    queue_testkit::suite::batches::joins_are_refused_without_the_capability(&storage).await;
+async fn a_job_joins_a_batch_whose_callback_is_in_another_queue() {
+    let namespace = common::fresh_namespace();
+    let storage = storage(&namespace).await;
+    assert!(storage.capabilities().supports(Capability::Batches));
     let outcomes = storage
         .enqueue_batch(queue_core::batch(
             vec![NewJob::new("q", json!(0))],
@@ -344,11 +347,57 @@ async fn a_job_joining_a_batch_is_refused() {
         .await
         .expect("a batch");
     let callback = outcomes[1].id;
-    let job = claim(&storage, "q").await;
-    storage
-        .ack(&job.lease().expect("leased"), None)
+    let joined = storage
+        .enqueue(NewJob::new("other", json!(1)).joins(callback))
         .await
-        .expect("ack");
+        .expect("a join")
+        .id;
+    for queue in ["q", "other"] {
+        let job = claim(&storage, queue).await;
+        assert_eq!(
+            storage
+                .job_links(callback)
+                .await
+                .expect("links")
+                .dependencies
+                .len(),
+            2
+        );
+        assert_eq!(state(&storage, callback).await, Some(JobState::Waiting));
+        storage
+            .ack(&job.lease().expect("leased"), None)
+            .await
+            .expect("ack");
+    }
     let done = claim(&storage, "done").await;
     assert_eq!(done.id, callback);
+    let links = storage.job_links(callback).await.expect("links");
+    assert_eq!(
+        links.dependencies.iter().map(|l| l.id).collect::<Vec<_>>(),
+        [outcomes[0].id, joined]
+    );
+    let mut conn = common::raw_connection().await;
+    let registry = format!("{{{namespace}}}:queues");
+    let queues = async |conn: &mut redis::aio::MultiplexedConnection| {
+        let mut names: Vec<String> = redis::cmd("HKEYS")
+            .arg(&registry)
+            .query_async(conn)
+            .await
+            .expect("queues");
+        names.sort();
+        names
+    };
+    let before = queues(&mut conn).await;
+    let refused = storage
+        .enqueue_batch(vec![
+            NewJob::new("fresh", json!(2)),
+            NewJob::new("fresh", json!(3)).joins(JobId((1 << 20) | 77)),
+        ])
+        .await;
+    assert!(
+        matches!(refused, Err(QueueError::Conflict { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(queues(&mut conn).await, before);
+    common::purge(false, namespace).await;
 }

@@ -8,15 +8,20 @@
 -- and that job keeps its own dependencies), records it among the
 -- dependants of each distinct dependency (workflow.lua's keys), and
 -- leaves it waiting (at WAITING_AT in DELAYED) for those that are live.
+-- A job joining a batch (its callback's id given) is refused, the whole
+-- batch with it, unless that callback is waiting; an added job that joins
+-- becomes one more dependency of the callback, which waits for it too.
 -- KEYS: the prefixes of the queues of the jobs and of their dependencies.
 -- ARGV: now, wake-up channel, k, the names of the k queues of KEYS, then
 -- per job: the position of its queue in KEYS, the nine fields of
 -- enqueue.lua (id, priority, unique key, max attempts, schedule kind and
 -- value, payload, trace context, group key), on_failure (run | cancel),
--- n, then n dependencies, each: the position of its queue in KEYS, kind
+-- the callback it joins (the position of its queue in KEYS, 0 for none,
+-- and its padded id, '' for none), n, then n dependencies, each: the position of its queue in KEYS, kind
 -- (j: a job enqueued before | b: a job of this batch), and its padded id
 -- (j) or its position in the batch from 1 (b).
--- Returns {'unknown', id} or {'failed', id, status} when refused, else
+-- Returns {'unknown', id}, {'failed', id, status} or {'closed', id} when
+-- refused, else
 -- {'ok', position, existing id, ...} for the jobs whose key was live
 -- (every other job was added under the id it came with).
 local now = clock(ARGV[1])
@@ -33,9 +38,9 @@ while i <= #ARGV do
   local job = {q = tonumber(ARGV[i]), id = ARGV[i + 1], priority = ARGV[i + 2],
     key = ARGV[i + 3], max_attempts = ARGV[i + 4], kind = ARGV[i + 5], value = ARGV[i + 6],
     payload = ARGV[i + 7], trace = ARGV[i + 8], group = ARGV[i + 9],
-    on_failure = ARGV[i + 10], deps = {}}
-  local n = tonumber(ARGV[i + 11])
-  i = i + 12
+    on_failure = ARGV[i + 10], join_q = tonumber(ARGV[i + 11]), join = ARGV[i + 12], deps = {}}
+  local n = tonumber(ARGV[i + 13])
+  i = i + 14
   for d = 1, n do
     job.deps[d] = {q = tonumber(ARGV[i]), kind = ARGV[i + 1], value = ARGV[i + 2]}
     i = i + 3
@@ -43,10 +48,13 @@ while i <= #ARGV do
   jobs[#jobs + 1] = job
 end
 
--- The check: each dependency on a job enqueued before is live (true) or
--- finished (its status).
+-- The check: each callback joined is waiting; each dependency on a job
+-- enqueued before is live (true) or finished (its status).
 local stands = {}
 for _, job in ipairs(jobs) do
+  if job.join ~= '' and redis.call('EXISTS', KEYS[job.join_q] .. ':waits:' .. job.join) == 0 then
+    return {'closed', job.join}
+  end
   for _, dep in ipairs(job.deps) do
     if dep.kind == 'j' then
       local id = dep.value
@@ -150,6 +158,21 @@ for position, job in ipairs(jobs) do
         redis.call('HSET', key, 'on_failure', 'run')
       end
       waits = link(id, names[job.q], distinct)
+    end
+    if job.join ~= '' then
+      -- The callback, waiting (checked above), waits for this job too.
+      local callback = KEYS[job.join_q]
+      redis.call('HSET', P .. ':dependants:' .. id, job.join, names[job.join_q])
+      redis.call('HSET', key, 'dependants', '1')
+      redis.call('SADD', callback .. ':waits:' .. job.join, id)
+      local callback_key = callback .. ':job:' .. job.join
+      local listed = redis.call('HGET', callback_key, 'depends_on')
+      if listed and listed ~= '' then
+        listed = listed .. ',' .. id
+      else
+        listed = id
+      end
+      redis.call('HSET', callback_key, 'depends_on', listed)
     end
     if #waits > 0 then
       redis.call('HSET', key, 'available_at', WAITING_AT, 'run_at', at)
