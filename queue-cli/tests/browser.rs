@@ -764,3 +764,71 @@ async fn a_workflow_draws_as_a_graph_in_a_browser() {
     client.close().await.expect("close");
     schema.drop_schema().await;
 }
+
+/// A batch of three on PostgreSQL, one job completed and one discarded,
+/// a fourth joining it: the callback's page reads its progress, and the
+/// graph draws the four jobs it waits for, the joined one among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs chromium and chromedriver: scripts/test.sh runs it when they are installed"]
+async fn a_batch_callback_shows_its_progress_in_a_browser() {
+    let (schema, storage, _, _) = fixture().await;
+    let jobs = (0..3)
+        .map(|i| NewJob::new("import", json!({ "file": i })))
+        .collect();
+    let outcomes = storage
+        .enqueue_batch(queue::batch(jobs, NewJob::new("import-done", json!({}))))
+        .await
+        .expect("enqueue the batch");
+    let callback = outcomes[3].id;
+    storage
+        .enqueue(NewJob::new("import", json!({ "file": 3 })).joins(callback))
+        .await
+        .expect("join the batch");
+    let request = DequeueRequest::new(
+        vec![QueueName::new("import").expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("browser-test").expect("worker"),
+    )
+    .expect("request");
+    let first = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    assert_eq!(first.id, outcomes[0].id);
+    storage
+        .ack(&first.lease().expect("leased"), None)
+        .await
+        .expect("ack");
+    storage.discard(outcomes[1].id).await.expect("discard");
+    let (_dashboard, _driver, client, base) = open(&schema).await;
+    client
+        .goto(&format!("{base}/jobs/{callback}"))
+        .await
+        .expect("open the callback");
+    let progress = client
+        .execute(
+            "const p = document.querySelector('p.batch-progress');
+             return p ? p.innerText : null;",
+            vec![],
+        )
+        .await
+        .expect("read the progress");
+    assert_eq!(
+        progress,
+        json!(
+            "its dependencies: 2 of 4 finished (1 completed, 0 dead-lettered, 1 discarded, 0 cancelled)"
+        ),
+    );
+    let drawn = client
+        .execute(
+            "const svg = document.querySelector('svg.workflow');
+             return svg ? [svg.querySelectorAll('rect').length,
+                           svg.querySelectorAll('rect.waiting').length,
+                           svg.querySelectorAll('rect.completed').length,
+                           svg.querySelectorAll('rect.discarded').length] : null;",
+            vec![],
+        )
+        .await
+        .expect("read the graph");
+    assert_eq!(drawn, json!([5, 1, 1, 1]), "the callback's graph");
+    client.close().await.expect("close");
+    schema.drop_schema().await;
+}
