@@ -119,6 +119,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "workflows",
         sql: include_str!("../migrations/0022_workflows.sql"),
     },
+    Migration {
+        version: 23,
+        name: "finishes_per_statement",
+        sql: include_str!("../migrations/0023_finishes_per_statement.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -1,7 +1,8 @@
 //! Workflows on PostgreSQL: recording an enqueue's dependencies in its
 //! transaction (migration 0022). What a finish does to the jobs waiting on
-//! it is the migration's trigger, so every way a job leaves the live table
-//! counts, with no code here; the contract is `Storage::enqueue_batch`'s.
+//! it is the migrations' triggers (0022, 0023), so every way a job leaves
+//! the live table counts, with no code here; the contract is
+//! `Storage::enqueue_batch`'s.
 //!
 //! A job with dependencies is written waiting (`Columns::of`), and the
 //! enqueue then, in the same transaction, locks its dependencies that are

@@ -1,6 +1,7 @@
 //! The statements of workflows (migration 0022): recording an enqueue's
 //! dependencies, and `job_links`. What a finish does to the jobs waiting
-//! on it is the migration's trigger, `queue_dependency_finished`.
+//! on it is the migrations' triggers (`queue_dependency_noted`, counted at
+//! commit by `queue_dependencies_finished`).
 
 /// The `available_at` of a waiting job, `queue_core::waiting_at()`, as a
 /// literal (`{waiting_at}` in the templates; migration 0022 writes it out).
