@@ -825,3 +825,63 @@ async fn an_upgrade_to_workflows_keeps_jobs_that_new_jobs_can_depend_on() {
     assert_eq!(job_state(after).await, Some(JobState::Pending));
     finish(schema, pool).await;
 }
+
+/// A database at migration 0022 with a workflow in flight (a leased job
+/// another waits for, and a pending one whose dependant is cancelled if it
+/// fails): after the upgrade to counting at commit (0023), the ack
+/// releases the first dependant, claimable at once, and the discard
+/// cancels the second, naming its dependency.
+#[tokio::test]
+async fn an_upgrade_to_counting_at_commit_keeps_workflows_in_flight() {
+    use queue_core::{FinalStatus, JobId, JobState, Lease, QueueName, Storage, WorkerId};
+    use queue_postgres::PgStorage;
+
+    let (schema, pool) = common::schema_at(
+        22,
+        "INSERT INTO job_queue (id, queue_name, payload, available_at, updated_at, attempts,
+                                lease_until, locked_by, first_locked_at, has_dependants)
+             VALUES (1, 'q', '\"leased\"', now() - interval '2 minutes', now(), 1,
+                     now() + interval '5 minutes', 'w-old', now(), true);
+         INSERT INTO job_queue (id, queue_name, payload, available_at, updated_at, has_dependants)
+             VALUES (2, 'after', '\"released\"', '9999-12-31 23:59:59.999999+00', now(), false),
+                    (3, 'q', '\"discarded\"', now() + interval '1 hour', now(), true),
+                    (4, 'after', '\"cancelled\"', '9999-12-31 23:59:59.999999+00', now(), false);
+         INSERT INTO job_dependency (job_id, depends_on, unfinished)
+             VALUES (2, 1, true), (4, 3, true);
+         INSERT INTO job_waiting (job_id, remaining, run_at, on_failure)
+             VALUES (2, 1, now() - interval '1 minute', 'cancel'),
+                    (4, 1, now() - interval '1 minute', 'cancel');
+         SELECT setval('job_queue_id_seq', 4);",
+    )
+    .await;
+    let storage = PgStorage::from_pool(pool.clone())
+        .with_schema(schema.name())
+        .expect("valid");
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![23]);
+    let now = storage.now().await.expect("now");
+    let waiting = storage.get_job(JobId(2)).await.expect("get").expect("live");
+    assert_eq!(waiting.state(now), JobState::Waiting);
+    let leased = Lease {
+        job_id: JobId(1),
+        worker_id: WorkerId::new("w-old").expect("valid"),
+        attempt: 1,
+    };
+    storage.ack(&leased, None).await.expect("ack the old lease");
+    let released = storage
+        .dequeue(&claim_of(&QueueName::new("after").expect("valid"), 10))
+        .await
+        .expect("dequeue");
+    assert_eq!(payloads(&released), vec![serde_json::json!("released")]);
+    storage.discard(JobId(3)).await.expect("discard");
+    let cancelled = storage
+        .get_history(JobId(4))
+        .await
+        .expect("history")
+        .expect("archived");
+    assert_eq!(cancelled.status, FinalStatus::Cancelled);
+    assert_eq!(
+        cancelled.last_error.expect("a reason")["dependency"],
+        serde_json::json!(3)
+    );
+    finish(schema, pool).await;
+}
