@@ -73,20 +73,25 @@ async fn fixture() -> (TestSchema, AnyStorage, JobId, JobId) {
         .await
         .expect("enqueue")
         .id;
-    let request = DequeueRequest::new(
-        vec![QueueName::new("billing").expect("name")],
-        1,
-        Duration::from_secs(30),
-        WorkerId::new("browser-test").expect("worker"),
-    )
-    .expect("request");
-    let job = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    let job = claim_one(&storage, "billing").await;
     let error = json!({ "message": "card declined", "kind": "failed" });
     storage
         .nack(&job.lease().expect("leased"), error, Retry::Never)
         .await
         .expect("nack");
     (schema, storage, dead, hostile)
+}
+
+/// The next job of `queue`, leased for 30 s by the test's worker.
+async fn claim_one(storage: &AnyStorage, queue: &str) -> queue::Job {
+    let request = DequeueRequest::new(
+        vec![QueueName::new(queue).expect("name")],
+        1,
+        Duration::from_secs(30),
+        WorkerId::new("browser-test").expect("worker"),
+    )
+    .expect("request");
+    storage.dequeue(&request).await.expect("dequeue").remove(0)
 }
 
 /// `queue dashboard` on the schema, and a Chromium session next to it.
@@ -784,14 +789,7 @@ async fn a_batch_callback_shows_its_progress_in_a_browser() {
         .enqueue(NewJob::new("import", json!({ "file": 3 })).joins(callback))
         .await
         .expect("join the batch");
-    let request = DequeueRequest::new(
-        vec![QueueName::new("import").expect("name")],
-        1,
-        Duration::from_secs(30),
-        WorkerId::new("browser-test").expect("worker"),
-    )
-    .expect("request");
-    let first = storage.dequeue(&request).await.expect("dequeue").remove(0);
+    let first = claim_one(&storage, "import").await;
     assert_eq!(first.id, outcomes[0].id);
     storage
         .ack(&first.lease().expect("leased"), None)
