@@ -24,6 +24,35 @@
 DROP TRIGGER job_queue_dependency_finished ON job_queue;
 DROP FUNCTION queue_dependency_finished();
 
+-- Counts the waiting jobs p_waiters down by p_finishes each (rows a
+-- caller already deleted are gone and pass), and releases those at 0,
+-- deleting their rows. The UPDATE reads each row's latest version once
+-- it holds the lock, so of two finishes committing at once exactly one
+-- sees 0.
+CREATE FUNCTION queue_count_down(p_waiters bigint[], p_finishes integer[], p_at timestamptz,
+                                 p_channel text) RETURNS void
+LANGUAGE plpgsql
+SET search_path FROM CURRENT
+AS $$
+DECLARE
+    v_released bigint[];
+    v_run_at timestamptz[];
+BEGIN
+    WITH counted_down AS (
+        UPDATE job_waiting w SET remaining = w.remaining - u.finishes
+        FROM unnest(p_waiters, p_finishes) AS u(id, finishes)
+        WHERE w.job_id = u.id
+        RETURNING w.job_id, w.remaining, w.run_at
+    )
+    SELECT array_agg(c.job_id), array_agg(c.run_at) INTO v_released, v_run_at
+    FROM counted_down c WHERE c.remaining = 0;
+    IF v_released IS NOT NULL THEN
+        DELETE FROM job_waiting WHERE job_id = ANY(v_released);
+        PERFORM queue_release_waiting(v_released, v_run_at, p_at, p_channel);
+    END IF;
+END
+$$;
+
 -- Counts the finishes of p_finished (jobs with dependants that left
 -- job_queue, each with its status) for the jobs waiting on them, at
 -- p_at, the time of the finish. Releases the jobs whose last dependency
@@ -45,8 +74,6 @@ DECLARE
     v_cancelled bigint[];
     v_released bigint[];
     v_run_at timestamptz[];
-    v_last bigint[];
-    v_last_run_at timestamptz[];
 BEGIN
     IF v_status = 'completed' THEN
         -- Each edge from a finished job counts once; per waiting job, by
@@ -73,27 +100,12 @@ BEGIN
                (SELECT array_agg(d.job_id) FROM done d),
                (SELECT array_agg(d.run_at) FROM done d)
         INTO v_waiters, v_finishes, v_released, v_run_at;
-        IF v_waiters IS NULL THEN
-            RETURN;
+        IF v_released IS NOT NULL THEN
+            PERFORM queue_release_waiting(v_released, v_run_at, p_at, p_channel);
         END IF;
         IF cardinality(v_waiters) > COALESCE(cardinality(v_released), 0) THEN
             -- The rows done deleted are gone for this statement.
-            WITH counted_down AS (
-                UPDATE job_waiting w SET remaining = w.remaining - u.finishes
-                FROM unnest(v_waiters, v_finishes) AS u(id, finishes)
-                WHERE w.job_id = u.id
-                RETURNING w.job_id, w.remaining, w.run_at
-            )
-            SELECT array_agg(c.job_id), array_agg(c.run_at) INTO v_last, v_last_run_at
-            FROM counted_down c WHERE c.remaining = 0;
-            IF v_last IS NOT NULL THEN
-                DELETE FROM job_waiting WHERE job_id = ANY(v_last);
-                v_released := COALESCE(v_released, '{}') || v_last;
-                v_run_at := COALESCE(v_run_at, '{}') || v_last_run_at;
-            END IF;
-        END IF;
-        IF v_released IS NOT NULL THEN
-            PERFORM queue_release_waiting(v_released, v_run_at, p_at, p_channel);
+            PERFORM queue_count_down(v_waiters, v_finishes, p_at, p_channel);
         END IF;
         RETURN;
     END IF;
@@ -138,18 +150,7 @@ BEGIN
         )
         SELECT COALESCE(array_agg(id), '{}') INTO v_cancelled FROM archived;
         -- The jobs that run anyway count the failure as a finish.
-        WITH counted_down AS (
-            UPDATE job_waiting w SET remaining = w.remaining - u.finishes
-            FROM unnest(v_waiters, v_finishes) AS u(id, finishes)
-            WHERE w.job_id = u.id
-            RETURNING w.job_id, w.remaining, w.run_at
-        )
-        SELECT array_agg(c.job_id), array_agg(c.run_at) INTO v_released, v_run_at
-        FROM counted_down c WHERE c.remaining = 0;
-        IF v_released IS NOT NULL THEN
-            DELETE FROM job_waiting WHERE job_id = ANY(v_released);
-            PERFORM queue_release_waiting(v_released, v_run_at, p_at, p_channel);
-        END IF;
+        PERFORM queue_count_down(v_waiters, v_finishes, p_at, p_channel);
         EXIT WHEN cardinality(v_cancelled) = 0;
         v_finished := v_cancelled;
         v_status := 'cancelled';

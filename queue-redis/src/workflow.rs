@@ -20,6 +20,9 @@ use crate::keys::token;
 use crate::rows::{self, integer};
 use crate::{RedisStorage, scripts};
 
+/// What an id of no queue is refused as.
+type Refusal = fn(JobId) -> QueueError;
+
 /// The queues one linked enqueue touches, in the order of its `KEYS`.
 #[derive(Default)]
 struct Queues<'a> {
@@ -50,26 +53,22 @@ impl RedisStorage {
         valid: &[ValidJob],
     ) -> Result<BTreeMap<JobId, QueueName>> {
         let mut owners: BTreeMap<JobId, QueueName> = BTreeMap::new();
+        // Each id with the refusal of an id of no queue: a callback's
+        // batch is closed, a dependency unknown.
+        let mut linked: Vec<(JobId, Refusal)> = Vec::new();
         for job in valid {
-            if let Some(callback) = job.joins
-                && !owners.contains_key(&callback)
-            {
-                let queue = self
-                    .queue_of(callback)
-                    .await?
-                    .ok_or_else(|| batch_closed(callback))?;
-                owners.insert(callback, queue);
+            if let Some(callback) = job.joins {
+                linked.push((callback, batch_closed));
             }
             for dependency in &job.dependencies {
-                if let Dependency::Job(id) = *dependency
-                    && !owners.contains_key(&id)
-                {
-                    let queue = self
-                        .queue_of(id)
-                        .await?
-                        .ok_or_else(|| unknown_dependency(id))?;
-                    owners.insert(id, queue);
+                if let Dependency::Job(id) = *dependency {
+                    linked.push((id, unknown_dependency));
                 }
+            }
+        }
+        for (id, refusal) in linked {
+            if let std::collections::btree_map::Entry::Vacant(entry) = owners.entry(id) {
+                entry.insert(self.queue_of(id).await?.ok_or_else(|| refusal(id))?);
             }
         }
         Ok(owners)
