@@ -84,17 +84,33 @@ impl TestSchema {
     }
 
     /// Drops the schema and everything in it.
+    ///
+    /// A pool a test dropped without closing it may still have a statement
+    /// running on the server for a moment, taking its locks on the schema's
+    /// tables in another order than `DROP SCHEMA ... CASCADE` does; when the
+    /// server picks the drop as the victim of that deadlock (40P01), the drop
+    /// was rolled back whole and is tried again.
     pub async fn drop_schema(self) {
+        const ATTEMPTS: u32 = 5;
         let mut conn = PgConnection::connect(&self.url)
             .await
             .unwrap_or_else(|e| panic!("{URL_VAR} is unreachable: {e}"));
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "DROP SCHEMA \"{}\" CASCADE",
-            self.name
-        )))
-        .execute(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("cannot drop schema {}: {e}", self.name));
+        let statement = format!("DROP SCHEMA \"{}\" CASCADE", self.name);
+        for attempt in 1..=ATTEMPTS {
+            match sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
+                .execute(&mut conn)
+                .await
+            {
+                Ok(_) => return,
+                Err(sqlx::Error::Database(e))
+                    if e.code().as_deref() == Some("40P01") && attempt < ATTEMPTS =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * u64::from(attempt)))
+                        .await;
+                }
+                Err(e) => panic!("cannot drop schema {}: {e}", self.name),
+            }
+        }
     }
 }
 
