@@ -20,11 +20,7 @@ use crate::{SqliteStorage, rows, sql};
 impl SqliteStorage {
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let rows = if self.names_limited_queue(request).await? {
-            let claim = self.dequeue_limited(request).await?;
-            if !claim.order.is_empty() {
-                return picked_jobs(&claim);
-            }
-            claim.rows
+            return self.dequeue_limited_queue(request).await;
         } else if let [queue] = request.queues() {
             // One statement for the queue's top priority level; the lower
             // levels only when it had fewer due jobs than the claim takes.
@@ -47,6 +43,76 @@ impl SqliteStorage {
         jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
         Ok(jobs)
     }
+}
+
+impl SqliteStorage {
+    /// A claim naming a limited queue. A single queue whose only limits are
+    /// its groups' ([`SqliteStorage::names_groups_only_queue`]) is first
+    /// claimed by one statement
+    /// ([`sql::GROUP_CLAIM_QUEUE`]); the limited path's transaction takes
+    /// what that statement could not (another kind of limit, a page of full
+    /// groups, the rest of the level, the levels below), the jobs already
+    /// taken counted among the groups' leases.
+    async fn dequeue_limited_queue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
+        let mut jobs = Vec::new();
+        let mut rest = Some(request.clone());
+        if let [queue] = request.queues()
+            && self.names_groups_only_queue(request).await?
+        {
+            let cap = request.queue_limit(queue).min(request.limit());
+            let rows = write_statement!(self, |conn, now| claim_grouped_queue(
+                conn, now, request, queue, cap
+            ))?;
+            jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
+            jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+            let left = cap - u32::try_from(jobs.len()).unwrap_or(cap);
+            rest = (left > 0)
+                .then(|| request.narrowed(&[(queue.clone(), left)]))
+                .flatten();
+        }
+        let Some(rest) = rest else {
+            return Ok(jobs);
+        };
+        let claim = self.dequeue_limited(&rest).await?;
+        if claim.order.is_empty() {
+            let mut more = (claim.rows.iter())
+                .map(rows::job)
+                .collect::<Result<Vec<_>>>()?;
+            more.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+            jobs.extend(more);
+        } else {
+            jobs.extend(picked_jobs(&claim)?);
+        }
+        Ok(jobs)
+    }
+}
+
+/// Beyond the jobs a one-statement grouped claim takes, the jobs it reads
+/// for them: room for a few jobs of full groups at the head of the queue.
+/// Each job read costs that statement a row read and an index probe per
+/// limit it checks, so its page is kept short; a claim it cannot fill goes
+/// on in the limited path, which pages through the rest.
+const GROUP_CLAIM_SLACK: u32 = 8;
+
+/// Leases up to `cap` jobs of `queue` whose only limits are its groups', in
+/// one statement ([`sql::GROUP_CLAIM_QUEUE`]); none when it has others.
+async fn claim_grouped_queue(
+    conn: &mut SqliteConnection,
+    now: i64,
+    request: &DequeueRequest,
+    queue: &QueueName,
+    cap: u32,
+) -> Result<Vec<SqliteRow>, sqlx::Error> {
+    let page = cap.saturating_add(GROUP_CLAIM_SLACK);
+    sqlx::query(sql::GROUP_CLAIM_QUEUE)
+        .bind(now)
+        .bind(queue.as_str())
+        .bind(now.saturating_add(duration_micros(request.lease())))
+        .bind(request.worker_id().as_str())
+        .bind(i64::from(cap))
+        .bind(i64::from(page))
+        .fetch_all(conn)
+        .await
 }
 
 /// The jobs of a limited claim that picked them, in the order it picked

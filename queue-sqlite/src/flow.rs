@@ -20,13 +20,21 @@
 //! is skipped and the walk goes on, so a full group never stalls the
 //! queue. Counting leased rows rather than keeping a counter means every
 //! way a lease ends gives its slot back by itself.
+//!
+//! A claim of one queue whose only limits are its groups' first tries
+//! one statement ([`sql::GROUP_CLAIM_QUEUE`]: the same count and the same
+//! order over a short page of the queue's top level, in SQLite's
+//! autocommit); the transaction above takes only what it left (a head of
+//! full groups, the levels below). The transaction costs seven round trips
+//! to the connection's thread where the statement costs one, and a drain
+//! of many small claims pays that on each.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use queue_core::backend::{
-    GroupSlots, aged_claim_order, claim_order, corrupt, merge_by_next, stored, stored_count,
-    stored_instant, stored_millis, unconfigured_queue,
+    GroupSlots, LimitedQueues, aged_claim_order, claim_order, corrupt, merge_by_next, stored,
+    stored_count, stored_instant, stored_millis, unconfigured_queue,
 };
 use queue_core::{
     Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, GroupWeight, QueueConfig, QueueError,
@@ -43,19 +51,47 @@ impl SqliteStorage {
     /// Whether `request` names a queue with claim limits, from the set read
     /// at most `LimitedQueues::TTL` ago (read again when older).
     pub(crate) async fn names_limited_queue(&self, request: &DequeueRequest) -> Result<bool> {
-        if let Some(answer) = self.limited.limits(request) {
+        self.names_queue_of(&self.limited, sql::LIMITED_QUEUES, request)
+            .await
+    }
+
+    /// Whether `request` names a queue whose only claim limits are its
+    /// groups', read as [`SqliteStorage::names_limited_queue`] reads its set.
+    /// A stale answer costs time, never correctness:
+    /// [`sql::GROUP_CLAIM_QUEUE`] checks the queue's config itself.
+    pub(crate) async fn names_groups_only_queue(&self, request: &DequeueRequest) -> Result<bool> {
+        self.names_queue_of(&self.groups_only, sql::GROUPS_ONLY_QUEUES, request)
+            .await
+    }
+
+    /// Whether `request` names a queue of the set `statement` lists, as
+    /// `cache` remembers it (read again when older than its TTL).
+    async fn names_queue_of(
+        &self,
+        cache: &LimitedQueues,
+        statement: &'static str,
+        request: &DequeueRequest,
+    ) -> Result<bool> {
+        if let Some(answer) = cache.limits(request) {
             return Ok(answer);
         }
-        let names: Vec<String> = sqlx::query_scalar(sql::LIMITED_QUEUES)
+        let names: Vec<String> = sqlx::query_scalar(statement)
             .fetch_all(&self.pool)
             .await
             .map_err(interpret_error)?;
         // A stored name the type refuses cannot be named by a request.
-        let limited: BTreeSet<QueueName> = names
+        let named: BTreeSet<QueueName> = names
             .into_iter()
             .filter_map(|name| QueueName::new(name).ok())
             .collect();
-        Ok(self.limited.store(limited, request))
+        Ok(cache.store(named, request))
+    }
+
+    /// Forgets which queues are limited and how: a config written through
+    /// this storage binds its next claim.
+    fn forget_limited_queues(&self) {
+        self.limited.invalidate();
+        self.groups_only.invalidate();
     }
 
     /// The limited claim path: see the module docs.
@@ -91,7 +127,7 @@ impl SqliteStorage {
                 .await?;
             Ok::<_, sqlx::Error>(())
         })?;
-        self.limited.invalidate();
+        self.forget_limited_queues();
         // Lifted or raised limits may make jobs claimable.
         self.signal(queue);
         Ok(())
@@ -158,7 +194,7 @@ impl SqliteStorage {
         if !configured {
             return Err(unconfigured_queue(queue));
         }
-        self.limited.invalidate();
+        self.forget_limited_queues();
         // A lifted or raised limit may make jobs claimable.
         self.signal(queue);
         Ok(())

@@ -165,6 +165,65 @@ RETURNING ",
     job_columns!()
 );
 
+/// The first ?6 claimable jobs of queue ?2 at ?1 (now) in its top
+/// priority level, in claim order, when the queue's only claim limits are
+/// its groups' and it is not paused (none otherwise): the page
+/// [`GROUP_CLAIM_QUEUE`] takes its jobs from.
+macro_rules! group_claim_page {
+    () => {
+        "SELECT id, available_at, group_key FROM job_queue INDEXED BY job_queue_dequeue
+        WHERE queue_name = ?2 AND lease_until IS NULL AND available_at <= ?1
+          AND priority = (SELECT priority FROM job_queue
+                          WHERE queue_name = ?2 AND lease_until IS NULL
+                          ORDER BY priority DESC LIMIT 1)
+          AND attempts < max_attempts
+          AND EXISTS (SELECT 1 FROM queue_config c
+                      WHERE c.queue_name = ?2 AND NOT c.paused AND NOT c.fair_groups
+                        AND c.concurrency_limit IS NULL AND c.rate_per_second IS NULL
+                        AND c.priority_aging_ms IS NULL)
+        ORDER BY available_at, id
+        LIMIT ?6"
+    };
+}
+
+/// The grouped claim in one statement, for a queue whose only claim limits
+/// are its groups' (a group concurrency, groups' own limits): leases until
+/// ?3 to worker ?4 up to ?5 claimable jobs of queue ?2 at ?1 (now), taken
+/// in claim order from the first ?6 jobs of its top priority level, each
+/// only while its group holds fewer leases than its limit (the group's
+/// own, else the queue's, else none) counting the jobs of the group taken
+/// before it in this statement. Claims nothing when the queue has another
+/// limit or is paused: the caller then takes the limited path, which also
+/// takes whatever this statement could not see (the rest of the level, the
+/// levels below).
+pub(crate) const GROUP_CLAIM_QUEUE: &str = concat!(
+    "UPDATE job_queue
+SET attempts = attempts + 1, lease_until = ?3, locked_by = ?4,
+    first_locked_at = COALESCE(first_locked_at, ?1), updated_at = ?1
+WHERE id IN (
+    SELECT id FROM (",
+    group_claim_page!(),
+    ") r
+    WHERE r.group_key IS NULL
+       OR 1 + (SELECT count(*) FROM (",
+    group_claim_page!(),
+    ") e
+               WHERE e.group_key = r.group_key
+                 AND (e.available_at, e.id) < (r.available_at, r.id))
+            + (SELECT count(*) FROM job_queue h INDEXED BY job_queue_group_leased
+               WHERE h.queue_name = ?2 AND h.group_key = r.group_key
+                 AND h.lease_until IS NOT NULL AND h.group_key IS NOT NULL)
+          <= COALESCE((SELECT g.concurrency_limit FROM queue_group_limit g
+                       WHERE g.queue_name = ?2 AND g.group_key = r.group_key),
+                      (SELECT c.group_concurrency_limit FROM queue_config c
+                       WHERE c.queue_name = ?2),
+                      9223372036854775807)
+    ORDER BY r.available_at, r.id
+    LIMIT ?5)
+RETURNING ",
+    job_columns!()
+);
+
 /// Leases the unleased jobs whose ids are in the JSON array ?2 until ?3 to
 /// worker ?4, in one statement. ?1 now.
 pub(crate) const DEQUEUE_CLAIM_IDS: &str = concat!(
@@ -420,6 +479,15 @@ pub(crate) const LIMITED_QUEUES: &str = "SELECT queue_name FROM queue_config c
 WHERE concurrency_limit IS NOT NULL OR rate_per_second IS NOT NULL
    OR group_concurrency_limit IS NOT NULL OR priority_aging_ms IS NOT NULL OR fair_groups
    OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name)";
+
+/// The queues whose only claim limits are their groups' (a group
+/// concurrency or a group's own limit; no concurrency or rate limit, no
+/// priority aging, no fair groups): [`GROUP_CLAIM_QUEUE`] claims them.
+pub(crate) const GROUPS_ONLY_QUEUES: &str = "SELECT queue_name FROM queue_config c
+WHERE concurrency_limit IS NULL AND rate_per_second IS NULL AND priority_aging_ms IS NULL
+  AND NOT fair_groups
+  AND (group_concurrency_limit IS NOT NULL
+       OR EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name))";
 
 /// The claim limits, bucket and held leases (`held`, expired ones too
 /// until reclaim; 0 without a concurrency limit) of the queues named in

@@ -111,6 +111,9 @@ pub struct SqliteStorage {
     wakeups: broadcast::Sender<Wakeup>,
     /// Which queues have claim limits, as read at most a second ago.
     pub(crate) limited: Arc<LimitedQueues>,
+    /// Which queues' only claim limits are their groups', as read at most a
+    /// second ago: their claims try [`crate::sql::GROUP_CLAIM_QUEUE`] first.
+    pub(crate) groups_only: Arc<LimitedQueues>,
     /// Held through each write of this storage and its clones: SQLite has
     /// one writer at a time, and waiting for the turn here wakes the next
     /// writer as soon as the last one commits, where SQLite's busy handler
@@ -203,6 +206,7 @@ impl SqliteStorage {
             clock: Clock::Database,
             wakeups,
             limited: Arc::default(),
+            groups_only: Arc::default(),
             write_turn: Arc::new(Mutex::new(writer)),
             _checkpointer: checkpointer,
         })

@@ -131,6 +131,7 @@ macro_rules! for_each_case {
             flow::racing_claims_over_a_paused_and_a_limited_queue_keep_the_limit [FlowLimits, Pause],
             flow::every_way_a_lease_ends_gives_its_slot_back [FlowLimits, Snooze, Cancel, Discard],
             groups::group_limit_of_one_runs_one_job_per_group [FlowLimits, GroupLimits],
+            groups::a_grouped_claim_takes_the_oldest_jobs_within_their_slots [FlowLimits, GroupLimits],
             groups::group_limit_of_n_caps_each_group_of_each_queue [FlowLimits, GroupLimits],
             groups::a_group_limit_overrides_the_queue_default [FlowLimits, GroupLimits],
             groups::ack_nack_and_release_give_a_group_slot_back [FlowLimits, GroupLimits],

@@ -58,6 +58,66 @@ impl<S: Storage> Ctx<S> {
     }
 }
 
+/// A grouped claim takes the claimable jobs in claim order, leaving out
+/// only the jobs whose group is full, and hands them back in that order:
+/// claims smaller than the queue take its oldest jobs, a group's second
+/// job is passed over for the next group's, a job without a group is
+/// never held back, and the walk goes on past jobs of full groups.
+pub async fn a_grouped_claim_takes_the_oldest_jobs_within_their_slots<S: Storage>(ctx: Ctx<S>) {
+    ctx.configure("q", group_limit(1)).await;
+    // In claim order: a1 b1 a2 c1 (none) a3 d1 b2 e1 f1.
+    let groups = [
+        Some("a"),
+        Some("b"),
+        Some("a"),
+        Some("c"),
+        None,
+        Some("a"),
+        Some("d"),
+        Some("b"),
+        Some("e"),
+        Some("f"),
+    ];
+    let jobs = groups.iter().enumerate().map(|(i, name)| {
+        let job = NewJob::new("q", json!({ "i": i }));
+        match name {
+            Some(name) => job.group_key(*name),
+            None => job,
+        }
+    });
+    let outcomes = (ctx.storage.enqueue_batch(jobs.collect()).await).expect("enqueue_batch");
+    let ids: Vec<_> = outcomes.iter().map(|o| o.id).collect();
+    let claimed_ids = |jobs: &[Job]| jobs.iter().map(|job| job.id).collect::<Vec<_>>();
+    let first = ctx.claim("q", 3).await;
+    assert_eq!(
+        claimed_ids(&first),
+        [ids[0], ids[1], ids[3]],
+        "a1, b1, then c1 (a2 waits for a's slot): {first:?}"
+    );
+    let second = ctx.claim_as("q", 2, "w2").await;
+    assert_eq!(
+        claimed_ids(&second),
+        [ids[4], ids[6]],
+        "the job without a group, then d1 (a3 waits): {second:?}"
+    );
+    let third = ctx.claim_as("q", 10, "w3").await;
+    assert_eq!(
+        claimed_ids(&third),
+        [ids[8], ids[9]],
+        "e1 and f1 (b2 waits for b's slot): {third:?}"
+    );
+    ctx.storage
+        .ack(&lease_of(&first[0]), None)
+        .await
+        .expect("ack a1");
+    let fourth = ctx.claim_as("q", 10, "w4").await;
+    assert_eq!(
+        claimed_ids(&fourth),
+        [ids[2]],
+        "a's slot given back: a2, its oldest waiting job: {fourth:?}"
+    );
+}
+
 /// With a group concurrency of 1, a claim takes one job per group, and
 /// jobs without a group are not held back; the group's next job comes
 /// once its running one is acked.
