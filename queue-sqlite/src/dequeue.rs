@@ -11,7 +11,8 @@
 use queue_core::backend::claim_order;
 use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, QueueName, Result};
-use sqlx::sqlite::SqliteRow;
+use sqlx::Sqlite;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Row, SqliteConnection};
 
 use crate::flow::LimitedClaim;
@@ -38,11 +39,16 @@ impl SqliteStorage {
         } else {
             write_tx!(self, |conn, now| claim(conn, now, request, 0))?
         };
-        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
-        // RETURNING lists rows in no particular order.
-        jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
-        Ok(jobs)
+        jobs_in_claim_order(&rows)
     }
+}
+
+/// The jobs of claimed `rows`, in claim order (`RETURNING` lists rows in
+/// no particular order).
+fn jobs_in_claim_order(rows: &[SqliteRow]) -> Result<Vec<Job>> {
+    let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
+    jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+    Ok(jobs)
 }
 
 impl SqliteStorage {
@@ -60,11 +66,14 @@ impl SqliteStorage {
             && self.names_groups_only_queue(request).await?
         {
             let cap = request.queue_limit(queue).min(request.limit());
-            let rows = write_statement!(self, |conn, now| claim_grouped_queue(
-                conn, now, request, queue, cap
-            ))?;
-            jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
-            jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+            // Room for a few full groups' jobs beyond the jobs it takes.
+            let page = i64::from(cap.saturating_add(GROUP_CLAIM_SLACK));
+            let rows = write_statement!(self, |conn, now| {
+                claim_statement(sql::GROUP_CLAIM_QUEUE, now, request, queue, cap)
+                    .bind(page)
+                    .fetch_all(conn)
+            })?;
+            jobs = jobs_in_claim_order(&rows)?;
             let left = cap - u32::try_from(jobs.len()).unwrap_or(cap);
             rest = (left > 0)
                 .then(|| request.narrowed(&[(queue.clone(), left)]))
@@ -75,11 +84,7 @@ impl SqliteStorage {
         };
         let claim = self.dequeue_limited(&rest).await?;
         if claim.order.is_empty() {
-            let mut more = (claim.rows.iter())
-                .map(rows::job)
-                .collect::<Result<Vec<_>>>()?;
-            more.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
-            jobs.extend(more);
+            jobs.extend(jobs_in_claim_order(&claim.rows)?);
         } else {
             jobs.extend(picked_jobs(&claim)?);
         }
@@ -93,27 +98,6 @@ impl SqliteStorage {
 /// limit it checks, so its page is kept short; a claim it cannot fill goes
 /// on in the limited path, which pages through the rest.
 const GROUP_CLAIM_SLACK: u32 = 8;
-
-/// Leases up to `cap` jobs of `queue` whose only limits are its groups', in
-/// one statement ([`sql::GROUP_CLAIM_QUEUE`]); none when it has others.
-async fn claim_grouped_queue(
-    conn: &mut SqliteConnection,
-    now: i64,
-    request: &DequeueRequest,
-    queue: &QueueName,
-    cap: u32,
-) -> Result<Vec<SqliteRow>, sqlx::Error> {
-    let page = cap.saturating_add(GROUP_CLAIM_SLACK);
-    sqlx::query(sql::GROUP_CLAIM_QUEUE)
-        .bind(now)
-        .bind(queue.as_str())
-        .bind(now.saturating_add(duration_micros(request.lease())))
-        .bind(request.worker_id().as_str())
-        .bind(i64::from(cap))
-        .bind(i64::from(page))
-        .fetch_all(conn)
-        .await
-}
 
 /// The jobs of a limited claim that picked them, in the order it picked
 /// them (the contract's, with effective priorities and fair orders).
@@ -155,14 +139,27 @@ async fn claim_queue(
     queue: &QueueName,
     cap: u32,
 ) -> Result<Vec<SqliteRow>, sqlx::Error> {
-    sqlx::query(sql::DEQUEUE_CLAIM_QUEUE)
+    claim_statement(sql::DEQUEUE_CLAIM_QUEUE, now, request, queue, cap)
+        .fetch_all(conn)
+        .await
+}
+
+/// `statement`, a claim of one queue, with the parameters such claims
+/// share bound: ?1 now, ?2 the queue, ?3 the lease's end, ?4 the worker,
+/// ?5 the most jobs it takes.
+fn claim_statement<'q>(
+    statement: &'static str,
+    now: i64,
+    request: &'q DequeueRequest,
+    queue: &'q QueueName,
+    cap: u32,
+) -> sqlx::query::Query<'q, Sqlite, SqliteArguments> {
+    sqlx::query(statement)
         .bind(now)
         .bind(queue.as_str())
         .bind(now.saturating_add(duration_micros(request.lease())))
         .bind(request.worker_id().as_str())
         .bind(i64::from(cap))
-        .fetch_all(conn)
-        .await
 }
 
 /// Leases the jobs of a request: picks the best of each queue level by
