@@ -61,7 +61,8 @@ impl SqliteStorage {
     /// taken counted among the groups' leases.
     async fn dequeue_limited_queue(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
         let mut jobs = Vec::new();
-        let mut rest = Some(request.clone());
+        let narrowed;
+        let mut rest = Some(request);
         if let [queue] = request.queues()
             && self.names_groups_only_queue(request).await?
         {
@@ -75,14 +76,15 @@ impl SqliteStorage {
             })?;
             jobs = jobs_in_claim_order(&rows)?;
             let left = cap - u32::try_from(jobs.len()).unwrap_or(cap);
-            rest = (left > 0)
+            narrowed = (left > 0)
                 .then(|| request.narrowed(&[(queue.clone(), left)]))
                 .flatten();
+            rest = narrowed.as_ref();
         }
         let Some(rest) = rest else {
             return Ok(jobs);
         };
-        let claim = self.dequeue_limited(&rest).await?;
+        let claim = self.dequeue_limited(rest).await?;
         if claim.order.is_empty() {
             jobs.extend(jobs_in_claim_order(&claim.rows)?);
         } else {

@@ -1,10 +1,12 @@
 //! An isolated PostgreSQL schema per test.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection, PgPool};
 
+use queue_core::backend::{RetryPolicy, retrying};
 use queue_core::redact_url;
 
 use super::{Fallback, connect_with_retry, database_url, unique_name};
@@ -91,26 +93,21 @@ impl TestSchema {
     /// server picks the drop as the victim of that deadlock (40P01), the drop
     /// was rolled back whole and is tried again.
     pub async fn drop_schema(self) {
-        const ATTEMPTS: u32 = 5;
-        let mut conn = PgConnection::connect(&self.url)
-            .await
-            .unwrap_or_else(|e| panic!("{URL_VAR} is unreachable: {e}"));
+        let deadlock = RetryPolicy {
+            retries: 4,
+            first_pause: Duration::from_millis(100),
+            growth: 2,
+        };
+        let is_deadlock = |e: &sqlx::Error| matches!(e, sqlx::Error::Database(e) if e.code().as_deref() == Some("40P01"));
         let statement = format!("DROP SCHEMA \"{}\" CASCADE", self.name);
-        for attempt in 1..=ATTEMPTS {
-            match sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
+        retrying(deadlock, is_deadlock, tokio::time::sleep, || async {
+            let mut conn = PgConnection::connect(&self.url).await?;
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement.clone()))
                 .execute(&mut conn)
                 .await
-            {
-                Ok(_) => return,
-                Err(sqlx::Error::Database(e))
-                    if e.code().as_deref() == Some("40P01") && attempt < ATTEMPTS =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(100 * u64::from(attempt)))
-                        .await;
-                }
-                Err(e) => panic!("cannot drop schema {}: {e}", self.name),
-            }
-        }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("cannot drop schema {}: {e}", self.name));
     }
 }
 
