@@ -19,6 +19,7 @@ use crate::MySqlStorage;
 use crate::bind::{Param, cached, id_list};
 use crate::error::Failure;
 use crate::fair::fair_picks;
+use crate::group_slots::QueueSlots;
 use crate::lease::later;
 use crate::rows::JobRow;
 use crate::sql::{
@@ -76,9 +77,11 @@ impl Entry {
     }
 }
 
-/// Per grouped queue of a claim (by name), its groups' slots: filled by the
-/// limited claim under the queue's lock (`flow.rs`), taken by the picks.
-pub(crate) type Groups = HashMap<String, GroupSlots>;
+/// Per grouped queue of a claim (by name), its groups' slots: read by the
+/// limited claim under the queue's lock (`flow.rs`), each group's leases
+/// counted when the claim first meets one of its jobs (`group_slots.rs`),
+/// taken by the picks.
+pub(crate) type Groups = HashMap<String, QueueSlots>;
 
 /// Per queue, the highest priority of its scheduled jobs, where known
 /// (`None`: it has none).
@@ -228,13 +231,12 @@ struct Found {
 }
 
 /// What one queue's read of the ring asks for: `room` picks, past the
-/// entries `tried` already, with the group `slots` of a grouped queue, and
-/// `depth` times as deep as that into each source.
+/// entries `tried` already, `depth` times as deep as that into each
+/// source.
 struct Window<'a> {
     queue: &'a str,
     room: usize,
     tried: &'a HashSet<i64>,
-    slots: Option<&'a GroupSlots>,
     depth: usize,
 }
 
@@ -474,7 +476,9 @@ impl MySqlStorage {
             if orders.fair.contains(queue) {
                 // The first round only (see `dequeue_on`).
                 if depth == 1 {
-                    let slots = groups.get(queue).cloned().unwrap_or_default();
+                    let slots = (groups.get(queue))
+                        .map(|g| g.slots().clone())
+                        .unwrap_or_default();
                     lists.push(orders.fair_list(conn, queue, room, slots).await?);
                 }
                 continue;
@@ -484,14 +488,15 @@ impl MySqlStorage {
                 queue,
                 room,
                 tried,
-                slots: groups.get(queue),
                 depth,
             };
+            let mut slots = groups.get_mut(queue);
             let ages = orders.ages(queue);
             let (mut entries, limit) = if ages {
-                self.levels(conn, &window).await?
+                self.levels(conn, &window, slots.as_deref_mut()).await?
             } else {
-                self.window(conn, &window, None).await?
+                self.window(conn, &window, slots.as_deref_mut(), None)
+                    .await?
             };
             // A grouped queue's due scheduled jobs as deep as its ring
             // window, from every level: jobs of full groups may fill a
@@ -499,13 +504,16 @@ impl MySqlStorage {
             // belongs to the claim (found by the model test, seed
             // 3237998083: the claim stopped at a level whose jobs it could
             // not take).
-            let grouped = groups.contains_key(queue);
+            let grouped = slots.is_some();
             let scheduled_room = if grouped { limit.max(room) } else { room };
             entries.extend(
                 self.scheduled(conn, queue, scheduled_room, top, ages || grouped)
                     .await?,
             );
             entries.sort_by_key(|e| orders.entry_order(queue, e));
+            if let Some(slots) = slots.as_deref_mut() {
+                slots.count(conn, met_groups(&entries)).await?;
+            }
             let mut seen = HashSet::new();
             let mut kept = 0;
             for entry in entries {
@@ -522,8 +530,8 @@ impl MySqlStorage {
                     continue;
                 }
                 if kept < room {
-                    if let Some(slots) = groups.get_mut(queue)
-                        && !entry.takes_slot(slots)?
+                    if let Some(slots) = slots.as_deref_mut()
+                        && !entry.takes_slot(slots.slots_mut())?
                     {
                         continue;
                     }
@@ -545,10 +553,13 @@ impl MySqlStorage {
     /// deeper while stale, tried or repeated entries fill a source's
     /// window and it does not decide the picks ([`window_decides`]), up
     /// to [`MAX_PEEK`]: the entries, and how deep each source was read.
+    /// A grouped queue's picks take its groups' `slots` (on a copy), each
+    /// group counted when first met.
     async fn window(
         &self,
         conn: &mut AsyncMysqlConnection,
         window: &Window<'_>,
+        mut slots: Option<&mut QueueSlots>,
         level: Option<i32>,
     ) -> Result<(Vec<Entry>, usize), Failure> {
         let name = || Param::Text(window.queue.to_owned());
@@ -568,10 +579,14 @@ impl MySqlStorage {
                 READY_PEEK
             };
             let entries = cached(statement, params).load::<Entry>(conn).await?;
+            if let Some(slots) = slots.as_deref_mut() {
+                slots.count(conn, met_groups(&entries)).await?;
+            }
+            let counted = slots.as_deref().map(QueueSlots::slots);
             // Read deeper before picking, or a worse job (of this queue's
             // other sources or of another queue) would be taken instead.
             if limit < MAX_PEEK
-                && !window_decides(&entries, limit, window.room, window.tried, window.slots)?
+                && !window_decides(&entries, limit, window.room, window.tried, counted)?
             {
                 limit = (limit * 2).min(MAX_PEEK);
                 continue;
@@ -591,6 +606,7 @@ impl MySqlStorage {
         &self,
         conn: &mut AsyncMysqlConnection,
         window: &Window<'_>,
+        mut slots: Option<&mut QueueSlots>,
     ) -> Result<(Vec<Entry>, usize), Failure> {
         let mut entries = Vec::new();
         let mut deepest = 0;
@@ -607,7 +623,8 @@ impl MySqlStorage {
             let Some(level) = next.priority else {
                 return Ok((entries, deepest));
             };
-            let (found, limit) = self.window(conn, window, Some(level)).await?;
+            let (found, limit) =
+                (self.window(conn, window, slots.as_deref_mut(), Some(level))).await?;
             entries.extend(found);
             deepest = deepest.max(limit);
             bound = i64::from(level);
@@ -663,6 +680,14 @@ impl MySqlStorage {
         }
         Ok(entries)
     }
+}
+
+/// The groups of the claimable `entries`: those whose leases a grouped
+/// claim counts before it picks among them.
+fn met_groups(entries: &[Entry]) -> impl Iterator<Item = &str> {
+    (entries.iter())
+        .filter(|e| e.claimable == 1 && e.stale == 0)
+        .filter_map(|e| e.group_key.as_deref())
 }
 
 /// Deletes ring entries by (source, job id), per source in source order

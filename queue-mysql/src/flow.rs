@@ -19,9 +19,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Datetime, Double, Integer, Nullable, Text};
 use diesel_async::AsyncConnection;
 use diesel_async::{AsyncMysqlConnection, RunQueryDsl};
-use queue_core::backend::{
-    GroupSlots, corrupt, stored, stored_count, stored_millis, unconfigured_queue,
-};
+use queue_core::backend::{corrupt, stored, stored_count, stored_millis, unconfigured_queue};
 use queue_core::{
     Backoff, Bucket, DequeueRequest, GroupKey, GroupLimit, GroupWeight, Job, QueueConfig,
     QueueLimits, QueueName, RateLimit, Result,
@@ -32,6 +30,7 @@ use crate::bind::{Param, cached, naive, query};
 use crate::dequeue::{Groups, Orders, TopLevels};
 use crate::error::Failure;
 use crate::fair::advance_turns;
+use crate::group_slots::QueueSlots;
 use crate::rows::utc;
 use crate::sql::{self, BUCKET_STORE, CONFIGURE_QUEUE, LIMITED_QUEUES, QUEUE_CONFIGS};
 
@@ -68,6 +67,9 @@ struct LockedRow {
     /// 1 when some group of the queue is limited.
     #[diesel(sql_type = BigInt)]
     grouped: i64,
+    /// 1 when some group of the queue has a limit of its own.
+    #[diesel(sql_type = BigInt)]
+    overridden: i64,
     #[diesel(sql_type = Datetime)]
     now_ts: NaiveDateTime,
     #[diesel(sql_type = BigInt)]
@@ -76,24 +78,15 @@ struct LockedRow {
     top_priority: Option<i32>,
 }
 
-/// A group and the leases its jobs hold ([`sql::GROUP_HELD`]).
-#[derive(QueryableByName)]
-struct GroupRow {
-    #[diesel(sql_type = Text)]
-    group_key: String,
-    #[diesel(sql_type = BigInt)]
-    held: i64,
-}
-
 /// A group's own limit ([`sql::GROUP_OVERRIDES`], [`sql::GROUP_LIMITS`]).
 #[derive(QueryableByName)]
-struct GroupLimitRow {
+pub(crate) struct GroupLimitRow {
     #[diesel(sql_type = Text)]
-    queue_name: String,
+    pub(crate) queue_name: String,
     #[diesel(sql_type = Text)]
-    group_key: String,
+    pub(crate) group_key: String,
     #[diesel(sql_type = Integer)]
-    concurrency_limit: i32,
+    pub(crate) concurrency_limit: i32,
 }
 
 #[derive(QueryableByName)]
@@ -151,6 +144,8 @@ struct Locked {
     bucket: Option<Bucket>,
     /// Some group of the queue is limited.
     grouped: bool,
+    /// Some group of the queue has a limit of its own.
+    overridden: bool,
     /// The jobs claims have taken from it while it was fair.
     claim_count: i64,
 }
@@ -275,10 +270,15 @@ impl MySqlStorage {
         };
         let mut groups = Groups::new();
         for l in locked.iter().filter(|l| l.grouped) {
-            groups.insert(
-                l.queue.as_str().to_owned(),
-                group_slots(conn, &l.queue, l.limits.group_concurrency).await?,
-            );
+            let slots = QueueSlots::read(
+                conn,
+                &l.queue,
+                l.limits.group_concurrency,
+                l.overridden,
+                l.limits.fair_groups,
+            )
+            .await?;
+            groups.insert(l.queue.as_str().to_owned(), slots);
         }
         let periods = (locked.iter())
             .filter_map(|l| Some((l.queue.as_str().to_owned(), l.limits.priority_aging?)))
@@ -483,42 +483,6 @@ impl MySqlStorage {
     }
 }
 
-/// The group slots of grouped queue `queue` in the limited claim's
-/// transaction, after its config row's lock: each group's own limit, else
-/// `default`, less the leases its jobs hold, counted now.
-async fn group_slots(
-    conn: &mut AsyncMysqlConnection,
-    queue: &QueueName,
-    default: Option<u32>,
-) -> Result<GroupSlots, Failure> {
-    let invalid = |_| Failure::Invariant("a stored group key or limit is not valid");
-    let name = || vec![Param::Text(queue.as_str().to_owned())];
-    let overrides = cached(sql::GROUP_OVERRIDES, name())
-        .load::<GroupLimitRow>(conn)
-        .await?;
-    let overrides = overrides
-        .into_iter()
-        .map(|row| {
-            Ok((
-                GroupKey::new(row.group_key).map_err(invalid)?,
-                u32::try_from(row.concurrency_limit)
-                    .map_err(|_| Failure::Invariant("a stored group key or limit is not valid"))?,
-            ))
-        })
-        .collect::<Result<Vec<_>, Failure>>()?;
-    let mut slots = GroupSlots::new(default, overrides);
-    for row in cached(sql::GROUP_HELD, name())
-        .load::<GroupRow>(conn)
-        .await?
-    {
-        slots.hold(
-            GroupKey::new(row.group_key).map_err(invalid)?,
-            u64::try_from(row.held).unwrap_or(0),
-        );
-    }
-    Ok(slots)
-}
-
 /// A duration as the milliseconds stored for it.
 fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
@@ -571,6 +535,7 @@ impl LockedRow {
                     )?
                 },
                 grouped: self.grouped != 0,
+                overridden: self.overridden != 0,
                 claim_count: self.claim_count,
                 bucket: self
                     .tokens

@@ -32,6 +32,7 @@ mod explain;
 mod fair;
 mod flow;
 mod galera;
+mod group_slots;
 mod heartbeat;
 mod inspect;
 mod lease;

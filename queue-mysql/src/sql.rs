@@ -215,9 +215,14 @@ WHERE c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
 /// lock; with several, a later row's lock may be awaited after the view
 /// opened (at an earlier limited row's count, or at the subquery in the
 /// WHERE of an unlimited one, a paused queue's row), so the claim counts
-/// again ([`held`]). It also
-/// reads each queue's highest level of scheduled jobs (`top_priority`), the
-/// claim's first [`SCHEDULED_LEVEL`] probe, one round trip fewer.
+/// again ([`held`]). Only a queue with a concurrency limit counts its
+/// leases (`held` is 0 for others: a correlated subquery in a CASE branch
+/// not taken is not run), since the range of `job_queue_dequeue` it reads
+/// also holds an entry per lease ended since InnoDB's purge last ran, about
+/// a thousand at a few thousand jobs a second. It also reads each queue's
+/// highest level of scheduled jobs (`top_priority`), the claim's first
+/// [`SCHEDULED_LEVEL`] probe, one round trip fewer, and whether some group
+/// has a limit of its own (`overridden`: only then [`GROUP_OVERRIDES`]).
 /// Binds: now, the queues.
 pub(crate) fn limits_lock(queues: usize) -> String {
     format!(
@@ -227,9 +232,12 @@ pub(crate) fn limits_lock(queues: usize) -> String {
                 CAST(c.group_concurrency_limit IS NOT NULL OR EXISTS \
                      (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name) \
                      AS SIGNED) AS grouped, \
+                CAST(EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name) \
+                     AS SIGNED) AS overridden, \
                 COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts, \
+                CASE WHEN c.concurrency_limit IS NULL THEN 0 ELSE \
                 (SELECT CAST(COUNT(*) AS SIGNED) FROM job_queue j \
-                 WHERE j.queue_name = c.queue_name AND j.lease_until IS NOT NULL) AS held, \
+                 WHERE j.queue_name = c.queue_name AND j.lease_until IS NOT NULL) END AS held, \
                 (SELECT j.priority FROM job_queue j FORCE INDEX (job_queue_scheduled) \
                  WHERE j.queue_name = c.queue_name AND j.is_scheduled = 1 \
                  ORDER BY j.priority DESC LIMIT 1) AS top_priority \
@@ -258,14 +266,34 @@ pub(crate) fn held(queues: usize) -> String {
 }
 
 /// The leases each group of a queue holds (expired ones too, until
-/// reclaim), a range of `job_queue_group_leased`: the grouped claim counts
-/// them after its lock on the queue's config row, so it sees every claim
-/// committed before the lock was granted. Binds: queue.
+/// reclaim): the whole range of the queue's rows with a group in
+/// `job_queue_group_leased`, so it reads an entry per job of the queue.
+/// A fair queue's claim, which walks every group, counts them so after its
+/// lock on the queue's config row, and so sees every claim committed
+/// before the lock was granted; other grouped claims count only the groups
+/// they meet ([`group_held_of`]). Binds: queue.
 pub(crate) const GROUP_HELD: &str = "
 SELECT group_key, CAST(COUNT(*) AS SIGNED) AS held
 FROM job_queue FORCE INDEX (job_queue_group_leased)
 WHERE queue_name = ? AND group_key IS NOT NULL AND lease_until IS NOT NULL
 GROUP BY group_key";
+
+/// The leases held by the jobs of `groups` groups of a queue (expired ones
+/// too, until reclaim), for the groups a grouped claim meets in its
+/// candidates: one short range of `job_queue_group_leased` per group
+/// (queue, group, lease_until IS NOT NULL), whose entries are that group's
+/// leases and those ended since InnoDB's purge last ran. Counted after the
+/// claim's lock on the queue's config row, like [`GROUP_HELD`]. A group
+/// without leases has no row. Binds: queue, the groups.
+pub(crate) fn group_held_of(groups: usize) -> String {
+    format!(
+        "SELECT group_key, CAST(COUNT(*) AS SIGNED) AS held \
+         FROM job_queue FORCE INDEX (job_queue_group_leased) \
+         WHERE queue_name = ? AND group_key IN {} AND lease_until IS NOT NULL \
+         GROUP BY group_key",
+        placeholders(groups)
+    )
+}
 
 /// The groups of a queue with their own limit. Binds: queue.
 pub(crate) const GROUP_OVERRIDES: &str = "

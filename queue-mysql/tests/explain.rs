@@ -326,3 +326,56 @@ async fn fair_claims_read_each_group_not_its_backlog() {
     );
     db.drop_database().await;
 }
+
+/// A grouped claim counts the leases of the groups it meets among its
+/// candidates, not every job of the queue: beside 100,000 jobs in 1,000
+/// groups it reads about what it reads beside 2,000, and still takes one
+/// job a group (each group's jobs come in pairs) and passes over the
+/// groups whose one slot is taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_claims_count_the_groups_they_meet_not_the_queue() {
+    let (db, storage) = common::storage_in_new_database().await;
+    let mut reads = Vec::new();
+    for (queue, backlog) in [("grouped_small", 2_000), ("grouped_big", BACKLOG)] {
+        for start in (0..backlog).step_by(5_000) {
+            let jobs = (start..(start + 5_000).min(backlog))
+                .map(|i| {
+                    NewJob::new(queue, json!({ "i": i })).group_key(format!("g{}", i / 2 % 1_000))
+                })
+                .collect();
+            storage.enqueue_batch(jobs).await.expect("enqueue");
+        }
+        let limits = queue_core::QueueLimits {
+            group_concurrency: Some(1),
+            ..queue_core::QueueLimits::default()
+        };
+        let name = QueueName::new(queue).expect("valid");
+        storage
+            .configure_queue(&name, &limits)
+            .await
+            .expect("configure");
+        let running = storage.dequeue(&request(queue, 16)).await.expect("dequeue");
+        reads.push(
+            storage
+                .rows_read_by_claim(&request(queue, 16))
+                .await
+                .expect("reads"),
+        );
+        let claimed = storage.dequeue(&request(queue, 16)).await.expect("dequeue");
+        let mut groups: Vec<&str> = placement::groups_of(&running);
+        groups.extend(placement::groups_of(&claimed));
+        let distinct: std::collections::HashSet<&str> = groups.iter().copied().collect();
+        assert_eq!(
+            (running.len(), claimed.len(), distinct.len()),
+            (16, 16, 32),
+            "{queue}: two claims of 16 take 32 jobs of 32 groups"
+        );
+    }
+    let (small, big) = (reads[0], reads[1]);
+    eprintln!("grouped claim of 16: {small} rows read beside 2,000 jobs, {big} beside 100,000");
+    assert!(
+        small > 0 && big <= small + small / 5 + 40,
+        "a grouped claim read {big} rows beside 100,000 jobs, {small} beside 2,000"
+    );
+    db.drop_database().await;
+}
