@@ -23,8 +23,8 @@ use crate::group_slots::QueueSlots;
 use crate::lease::later;
 use crate::rows::JobRow;
 use crate::sql::{
-    self, READY_LEVEL, READY_PEEK, READY_PEEK_GROUPED, READY_PEEK_LEVEL, SCHEDULED_DUE,
-    SCHEDULED_LEVEL, SCHEDULED_SOURCE,
+    self, READY_LEVEL, READY_PEEK, READY_PEEK_LEVEL, SCHEDULED_DUE, SCHEDULED_LEVEL,
+    SCHEDULED_SOURCE,
 };
 
 /// A claimable row and the claim statement's "now".
@@ -51,10 +51,6 @@ pub(crate) struct Entry {
     /// The job's group (NULL: none, or the entry's job is gone).
     #[diesel(sql_type = Nullable<Text>)]
     group_key: Option<String>,
-    /// The leases the job's group held when the entry was read
-    /// ([`READY_PEEK_GROUPED`] only; NULL elsewhere).
-    #[diesel(sql_type = Nullable<BigInt>)]
-    group_held: Option<i64>,
     #[diesel(sql_type = BigInt)]
     claimable: i64,
     #[diesel(sql_type = BigInt)]
@@ -206,7 +202,6 @@ impl Orders {
                     priority: pick.priority,
                     available_at,
                     group_key: pick.group.map(|g| g.as_str().to_owned()),
-                    group_held: None,
                     claimable: 1,
                     stale: 0,
                 };
@@ -578,20 +573,13 @@ impl MySqlStorage {
                 params.push(Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)));
             }
             params.push(name());
-            let statement = match (level, &slots) {
-                (Some(_), _) => READY_PEEK_LEVEL,
-                (None, Some(_)) => READY_PEEK_GROUPED,
-                (None, None) => READY_PEEK,
+            let statement = if level.is_some() {
+                READY_PEEK_LEVEL
+            } else {
+                READY_PEEK
             };
             let entries = cached(statement, params).load::<Entry>(conn).await?;
             if let Some(slots) = slots.as_deref_mut() {
-                for entry in &entries {
-                    if let (Some(group), Some(held)) =
-                        (entry.group_key.as_deref(), entry.group_held)
-                    {
-                        slots.counted(group, held)?;
-                    }
-                }
                 slots.count(conn, met_groups(&entries)).await?;
             }
             let counted = slots.as_deref().map(QueueSlots::slots);

@@ -99,18 +99,6 @@ impl QueueSlots {
         &mut self.slots
     }
 
-    /// Records that `group`, if not counted yet, holds `held` leases, as a
-    /// statement of the claim read them ([`sql::READY_PEEK_GROUPED`]).
-    pub(crate) fn counted(&mut self, group: &str, held: i64) -> Result<(), Failure> {
-        if let Some(counted) = self.counted.as_mut()
-            && counted.insert(group.to_owned())
-        {
-            let held = u64::try_from(held).unwrap_or(0);
-            self.slots.hold(self::group(group.to_owned())?, held);
-        }
-        Ok(())
-    }
-
     /// Counts the leases of those of `groups` not counted yet, in one
     /// statement per [`GROUPS_PER_COUNT`] of them.
     pub(crate) async fn count<'a>(

@@ -67,18 +67,10 @@ macro_rules! ready_next_level {
 }
 
 /// The columns [`READY_PEEK`] and [`READY_PEEK_LEVEL`] read of each entry
-/// and of its job, up to the union of the sources; with an expression
-/// for `group_held` ([`READY_PEEK_GROUPED`]), else NULL.
+/// and of its job, up to the union of the sources.
 macro_rules! ready_peek_head {
     () => {
-        ready_peek_head!("CAST(NULL AS SIGNED)")
-    };
-    ($held:expr) => {
-        concat!(
-            "SELECT CAST(e.src AS SIGNED) AS src, e.id, e.priority, e.available_at, j.group_key,
-       ",
-            $held,
-            " AS group_held,
+        "SELECT CAST(e.src AS SIGNED) AS src, e.id, e.priority, e.available_at, j.group_key,
        CAST(j.id IS NOT NULL AND j.lease_until IS NULL AND j.attempts < j.max_attempts
             AND j.available_at <= COALESCE(?, UTC_TIMESTAMP(6))
             AND j.queue_name = e.queue_name AND j.priority = e.priority
@@ -87,7 +79,6 @@ macro_rules! ready_peek_head {
             OR j.queue_name <> e.queue_name OR j.priority <> e.priority
             OR j.available_at <> e.available_at AS SIGNED) AS stale
 FROM ("
-        )
     };
 }
 
@@ -113,31 +104,6 @@ WHERE NOT EXISTS (SELECT 1 FROM queue_config p WHERE p.queue_name = ? AND p.paus
 /// queue.
 pub(crate) const READY_PEEK: &str = concat!(
     ready_peek_head!(),
-    ready_branch!("0", "job_ready_0"),
-    "\n  UNION ALL ",
-    ready_branch!("1", "job_ready_1"),
-    "\n  UNION ALL ",
-    ready_branch!("2", "job_ready_2"),
-    "\n  UNION ALL ",
-    ready_branch!("3", "job_ready_3"),
-    "\n  UNION ALL ",
-    ready_branch!("4", "job_ready_inbox"),
-    ready_peek_tail!()
-);
-
-/// [`READY_PEEK`] for a queue with group limits: each entry also carries
-/// the leases its job's group holds in the queue (`group_held`, one short
-/// range of `job_queue_group_leased`: the group's leases and those ended
-/// since InnoDB's purge last ran), so the claim counts the groups it meets
-/// without another round trip (`group_slots.rs`). Read after the limited
-/// claim's lock on the queue's config row, like [`super::group_held_of`].
-/// Binds: as [`READY_PEEK`].
-pub(crate) const READY_PEEK_GROUPED: &str = concat!(
-    ready_peek_head!(
-        "(SELECT CAST(COUNT(*) AS SIGNED) FROM job_queue h FORCE INDEX (job_queue_group_leased)
-         WHERE h.queue_name = e.queue_name AND h.group_key = j.group_key
-           AND h.lease_until IS NOT NULL)"
-    ),
     ready_branch!("0", "job_ready_0"),
     "\n  UNION ALL ",
     ready_branch!("1", "job_ready_1"),
@@ -203,7 +169,7 @@ LIMIT 1";
 /// queue. Binds: queue, priority, now, queue, limit.
 pub(crate) const SCHEDULED_DUE: &str = "
 SELECT CAST(5 AS SIGNED) AS src, id, priority, available_at, group_key,
-       CAST(NULL AS SIGNED) AS group_held, CAST(1 AS SIGNED) AS claimable, CAST(0 AS SIGNED) AS stale
+       CAST(1 AS SIGNED) AS claimable, CAST(0 AS SIGNED) AS stale
 FROM job_queue FORCE INDEX (job_queue_scheduled)
 WHERE queue_name = ? AND is_scheduled = 1 AND priority = ?
   AND available_at <= COALESCE(?, UTC_TIMESTAMP(6))
