@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use queue_core::{DequeueRequest, NewJob, QueueName, Storage, WorkerId};
+use queue_core::{DequeueRequest, NewJob, QueueLimits, QueueName, Storage, WorkerId};
 use serde_json::json;
 use sqlx::{Acquire, PgConnection};
 
 use crate::dequeue::ClaimBinds;
+use crate::flow::ClaimPath;
 
 const SETTING: &str = "SELECT current_setting('synchronous_commit')";
 
@@ -23,7 +24,18 @@ async fn setting(conn: &mut PgConnection) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn async_claims_turn_synchronous_commit_off_for_the_claim_alone() {
     let (schema, pool, storage) = crate::test_schema::migrated_storage().await;
-    let jobs = (0..4).map(|i| NewJob::new("q", json!(i))).collect();
+    // Groups only, so that every claim statement claims from it (jobs
+    // without a group are never held back).
+    let groups_only = QueueLimits {
+        group_concurrency: Some(1),
+        ..QueueLimits::default()
+    };
+    let queue = QueueName::new("q").expect("valid");
+    storage
+        .configure_queue(&queue, &groups_only)
+        .await
+        .expect("configure");
+    let jobs = (0..6).map(|i| NewJob::new("q", json!(i))).collect();
     storage.enqueue_batch(jobs).await.expect("enqueue");
     let request = DequeueRequest::new(
         vec![QueueName::new("q").expect("valid")],
@@ -40,28 +52,31 @@ async fn async_claims_turn_synchronous_commit_off_for_the_claim_alone() {
         session, "on",
         "the test server commits synchronously by default"
     );
-    for (on, limited) in [(false, false), (false, true), (true, false), (true, true)] {
+    let paths = [ClaimPath::Plain, ClaimPath::Limited, ClaimPath::Grouped];
+    for (on, path) in [false, true].into_iter().flat_map(|on| paths.map(|path| (on, path))) {
         let storage = storage.clone().with_async_claims(on);
         assert_eq!(storage.async_claims(), on);
-        let (statement, several) = storage.dequeue_statement(&request, limited);
+        let (statement, several) = storage.dequeue_statement(&request, path);
         let mut tx = conn.begin().await.expect("begin");
         let claimed = storage
             .bind_claim(sqlx::query(statement), &request, &binds, several)
             .fetch_all(&mut *tx)
             .await
             .expect("claim");
-        assert_eq!(claimed.len(), 1, "async {on}, limited {limited}");
+        assert_eq!(claimed.len(), 1, "async {on}, {path:?}");
+        let id: Option<i64> = sqlx::Row::try_get(&claimed[0], "id").expect("id");
+        assert!(id.is_some(), "a job claimed: async {on}, {path:?}");
         let expected = if on { "off" } else { "on" };
         assert_eq!(
             setting(&mut tx).await,
             expected,
-            "in the claim's transaction (async {on}, limited {limited})"
+            "in the claim's transaction (async {on}, {path:?})"
         );
         tx.commit().await.expect("commit");
         assert_eq!(
             setting(&mut conn).await,
             session,
-            "after the claim's transaction (async {on}, limited {limited})"
+            "after the claim's transaction (async {on}, {path:?})"
         );
     }
     // The option survives a change of schema.

@@ -9,10 +9,11 @@ use queue_core::time::duration_micros;
 use queue_core::{DequeueRequest, Job, Result};
 
 use sqlx::Row;
-use sqlx::postgres::{PgArguments, Postgres};
+use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::query::Query;
 
 use crate::error::retrying;
+use crate::flow::ClaimPath;
 use crate::{PgStorage, interpret_error, rows};
 
 /// The claim statement's array parameters, built once per request.
@@ -61,16 +62,19 @@ impl PgStorage {
     /// The claim statement for `request` and whether it binds the
     /// per-queue caps ($6). Plain: a plain index scan for one queue, a
     /// per-queue LATERAL scan for several (locking as it scans when the
-    /// caps add up to the limit, else locking only the best). `limited`
-    /// (a queue of the request has limits): the same with the limits
-    /// applied first (`flow.rs`).
+    /// caps add up to the limit, else locking only the best). Limited (a
+    /// queue of the request has limits): the same with the limits applied
+    /// first (`flow.rs`). Grouped: one queue whose only limits are its
+    /// groups'.
     pub(crate) fn dequeue_statement(
         &self,
         request: &DequeueRequest,
-        limited: bool,
+        path: ClaimPath,
     ) -> (sqlx::SqlStr, bool) {
         let several = request.queues().len() > 1;
+        let limited = path != ClaimPath::Plain;
         let statement = match (limited, several, request.over_subscribed()) {
+            _ if path == ClaimPath::Grouped && !several => &self.sql.dequeue_grouped_one_queue,
             (false, false, _) => &self.sql.dequeue_one_queue,
             (false, true, false) => &self.sql.dequeue_many_queues,
             (false, true, true) => &self.sql.dequeue_many_queues_over,
@@ -82,21 +86,26 @@ impl PgStorage {
     }
 
     pub(crate) async fn dequeue_pooled(&self, request: &DequeueRequest) -> Result<Vec<Job>> {
-        let limited = self.claim_is_limited(request).await?;
-        let (statement, several) = self.dequeue_statement(request, limited);
-        let binds = ClaimBinds::of(request);
-        let rows = retrying(false, || {
-            self.db().fetch_all(self.bind_claim(
-                sqlx::query(statement.clone()),
-                request,
-                &binds,
-                several,
-            ))
-        })
-        .await?;
+        let mut path = self.claim_path(request).await?;
+        let mut rows = self.claim_rows(request, path).await?;
+        if path == ClaimPath::Grouped {
+            match grouped_jobs(&rows)? {
+                Some(jobs) => {
+                    self.rotate_ready_ring();
+                    return Ok(jobs);
+                }
+                // The queue is no longer groups only: the limited claim is
+                // right whatever its config now is.
+                None => {
+                    self.forget_limited_queues();
+                    path = ClaimPath::Limited;
+                    rows = self.claim_rows(request, path).await?;
+                }
+            }
+        }
         self.rotate_ready_ring();
         // RETURNING has no order; the claim's order is the contract's.
-        if limited {
+        if path == ClaimPath::Limited {
             // The limited statement gives each job's place (`claim_rank`:
             // an aging queue's jobs lifted by their wait, a fair queue's
             // groups in turn).
@@ -109,8 +118,44 @@ impl PgStorage {
             jobs.sort_by_key(|(rank, _)| *rank);
             return Ok(jobs.into_iter().map(|(_, job)| job).collect());
         }
-        let mut jobs = rows.iter().map(rows::job).collect::<Result<Vec<_>>>()?;
-        jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
-        Ok(jobs)
+        Ok(in_claim_order(rows.iter().map(rows::job))?)
     }
+
+    /// The rows of `request`'s claim by the statement of `path`.
+    async fn claim_rows(&self, request: &DequeueRequest, path: ClaimPath) -> Result<Vec<PgRow>> {
+        let (statement, several) = self.dequeue_statement(request, path);
+        let binds = ClaimBinds::of(request);
+        retrying(false, || {
+            self.db().fetch_all(self.bind_claim(
+                sqlx::query(statement.clone()),
+                request,
+                &binds,
+                several,
+            ))
+        })
+        .await
+    }
+}
+
+/// The jobs a grouped claim (`DEQUEUE_GROUPED_ONE_QUEUE`) returned, in
+/// claim order; `None` when it said `stale` and claimed nothing. Its row
+/// without a job (no `id`) stands for no job.
+fn grouped_jobs(rows: &[PgRow]) -> Result<Option<Vec<Job>>> {
+    let mut jobs = Vec::with_capacity(rows.len());
+    for row in rows {
+        if row.try_get::<bool, _>("stale").map_err(interpret_error)? {
+            return Ok(None);
+        }
+        if row.try_get::<Option<i64>, _>("id").map_err(interpret_error)?.is_some() {
+            jobs.push(rows::job(row));
+        }
+    }
+    Ok(Some(in_claim_order(jobs.into_iter())?))
+}
+
+/// `jobs` sorted by the contract's claim order.
+fn in_claim_order(jobs: impl Iterator<Item = Result<Job>>) -> Result<Vec<Job>> {
+    let mut jobs = jobs.collect::<Result<Vec<_>>>()?;
+    jobs.sort_by_key(|job| claim_order(job.priority, job.available_at, job.id.get()));
+    Ok(jobs)
 }

@@ -101,8 +101,8 @@ impl PgStorage {
         options: &str,
     ) -> Result<Vec<PlanStep>> {
         let binds = ClaimBinds::of(request);
-        let limited = self.claim_is_limited(request).await?;
-        let (statement, several) = self.dequeue_statement(request, limited);
+        let path = self.claim_path(request).await?;
+        let (statement, several) = self.dequeue_statement(request, path);
         let explain = format!("EXPLAIN ({options}) {}", statement.as_str());
         let queue = request.queues()[0].as_str();
         let cap = i64::from(request.queue_limits()[0]);

@@ -28,26 +28,68 @@ use sqlx::postgres::PgRow;
 use crate::error::retrying;
 use crate::{PgStorage, interpret_error};
 
+/// Which claim statement a request takes (`PgStorage::dequeue_statement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ClaimPath {
+    /// No queue of the request has limits: the plain claim.
+    Plain,
+    /// Some queue has limits: the limited claim (`LOCKED` … `CHARGE`),
+    /// right for any queue whatever its config.
+    Limited,
+    /// One queue, whose only limits are its groups': the grouped claim
+    /// (`DEQUEUE_GROUPED_ONE_QUEUE`), which falls back to the limited one
+    /// when the config it was chosen for has changed.
+    Grouped,
+}
+
+impl ClaimPath {
+    /// The path of `request`, given whether it names a limited queue and
+    /// whether it names a groups-only one.
+    fn of(request: &DequeueRequest, limited: bool, groups_only: bool) -> Self {
+        match (limited, groups_only && request.queues().len() == 1) {
+            (false, _) => Self::Plain,
+            (true, true) => Self::Grouped,
+            (true, false) => Self::Limited,
+        }
+    }
+}
+
 impl PgStorage {
-    /// Whether `request` must take the limited path: from the cache, or
-    /// by reading the set of limited queues when the cache is stale.
-    pub(crate) async fn claim_is_limited(&self, request: &DequeueRequest) -> Result<bool> {
-        if let Some(limited) = self.limited.limits(request) {
-            return Ok(limited);
+    /// The statement `request` takes: from the caches, or by reading the
+    /// set of limited queues (and which of them are groups only) when
+    /// either is stale.
+    pub(crate) async fn claim_path(&self, request: &DequeueRequest) -> Result<ClaimPath> {
+        if let (Some(limited), Some(groups_only)) = (
+            self.limited.limits(request),
+            self.groups_only.limits(request),
+        ) {
+            return Ok(ClaimPath::of(request, limited, groups_only));
         }
         let rows = retrying(true, || {
             self.db()
                 .fetch_all(sqlx::query(self.sql.limited_queues.clone()))
         })
         .await?;
-        let limited = rows
-            .iter()
-            .map(|row| {
-                let name: String = row.try_get(0).map_err(interpret_error)?;
-                stored("queue_name", name, QueueName::new)
-            })
-            .collect::<Result<BTreeSet<_>>>()?;
-        Ok(self.limited.store(limited, request))
+        let mut limited = BTreeSet::new();
+        let mut groups_only = BTreeSet::new();
+        for row in &rows {
+            let name: String = row.try_get("queue_name").map_err(interpret_error)?;
+            let name = stored("queue_name", name, QueueName::new)?;
+            if row.try_get::<bool, _>("groups_only").map_err(interpret_error)? {
+                groups_only.insert(name.clone());
+            }
+            limited.insert(name);
+        }
+        let limited = self.limited.store(limited, request);
+        let groups_only = self.groups_only.store(groups_only, request);
+        Ok(ClaimPath::of(request, limited, groups_only))
+    }
+
+    /// Forgets which queues are limited and how: the next claim reads them
+    /// again (a config written through this handle binds its next claim).
+    pub(crate) fn forget_limited_queues(&self) {
+        self.limited.invalidate();
+        self.groups_only.invalidate();
     }
 
     pub(crate) async fn configure_queue_pooled(
@@ -79,7 +121,7 @@ impl PgStorage {
             )
         })
         .await?;
-        self.limited.invalidate();
+        self.forget_limited_queues();
         Ok(())
     }
 
@@ -144,7 +186,7 @@ impl PgStorage {
         if !get::<bool>(&row, "configured")? {
             return Err(unconfigured_queue(queue));
         }
-        self.limited.invalidate();
+        self.forget_limited_queues();
         Ok(())
     }
 

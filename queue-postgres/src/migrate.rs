@@ -124,6 +124,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "finishes_per_statement",
         sql: include_str!("../migrations/0023_finishes_per_statement.sql"),
     },
+    Migration {
+        version: 24,
+        name: "grouped_pick",
+        sql: include_str!("../migrations/0024_grouped_pick.sql"),
+    },
 ];
 
 const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS queue_schema_migrations (

@@ -44,6 +44,8 @@ pub struct PgStorage {
     pub(crate) signals: Arc<crate::signals::Signals>,
     /// Which queues have claim limits, read at most once a second.
     pub(crate) limited: Arc<LimitedQueues>,
+    /// Which of them have no limits but their groups', read with them.
+    pub(crate) groups_only: Arc<LimitedQueues>,
     /// When this handle last rotated the ready ring (`ready_ring.rs`).
     pub(crate) ring: Arc<queue_core::backend::Turn>,
     /// Claims commit without waiting for the WAL flush ([`PgStorage::with_async_claims`]).
@@ -356,6 +358,7 @@ impl PgStorage {
             cancel_channel: cancel_channel.into(),
             signals: Arc::default(),
             limited: Arc::default(),
+            groups_only: Arc::default(),
             ring: Arc::new(queue_core::backend::Turn::new(
                 crate::ready_ring::ROTATE_EVERY,
             )),

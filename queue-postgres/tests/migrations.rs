@@ -396,7 +396,7 @@ async fn an_upgrade_to_group_limits_keeps_jobs_and_limits() {
     // 0020 (fair groups) come with it, and change none of this.
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![16, 17, 18, 19, 20, 21, 22, 23]
+        vec![16, 17, 18, 19, 20, 21, 22, 23, 24]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -490,7 +490,7 @@ async fn an_upgrade_to_priority_aging_keeps_jobs_and_limits() {
         .expect("valid");
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![17, 18, 19, 20, 21, 22, 23]
+        vec![17, 18, 19, 20, 21, 22, 23, 24]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -587,7 +587,7 @@ async fn an_upgrade_to_fair_groups_keeps_jobs_and_limits() {
         .expect("valid");
     assert_eq!(
         storage.migrate().await.expect("migrate"),
-        vec![20, 21, 22, 23]
+        vec![20, 21, 22, 23, 24]
     );
     let queue = QueueName::new("q").expect("valid");
     let claim = |n: u32| claim_of(&queue, n);
@@ -674,7 +674,7 @@ async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![21, 22, 23]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![21, 22, 23, 24]);
     let queue = QueueName::new("q").expect("valid");
     let fair = QueueLimits {
         fair_groups: true,
@@ -750,7 +750,7 @@ async fn an_upgrade_to_workflows_keeps_jobs_that_new_jobs_can_depend_on() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![22, 23]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![22, 23, 24]);
     let now = storage.now().await.expect("now");
     let states: Vec<(i64, JobState)> = storage
         .list_jobs(&JobFilter::default())
@@ -857,7 +857,7 @@ async fn an_upgrade_to_counting_at_commit_keeps_workflows_in_flight() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![23]);
+    assert_eq!(storage.migrate().await.expect("migrate"), vec![23, 24]);
     let now = storage.now().await.expect("now");
     let waiting = storage.get_job(JobId(2)).await.expect("get").expect("live");
     assert_eq!(waiting.state(now), JobState::Waiting);

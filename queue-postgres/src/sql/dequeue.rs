@@ -193,10 +193,52 @@ SELECT (EXTRACT(EPOCH FROM min({s}.queue_next_due(q.name, COALESCE($1::timestamp
                 - COALESCE($1::timestamptz, now())) * 1000000)::bigint
 FROM unnest($2::text[]) AS q(name)";
 
-/// The queues whose claims are limited (what `LimitedQueues` remembers).
+/// The queues whose claims are limited (what `LimitedQueues` remembers),
+/// each with whether its only limits are its groups' ([`GROUPS_ONLY`]).
 pub(super) const LIMITED_QUEUES: &str = "
-SELECT queue_name FROM {s}.queue_config c
+SELECT queue_name, {groups_only} AS groups_only FROM {s}.queue_config c
 WHERE {limited}";
+
+/// The config rows whose only claim limits are their groups': a group
+/// concurrency or a group's own limit, and no concurrency, rate, aging
+/// period or fair groups. [`DEQUEUE_GROUPED_ONE_QUEUE`] claims such a
+/// queue.
+pub(super) const GROUPS_ONLY: &str = "(c.concurrency_limit IS NULL AND c.rate_per_second IS NULL
+       AND c.priority_aging_ms IS NULL AND NOT c.fair_groups
+       AND (c.group_concurrency_limit IS NOT NULL OR c.group_limits > 0))";
+
+/// The claim of one queue whose only limits are its groups' (as the
+/// handle remembers them, [`GROUPS_ONLY`]): its config row locked, which
+/// makes the queue's claims take turns (as the limited claim's
+/// [`LOCKED`]), then `queue_pick_grouped` (migration 0024), whose own
+/// snapshot, taken after the lock, counts each group's leases, then
+/// [`DEQUEUE_LEASE`]. None of the limited claim's caps, buckets, turns or
+/// merge: this is what makes a grouped drain cost little more than a plain
+/// one. The row is locked only while it is still groups only; otherwise
+/// nothing is claimed and the one row returned says `stale` (the handle
+/// remembered a config another handle changed since), and the caller
+/// takes the limited claim instead. Every other outcome returns the
+/// claimed jobs, or one row of NULLs when there is none, with `stale`
+/// false.
+pub(super) const DEQUEUE_GROUPED_ONE_QUEUE: &str = "
+WITH locked AS MATERIALIZED (
+    SELECT c.group_concurrency_limit, c.paused
+    FROM {s}.queue_config c
+    WHERE c.queue_name = ($2::text[])[1]
+      AND {groups_only}
+    FOR UPDATE OF c
+),
+picked AS (
+    SELECT g.pick_id AS id, g.pick_slot AS slot
+    FROM locked l
+    CROSS JOIN LATERAL {s}.queue_pick_grouped(($2::text[])[1], {cap},
+                                              COALESCE($1::timestamptz, now()),
+                                              l.group_concurrency_limit) g
+    WHERE NOT l.paused
+)
+SELECT k.*, o.stale
+FROM (SELECT NOT EXISTS (SELECT 1 FROM locked) AS stale) o
+LEFT JOIN ({lease}) k ON TRUE";
 
 /// The config rows that make a queue's claims limited: a concurrency, a
 /// rate, a group concurrency, a group's own limit (`group_limits`, the
@@ -350,6 +392,13 @@ pub(super) fn dequeue_plain(template: &str, queue: &str, cap: &str) -> String {
         .replace("{limits}", "")
         .replace("{queues}", QUEUES_AS_GIVEN);
     format!("{body}{DEQUEUE_LEASE}")
+}
+
+/// The claim of one groups-only queue: [`DEQUEUE_GROUPED_ONE_QUEUE`].
+pub(super) fn dequeue_grouped_one_queue() -> String {
+    DEQUEUE_GROUPED_ONE_QUEUE
+        .replace("{cap}", ONE_QUEUE_CAP)
+        .replace("{lease}", DEQUEUE_LEASE)
 }
 
 /// The limited claim of several queues: [`LIMITED_MANY_QUEUES`], or

@@ -136,6 +136,7 @@ pub(crate) struct Statements {
     pub(crate) snooze: SqlStr,
     pub(crate) limited_queues: SqlStr,
     pub(crate) dequeue_limited_one_queue: SqlStr,
+    pub(crate) dequeue_grouped_one_queue: SqlStr,
     pub(crate) dequeue_limited: SqlStr,
     pub(crate) dequeue_limited_over: SqlStr,
     pub(crate) function_source: SqlStr,
@@ -186,6 +187,7 @@ impl Statements {
                     .replace("{state}", state)
                     .replace("{restore}", RESTORE_DEAD_LETTERS)
                     .replace("{limited}", LIMITED)
+                    .replace("{groups_only}", GROUPS_ONLY)
                     .replace("{job}", JOB_COLUMNS)
                     .replace("{history}", HISTORY_COLUMNS)
                     .replace("{waiting_at}", WAITING_AT)
@@ -281,6 +283,7 @@ impl Statements {
             snooze: fill(SNOOZE),
             limited_queues: fill(LIMITED_QUEUES),
             dequeue_limited_one_queue: fill(&dequeue_limited_one_queue()),
+            dequeue_grouped_one_queue: fill(&dequeue_grouped_one_queue()),
             dequeue_limited: fill(&dequeue_limited(false)),
             dequeue_limited_over: fill(&dequeue_limited(true)),
             function_source: fill(FUNCTION_SOURCE),
