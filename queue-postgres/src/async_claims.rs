@@ -53,7 +53,10 @@ async fn async_claims_turn_synchronous_commit_off_for_the_claim_alone() {
         "the test server commits synchronously by default"
     );
     let paths = [ClaimPath::Plain, ClaimPath::Limited, ClaimPath::Grouped];
-    for (on, path) in [false, true].into_iter().flat_map(|on| paths.map(|path| (on, path))) {
+    for (on, path) in [false, true]
+        .into_iter()
+        .flat_map(|on| paths.map(|path| (on, path)))
+    {
         let storage = storage.clone().with_async_claims(on);
         assert_eq!(storage.async_claims(), on);
         let (statement, several) = storage.dequeue_statement(&request, path);

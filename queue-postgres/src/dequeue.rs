@@ -118,7 +118,7 @@ impl PgStorage {
             jobs.sort_by_key(|(rank, _)| *rank);
             return Ok(jobs.into_iter().map(|(_, job)| job).collect());
         }
-        Ok(in_claim_order(rows.iter().map(rows::job))?)
+        in_claim_order(rows.iter().map(rows::job))
     }
 
     /// The rows of `request`'s claim by the statement of `path`.
@@ -146,11 +146,15 @@ fn grouped_jobs(rows: &[PgRow]) -> Result<Option<Vec<Job>>> {
         if row.try_get::<bool, _>("stale").map_err(interpret_error)? {
             return Ok(None);
         }
-        if row.try_get::<Option<i64>, _>("id").map_err(interpret_error)?.is_some() {
+        if row
+            .try_get::<Option<i64>, _>("id")
+            .map_err(interpret_error)?
+            .is_some()
+        {
             jobs.push(rows::job(row));
         }
     }
-    Ok(Some(in_claim_order(jobs.into_iter())?))
+    in_claim_order(jobs.into_iter()).map(Some)
 }
 
 /// `jobs` sorted by the contract's claim order.

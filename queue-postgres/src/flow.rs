@@ -13,6 +13,13 @@
 //! ([`queue_core::Bucket::after`]). One round trip where it took five
 //! (begin, lock, count, claim, commit): the dispatcher waits for each
 //! claim, so their latency was the drain's.
+//!
+//! A claim of one queue whose only limits are its groups' (remembered as
+//! the limited set is, [`ClaimPath::Grouped`]) takes a leaner statement:
+//! the config row locked, `queue_pick_grouped` (migration 0024), the
+//! lease; none of the caps, buckets, turns and merge it does not need. It
+//! checks under the lock that the queue is still groups only; when it is
+//! not, it claims nothing and says so, and the limited claim runs instead.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -75,7 +82,10 @@ impl PgStorage {
         for row in &rows {
             let name: String = row.try_get("queue_name").map_err(interpret_error)?;
             let name = stored("queue_name", name, QueueName::new)?;
-            if row.try_get::<bool, _>("groups_only").map_err(interpret_error)? {
+            if row
+                .try_get::<bool, _>("groups_only")
+                .map_err(interpret_error)?
+            {
                 groups_only.insert(name.clone());
             }
             limited.insert(name);

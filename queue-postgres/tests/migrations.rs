@@ -674,7 +674,10 @@ async fn an_upgrade_to_group_weights_keeps_the_turns_of_fair_queues() {
     let storage = PgStorage::from_pool(pool.clone())
         .with_schema(schema.name())
         .expect("valid");
-    assert_eq!(storage.migrate().await.expect("migrate"), vec![21, 22, 23, 24]);
+    assert_eq!(
+        storage.migrate().await.expect("migrate"),
+        vec![21, 22, 23, 24]
+    );
     let queue = QueueName::new("q").expect("valid");
     let fair = QueueLimits {
         fair_groups: true,
