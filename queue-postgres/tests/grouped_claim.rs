@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use queue_core::{DequeueRequest, NewJob, QueueLimits, QueueName, Storage, WorkerId};
 use queue_postgres::PgStorage;
+use queue_testkit::harness::postgres::TestSchema;
 use serde_json::json;
 
 fn request(limit: u32, worker: &str) -> DequeueRequest {
@@ -28,13 +29,26 @@ fn groups_only() -> QueueLimits {
     }
 }
 
-/// A second handle on `a`'s schema, with caches of its own.
-fn other_handle(a: &PgStorage, pool: &sqlx::PgPool, schema: &str) -> PgStorage {
+/// Two handles `a` and `b` (caches of their own) on a new schema, whose
+/// queue `q` has a group concurrency of 1 (set through `a`) and a job of
+/// each group in `groups`, in order.
+async fn two_handles(groups: &[&str]) -> (TestSchema, sqlx::PgPool, PgStorage, PgStorage) {
+    let (schema, pool, a) = common::storage_in_new_schema().await;
     let b = PgStorage::from_pool(pool.clone())
-        .with_schema(schema)
+        .with_schema(schema.name())
         .expect("test schema names are valid");
-    assert_eq!(a.schema(), b.schema());
-    b
+    a.configure_queue(&queue(), &groups_only())
+        .await
+        .expect("configure through a");
+    let jobs = (groups.iter().enumerate())
+        .map(|(i, group)| NewJob::new("q", json!({ "i": i })).group_key(*group))
+        .collect();
+    a.enqueue_batch(jobs).await.expect("enqueue");
+    (schema, pool, a, b)
+}
+
+fn queue() -> QueueName {
+    QueueName::new("q").expect("valid name")
 }
 
 /// Handle `a` learns that `q`'s only limit is its group concurrency;
@@ -44,16 +58,7 @@ fn other_handle(a: &PgStorage, pool: &sqlx::PgPool, schema: &str) -> PgStorage {
 /// and the limited claim takes over.
 #[tokio::test]
 async fn a_concurrency_limit_set_through_another_handle_binds_the_next_grouped_claim() {
-    let (schema, pool, a) = common::storage_in_new_schema().await;
-    let b = other_handle(&a, &pool, schema.name());
-    let queue = QueueName::new("q").expect("valid name");
-    a.configure_queue(&queue, &groups_only())
-        .await
-        .expect("configure through a");
-    let jobs = (0..6)
-        .map(|i| NewJob::new("q", json!({ "i": i })).group_key(format!("g{i}")))
-        .collect();
-    a.enqueue_batch(jobs).await.expect("enqueue");
+    let (schema, pool, a, b) = two_handles(&["g0", "g1", "g2", "g3", "g4", "g5"]).await;
     let first = a.dequeue(&request(1, "w1")).await.expect("first claim");
     assert_eq!(first.len(), 1, "one job: {first:?}");
 
@@ -61,7 +66,7 @@ async fn a_concurrency_limit_set_through_another_handle_binds_the_next_grouped_c
         concurrency: Some(2),
         ..groups_only()
     };
-    b.configure_queue(&queue, &with_concurrency)
+    b.configure_queue(&queue(), &with_concurrency)
         .await
         .expect("configure through b");
     let second = a.dequeue(&request(10, "w2")).await.expect("second claim");
@@ -82,16 +87,7 @@ async fn a_concurrency_limit_set_through_another_handle_binds_the_next_grouped_c
 /// takes its jobs once it is resumed, each group within its slot.
 #[tokio::test]
 async fn a_pause_through_another_handle_binds_the_next_grouped_claim() {
-    let (schema, pool, a) = common::storage_in_new_schema().await;
-    let b = other_handle(&a, &pool, schema.name());
-    let queue = QueueName::new("q").expect("valid name");
-    a.configure_queue(&queue, &groups_only())
-        .await
-        .expect("configure through a");
-    let jobs = (0..4)
-        .map(|i| NewJob::new("q", json!({ "i": i })).group_key(format!("g{}", i % 2)))
-        .collect();
-    a.enqueue_batch(jobs).await.expect("enqueue");
+    let (schema, pool, a, b) = two_handles(&["g0", "g1", "g0", "g1"]).await;
     assert!(
         a.dequeue(&request(1, "w0"))
             .await
@@ -99,10 +95,10 @@ async fn a_pause_through_another_handle_binds_the_next_grouped_claim() {
             .len()
             == 1
     );
-    b.pause_queue(&queue).await.expect("pause through b");
+    b.pause_queue(&queue()).await.expect("pause through b");
     let paused = a.dequeue(&request(10, "w1")).await.expect("paused claim");
     assert!(paused.is_empty(), "a paused queue: {paused:?}");
-    b.resume_queue(&queue).await.expect("resume through b");
+    b.resume_queue(&queue()).await.expect("resume through b");
     let resumed = a.dequeue(&request(10, "w2")).await.expect("resumed claim");
     assert_eq!(
         resumed.len(),
