@@ -393,7 +393,8 @@ async fn the_held_lease_count_reads_only_leased_jobs() {
 /// 1 ms of a 2 ms claim; nor did a one-queue claim for one or two jobs
 /// (its LIMIT bound as such: 0.5-0.7 ms). Checked on one connection through
 /// `pg_prepared_statements`, for each shape the worker sends: one queue,
-/// several, several over-subscribed, and the limited forms.
+/// several, several over-subscribed, the limited forms and the grouped
+/// claim of a queue whose only limits are its groups'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_keep_their_generic_plans() {
     let schema = TestSchema::create().await;
@@ -413,6 +414,18 @@ async fn claims_keep_their_generic_plans() {
         storage.enqueue_batch(batch).await.expect("enqueue_batch");
     }
     limit_concurrency(&storage, "limited", 1_000).await;
+    let grouped = (0..200)
+        .map(|i| NewJob::new("grouped", json!({ "i": i })).group_key(format!("g{}", i % 50)))
+        .collect();
+    storage.enqueue_batch(grouped).await.expect("enqueue_batch");
+    let groups_only = queue_core::QueueLimits {
+        group_concurrency: Some(1),
+        ..queue_core::QueueLimits::default()
+    };
+    storage
+        .configure_queue(&QueueName::new("grouped").expect("valid"), &groups_only)
+        .await
+        .expect("configure");
     // Each queue's cap is the whole limit: over-subscribed.
     let over = DequeueRequest::new(
         vec![
@@ -431,6 +444,7 @@ async fn claims_keep_their_generic_plans() {
         over,
         request(&["limited"], 2),
         request(&["limited", "plain"], 2),
+        request(&["grouped"], 2),
     ];
     for shape in &shapes {
         for _ in 0..8 {
