@@ -64,9 +64,6 @@ struct LockedRow {
     /// The jobs claims have taken from the queue while it was fair.
     #[diesel(sql_type = BigInt)]
     claim_count: i64,
-    /// 1 when some group of the queue is limited.
-    #[diesel(sql_type = BigInt)]
-    grouped: i64,
     /// 1 when some group of the queue has a limit of its own.
     #[diesel(sql_type = BigInt)]
     overridden: i64,
@@ -534,7 +531,9 @@ impl LockedRow {
                         self.rate_burst,
                     )?
                 },
-                grouped: self.grouped != 0,
+                // Some group is limited: the queue's group concurrency,
+                // or a group's own limit.
+                grouped: self.group_concurrency_limit.is_some() || self.overridden != 0,
                 overridden: self.overridden != 0,
                 claim_count: self.claim_count,
                 bucket: self

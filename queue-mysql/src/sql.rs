@@ -222,16 +222,14 @@ WHERE c.concurrency_limit IS NOT NULL OR c.rate_per_second IS NOT NULL
 /// a thousand at a few thousand jobs a second. It also reads each queue's
 /// highest level of scheduled jobs (`top_priority`), the claim's first
 /// [`SCHEDULED_LEVEL`] probe, one round trip fewer, and whether some group
-/// has a limit of its own (`overridden`: only then [`GROUP_OVERRIDES`]).
+/// has a limit of its own (`overridden`: only then [`GROUP_OVERRIDES`]; a
+/// queue is grouped when it has a group concurrency or such a limit).
 /// Binds: now, the queues.
 pub(crate) fn limits_lock(queues: usize) -> String {
     format!(
         "SELECT c.queue_name, c.concurrency_limit, c.rate_per_second, c.rate_burst, c.tokens, \
                 c.refilled_at, c.group_concurrency_limit, c.priority_aging_ms, \
                 CAST(c.fair_groups AS SIGNED) AS fair_groups, c.claim_count, \
-                CAST(c.group_concurrency_limit IS NOT NULL OR EXISTS \
-                     (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name) \
-                     AS SIGNED) AS grouped, \
                 CAST(EXISTS (SELECT 1 FROM queue_group_limit g WHERE g.queue_name = c.queue_name) \
                      AS SIGNED) AS overridden, \
                 COALESCE(?, UTC_TIMESTAMP(6)) AS now_ts, \
