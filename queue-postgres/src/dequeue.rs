@@ -72,15 +72,14 @@ impl PgStorage {
         path: ClaimPath,
     ) -> (sqlx::SqlStr, bool) {
         let several = request.queues().len() > 1;
-        let limited = path != ClaimPath::Plain;
-        let statement = match (limited, several, request.over_subscribed()) {
-            _ if path == ClaimPath::Grouped && !several => &self.sql.dequeue_grouped_one_queue,
-            (false, false, _) => &self.sql.dequeue_one_queue,
-            (false, true, false) => &self.sql.dequeue_many_queues,
-            (false, true, true) => &self.sql.dequeue_many_queues_over,
-            (true, false, _) => &self.sql.dequeue_limited_one_queue,
-            (true, true, false) => &self.sql.dequeue_limited,
-            (true, true, true) => &self.sql.dequeue_limited_over,
+        let statement = match (path, several, request.over_subscribed()) {
+            (ClaimPath::Grouped, false, _) => &self.sql.dequeue_grouped_one_queue,
+            (ClaimPath::Plain, false, _) => &self.sql.dequeue_one_queue,
+            (ClaimPath::Plain, true, false) => &self.sql.dequeue_many_queues,
+            (ClaimPath::Plain, true, true) => &self.sql.dequeue_many_queues_over,
+            (_, false, _) => &self.sql.dequeue_limited_one_queue,
+            (_, true, false) => &self.sql.dequeue_limited,
+            (_, true, true) => &self.sql.dequeue_limited_over,
         };
         (statement.clone(), several)
     }
