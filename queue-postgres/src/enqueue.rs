@@ -1,5 +1,5 @@
-//! Enqueue: one statement for any number of jobs, in the pool or in the
-//! caller's transaction.
+//! Enqueue: one statement for any number of jobs (a batch without unique
+//! keys by COPY, `copy_in.rs`), in the pool or in the caller's transaction.
 
 use chrono::{DateTime, Utc};
 use queue_core::backend::{first_occurrences, validate_batch};
@@ -184,6 +184,15 @@ impl PgStorage {
         if let [job] = jobs {
             return Ok(vec![self.insert_one(conn, job, signal).await?]);
         }
+        if crate::copy_in::by_copy(jobs) {
+            let outcomes = self.copy_rows(conn, jobs).await?;
+            if matches!(signal, Signal::InTransaction) {
+                self.on(conn)
+                    .execute(sqlx::query(self.sql.signal.clone()).bind(queues_of(jobs)))
+                    .await?;
+            }
+            return Ok(outcomes.into_iter().map(Some).collect());
+        }
         let statement = match signal {
             Signal::InTransaction => self.sql.enqueue.clone(),
             Signal::AfterCommit => self.sql.enqueue_quiet.clone(),
@@ -224,6 +233,17 @@ impl PgStorage {
             .bind(columns.trace_context)
             .bind(columns.group_key)
     }
+}
+
+/// The distinct queues of `jobs`, for a wake-up signal.
+fn queues_of(jobs: &[&ValidJob]) -> Vec<String> {
+    let mut queues: Vec<String> = jobs
+        .iter()
+        .map(|job| job.queue.as_str().to_owned())
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    queues
 }
 
 /// Where an enqueue's wake-up signal is sent (see `signals.rs`).
@@ -272,6 +292,13 @@ impl PgStorage {
             existed,
         }))
     }
+}
+
+/// When a job is written for a later time than its own: a job with
+/// dependencies is written waiting, and the link step gives it its own
+/// time back if it has nothing to wait for. `None`: its own schedule.
+pub(crate) fn written_at(job: &ValidJob) -> Option<DateTime<Utc>> {
+    (!job.dependencies.is_empty()).then(queue_core::waiting_at)
 }
 
 /// The time `job` was enqueued for, as the enqueue's columns: a delay in
@@ -323,12 +350,9 @@ impl<'j> Columns<'j> {
             columns
                 .max_attempts
                 .push(i32::try_from(job.max_attempts).unwrap_or(i32::MAX));
-            // A job with dependencies is written waiting; the link step
-            // gives it its own time back if it has nothing to wait for.
-            let (delay, at) = if job.dependencies.is_empty() {
-                schedule_columns(job)
-            } else {
-                (None, Some(queue_core::waiting_at()))
+            let (delay, at) = match written_at(job) {
+                Some(at) => (None, Some(at)),
+                None => schedule_columns(job),
             };
             columns.delay_us.push(delay);
             columns.run_at.push(at);

@@ -31,6 +31,7 @@ mod admin;
 #[cfg(test)]
 mod async_claims;
 mod complete;
+mod copy_in;
 mod database;
 mod dequeue;
 mod enqueue;

@@ -195,6 +195,7 @@ macro_rules! for_each_case {
             samples::samples_of_two_handles_add_up [Samples] @2,
             workflows::a_job_waits_until_every_dependency_completes [Dependencies],
             workflows::a_graph_enqueued_in_one_batch_runs_layer_by_layer [Dependencies],
+            workflows::a_large_graph_enqueued_in_one_batch_waits_layer_by_layer [Dependencies],
             workflows::a_failed_dependency_cancels_its_dependants_unless_they_run_anyway [Dependencies],
             workflows::discarded_cancelled_and_reclaimed_dependencies_fail_their_dependants [Dependencies, Discard, Cancel],
             workflows::dependencies_in_history_count_at_enqueue [Dependencies],

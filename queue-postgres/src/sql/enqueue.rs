@@ -99,3 +99,19 @@ pub(super) const ENQUEUE_ONE_SIGNAL: &str = ",
 
 /// Wake-up signals for the queues in $1, sent after pooled enqueues commit.
 pub(super) const SIGNAL: &str = "SELECT count(pg_notify('{chan}', q)) FROM unnest($1::text[]) AS q";
+
+/// The batch enqueue by COPY, first half: the storage's now and one id per
+/// job, taken in one call of the sequence each, so that the ids ascend in
+/// the batch's order as the INSERT's `nextval`s do. `$1` the clock
+/// override, `$2` how many.
+pub(super) const ENQUEUE_COPY_IDS: &str = "
+SELECT COALESCE($1::timestamptz, now()) AS now,
+       ARRAY(SELECT nextval('{s}.job_queue_id_seq') FROM generate_series(1, $2::int)) AS ids";
+
+/// The batch enqueue by COPY, second half: the rows in PostgreSQL's binary
+/// COPY format (`copy_in.rs` writes them), columns in this order. Row
+/// triggers and the ready ring's statement trigger fire as for an INSERT.
+pub(super) const ENQUEUE_COPY: &str = "
+COPY {s}.job_queue (id, queue_name, priority, payload, max_attempts, available_at,
+                    created_at, updated_at, trace_context, group_key)
+FROM STDIN (FORMAT binary)";

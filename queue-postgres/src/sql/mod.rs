@@ -104,6 +104,8 @@ pub(crate) struct Statements {
     pub(crate) enqueue_one: SqlStr,
     pub(crate) enqueue_one_quiet: SqlStr,
     pub(crate) signal: SqlStr,
+    pub(crate) enqueue_copy_ids: SqlStr,
+    pub(crate) enqueue_copy: SqlStr,
     pub(crate) dequeue_one_queue: SqlStr,
     pub(crate) dequeue_many_queues: SqlStr,
     pub(crate) dequeue_many_queues_over: SqlStr,
@@ -204,6 +206,8 @@ impl Statements {
             enqueue_one: fill(&ENQUEUE_ONE.replace("{signal_one}", ENQUEUE_ONE_SIGNAL)),
             enqueue_one_quiet: fill(&ENQUEUE_ONE.replace("{signal_one}", "")),
             signal: fill(SIGNAL),
+            enqueue_copy_ids: fill(ENQUEUE_COPY_IDS),
+            enqueue_copy: fill(ENQUEUE_COPY),
             dequeue_one_queue: fill(&dequeue_plain(
                 DEQUEUE_ONE_QUEUE,
                 "($2::text[])[1]",

@@ -163,6 +163,42 @@ pub async fn a_graph_enqueued_in_one_batch_runs_layer_by_layer<S: Storage>(ctx: 
     assert!(ctx.claim("q", 100).await.is_empty());
 }
 
+/// A graph of 300 jobs in one batch, the size a storage may take a bulk
+/// path for (one root, 298 children depending on it, a join depending on
+/// every child): ids ascend in input order, only the root is claimable
+/// until it is acked, then every child, then the join.
+pub async fn a_large_graph_enqueued_in_one_batch_waits_layer_by_layer<S: Storage>(ctx: Ctx<S>) {
+    const CHILDREN: usize = 298;
+    let n = |i: usize| i64::try_from(i).expect("small");
+    let mut jobs = vec![job(0)];
+    jobs.extend((1..=CHILDREN).map(|i| job(n(i)).depends_on(Dependency::InBatch(0))));
+    jobs.push(job(n(CHILDREN + 1)).depends_on_all((1..=CHILDREN).map(Dependency::InBatch)));
+    let outcomes = ctx
+        .storage
+        .enqueue_batch(jobs)
+        .await
+        .expect("enqueue_batch");
+    let ids: Vec<JobId> = outcomes.iter().map(|o| o.id).collect();
+    assert_eq!(ids.len(), CHILDREN + 2);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids in input order");
+    for id in &ids[1..] {
+        assert_eq!(ctx.link_status(*id).await, waiting(), "job {id} waits");
+    }
+    let layer = async |expected: &[JobId]| {
+        let claimed = ctx.claim("q", 1_000).await;
+        let mut got: Vec<JobId> = claimed.iter().map(|j| j.id).collect();
+        got.sort();
+        assert_eq!(got, expected);
+        for job in &claimed {
+            ctx.storage.ack(&lease_of(job), None).await.expect("ack");
+        }
+    };
+    layer(&ids[..1]).await;
+    layer(&ids[1..=CHILDREN]).await;
+    layer(&ids[CHILDREN + 1..]).await;
+    assert!(ctx.claim("q", 1_000).await.is_empty());
+}
+
 /// A dead-lettered dependency cancels the jobs waiting on it (last error
 /// naming it), and their dependants in turn, in the same call; a job that
 /// runs anyway counts it as finished.
