@@ -114,7 +114,7 @@ pub(crate) fn list_jobs(filter: &JobFilter) -> String {
         ("", source, direct)
     };
     format!(
-        "{with}SELECT {columns} FROM job_queue {source}\nWHERE {}\nORDER BY id DESC LIMIT ?7",
+        "{with}SELECT {columns} FROM job_queue {source}\nWHERE {}\nORDER BY id DESC LIMIT +?7",
         job_conditions(filter, queue)
     )
 }
@@ -155,7 +155,7 @@ WHERE {queue} AND lease_until IS NULL AND {due}{before}"
 /// jobs, the newest).
 pub(crate) fn scheduled_count(filter: &JobFilter) -> String {
     let (with, ids) = scheduled_ids(filter, false);
-    format!("{with}SELECT count(*) FROM ({ids} LIMIT ?8)")
+    format!("{with}SELECT count(*) FROM ({ids} LIMIT +?8)")
 }
 
 /// One page (plus one row) of scheduled jobs when at most
@@ -169,7 +169,7 @@ pub(crate) fn scheduled_sorted(filter: &JobFilter) -> String {
     format!(
         "{with}SELECT {columns} FROM job_queue NOT INDEXED
 WHERE id IN ({ids}) AND {}
-ORDER BY id DESC LIMIT ?7",
+ORDER BY id DESC LIMIT +?7",
         job_conditions(filter, filter.queue.is_some().then_some("queue_name = ?2"))
     )
 }
@@ -189,7 +189,7 @@ pub(crate) fn list_history(filter: &HistoryFilter) -> String {
         format!(
             "SELECT {columns} FROM job_history {source}
 WHERE {conditions}{before}
-ORDER BY id DESC LIMIT ?4"
+ORDER BY id DESC LIMIT +?4"
         )
     };
     match (filter.queue.is_some(), filter.status.is_some()) {
@@ -212,7 +212,7 @@ ORDER BY id DESC LIMIT ?4"
                 })
                 .collect::<Vec<_>>()
                 .join("\nUNION ALL\n");
-            format!("SELECT * FROM (\n{ranges})\nORDER BY id DESC LIMIT ?4")
+            format!("SELECT * FROM (\n{ranges})\nORDER BY id DESC LIMIT +?4")
         }
     }
 }
