@@ -26,6 +26,18 @@ impl<S: Storage> Ctx<S> {
         }
     }
 
+    /// Claims every job of `queue_name` claimable now, which must be
+    /// `expected` (in ascending order), and acks each: one layer of a graph.
+    async fn run_layer(&self, queue_name: &str, expected: &[JobId]) {
+        let claimed = self.claim(queue_name, 1_000).await;
+        let mut got: Vec<JobId> = claimed.iter().map(|j| j.id).collect();
+        got.sort();
+        assert_eq!(got, expected, "the layer claimable now");
+        for job in &claimed {
+            self.storage.ack(&lease_of(job), None).await.expect("ack");
+        }
+    }
+
     /// Claims the one job of `queue_name` that must be `id`, and acks it
     /// with `result`.
     async fn run(&self, queue_name: &str, id: JobId, result: serde_json::Value) {
@@ -144,22 +156,13 @@ pub async fn a_graph_enqueued_in_one_batch_runs_layer_by_layer<S: Storage>(ctx: 
     let [root, left, right, join] = ids[..] else {
         panic!("four outcomes expected: {outcomes:?}");
     };
-    let layers = async |expected: &[JobId]| {
-        let claimed = ctx.claim("q", 100).await;
-        let mut got: Vec<JobId> = claimed.iter().map(|j| j.id).collect();
-        got.sort();
-        assert_eq!(got, expected);
-        for job in &claimed {
-            ctx.storage.ack(&lease_of(job), None).await.expect("ack");
-        }
-    };
-    layers(&[root]).await;
-    layers(&[left, right]).await;
+    ctx.run_layer("q", &[root]).await;
+    ctx.run_layer("q", &[left, right]).await;
     assert_eq!(
         ctx.link_status(join).await,
         LinkStatus::Live(JobState::Pending)
     );
-    layers(&[join]).await;
+    ctx.run_layer("q", &[join]).await;
     assert!(ctx.claim("q", 100).await.is_empty());
 }
 
@@ -184,19 +187,10 @@ pub async fn a_large_graph_enqueued_in_one_batch_waits_layer_by_layer<S: Storage
     for id in &ids[1..] {
         assert_eq!(ctx.link_status(*id).await, waiting(), "job {id} waits");
     }
-    let layer = async |expected: &[JobId]| {
-        let claimed = ctx.claim("q", 1_000).await;
-        let mut got: Vec<JobId> = claimed.iter().map(|j| j.id).collect();
-        got.sort();
-        assert_eq!(got, expected);
-        for job in &claimed {
-            ctx.storage.ack(&lease_of(job), None).await.expect("ack");
-        }
-    };
-    layer(&ids[..1]).await;
-    layer(&ids[1..=CHILDREN]).await;
-    layer(&ids[CHILDREN + 1..]).await;
-    assert!(ctx.claim("q", 1_000).await.is_empty());
+    ctx.run_layer("q", &ids[..1]).await;
+    ctx.run_layer("q", &ids[1..=CHILDREN]).await;
+    ctx.run_layer("q", &ids[CHILDREN + 1..]).await;
+    assert!(ctx.claim("q", 100).await.is_empty());
 }
 
 /// A dead-lettered dependency cancels the jobs waiting on it (last error
