@@ -126,17 +126,20 @@ async fn named_statements_break_through_transaction_pooling() {
     );
 }
 
-/// The statement cache off is not enough: sqlx still prepares a named
-/// statement (`sqlx_s_N`) for every persistent query and, with no cache to
-/// evict it from, never closes it; through transaction pooling another
-/// client's `sqlx_s_1` then already exists on the server it lands on.
+/// The statement cache off, each statement in a transaction: since sqlx
+/// 0.9.1 a persistent query on a connection without a cache is prepared
+/// unnamed (0.9.0 named it `sqlx_s_N` and never closed it, so another
+/// client's `sqlx_s_1` already existed on the server it landed on: 606-624
+/// of 640 failed), which makes it the working case below.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn statement_cache_off_still_leaks_named_statements() {
+async fn statement_cache_off_in_transactions_works() {
     let _serial = SERIAL.lock().await;
     let errors = run_all(0, true, true).await;
     assert!(
-        !errors.is_empty(),
-        "expected uncached named statements to collide through transaction pooling"
+        errors.is_empty(),
+        "{} failures: {:?}",
+        errors.len(),
+        &errors[..errors.len().min(5)]
     );
 }
 
